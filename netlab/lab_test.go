@@ -1,0 +1,343 @@
+package netlab
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/transport/udp/sockio"
+)
+
+// newLab builds a lab for the test, or skips the test where labs cannot be
+// built, and always tears it down.
+func newLab(t *testing.T, cfg Config) *Lab {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	lab, err := New(cfg)
+	must(t, err)
+	t.Cleanup(func() {
+		if err := lab.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return lab
+}
+
+// flowStats is what the receiver saw from one source port.
+type flowStats struct{ got, ce int }
+
+// traffic is a sender pool on h1 and a receiver on h2, both on one plane.
+type traffic struct {
+	rx    *sockio.Conn
+	pool  *sockio.Pool
+	plane int
+}
+
+const (
+	rxPort    = 9000
+	basePort  = 20000
+	flowCount = 64
+)
+
+func newTraffic(t *testing.T, lab *Lab, plane int, cfg sockio.Config) *traffic {
+	t.Helper()
+	tr := &traffic{plane: plane}
+	must(t, lab.Run(2, func() (err error) {
+		tr.rx, err = sockio.Open(sockio.Config{Local: netip.AddrPortFrom(lab.Host(2).Addr(plane), rxPort)})
+		return err
+	}))
+	t.Cleanup(func() { tr.rx.Close() })
+	must(t, lab.Run(1, func() (err error) {
+		cfg.Local = netip.AddrPortFrom(lab.Host(1).Addr(plane), basePort)
+		tr.pool, err = sockio.OpenPool(cfg, flowCount)
+		return err
+	}))
+	t.Cleanup(func() { tr.pool.Close() })
+	return tr
+}
+
+// send sends per datagrams of 200 bytes from every source port of the pool
+// and returns what arrived per source port. It reads until every datagram
+// arrived or none arrived for quiet (the rest are lost).
+func (tr *traffic) send(t *testing.T, per int) map[uint16]*flowStats {
+	t.Helper()
+	dst := tr.rx.LocalAddr()
+	msgs := make([]sockio.Msg, per)
+	for i := range msgs {
+		msgs[i] = sockio.Msg{Buf: make([]byte, 200), N: 200, Addr: dst}
+	}
+	for _, c := range tr.pool.Conns() {
+		n, err := c.WriteBatch(msgs)
+		must(t, err)
+		if n != per {
+			t.Fatalf("sent %d of %d", n, per)
+		}
+	}
+	return receive(t, tr.rx, flowCount*per)
+}
+
+func receive(t *testing.T, rx *sockio.Conn, want int) map[uint16]*flowStats {
+	t.Helper()
+	const quiet = 300 * time.Millisecond
+	p, err := sockio.NewPoller()
+	must(t, err)
+	defer p.Close()
+	must(t, p.Add(rx.Fd(), 0))
+	in := make([]sockio.Msg, 32)
+	for i := range in {
+		in[i].Buf = make([]byte, sockio.MaxDatagram)
+	}
+	stats := map[uint16]*flowStats{}
+	total := 0
+	ready := make([]int32, 1)
+	for total < want {
+		n, _, err := p.Wait(quiet, ready)
+		must(t, err)
+		if n == 0 {
+			break // quiet: the rest was lost
+		}
+		for {
+			k, err := rx.ReadBatch(in)
+			if errors.Is(err, sockio.ErrWouldBlock) {
+				break
+			}
+			must(t, err)
+			for _, m := range in[:k] {
+				s := stats[m.Addr.Port()]
+				if s == nil {
+					s = &flowStats{}
+					stats[m.Addr.Port()] = s
+				}
+				s.got++
+				if m.ECN == sockio.CE {
+					s.ce++
+				}
+				total++
+			}
+		}
+	}
+	return stats
+}
+
+func counters(t *testing.T, lab *Lab) []LinkCounter {
+	t.Helper()
+	c, err := lab.LinkCounters()
+	must(t, err)
+	return c
+}
+
+// fwdDelta returns the forward packets per link between two readings.
+func fwdDelta(before, after []LinkCounter) []uint64 {
+	d := make([]uint64, len(after))
+	for i := range after {
+		d[i] = after[i].FwdPackets - before[i].FwdPackets
+	}
+	return d
+}
+
+func sum(stats map[uint16]*flowStats) (got, ce int) {
+	for _, s := range stats {
+		got += s.got
+		ce += s.ce
+	}
+	return
+}
+
+// TestFabric builds one plane of four spine links and checks, in order, ECMP
+// spreading, a black hole, CE marking, random loss and a link flap.
+func TestFabric(t *testing.T) {
+	lab := newLab(t, Config{Planes: 1, Links: 4, HashSeed: 12345})
+	tr := newTraffic(t, lab, 0, sockio.Config{})
+	const per = 20
+	sent := flowCount * per
+
+	t.Run("ecmp spreads source ports", func(t *testing.T) {
+		before := counters(t, lab)
+		stats := tr.send(t, per)
+		d := fwdDelta(before, counters(t, lab))
+		t.Logf("packets per link: %v", d)
+		for i, n := range d {
+			if n == 0 {
+				t.Errorf("link %d carried nothing", i)
+			}
+		}
+		if got, ce := sum(stats); got != sent || ce != 0 {
+			t.Fatalf("received %d of %d, %d CE", got, sent, ce)
+		}
+	})
+
+	t.Run("blackhole", func(t *testing.T) {
+		link := Link{0, 1}
+		must(t, lab.Blackhole(link, true))
+		before := counters(t, lab)
+		stats := tr.send(t, per)
+		d := fwdDelta(before, counters(t, lab))
+		if d[1] != 0 {
+			t.Errorf("black-holed link transmitted %d packets", d[1])
+		}
+		dead := 0
+		for _, c := range tr.pool.Conns() {
+			s := stats[c.LocalAddr().Port()]
+			switch {
+			case s == nil:
+				dead++
+			case s.got != per:
+				t.Errorf("port %d: %d of %d arrived, want all or none", c.LocalAddr().Port(), s.got, per)
+			}
+		}
+		if dead == 0 || dead == flowCount {
+			t.Fatalf("%d of %d flows dead, want some", dead, flowCount)
+		}
+		must(t, lab.Blackhole(link, false))
+		if got, _ := sum(tr.send(t, per)); got != sent {
+			t.Fatalf("after healing: %d of %d arrived", got, sent)
+		}
+	})
+
+	t.Run("mark ce", func(t *testing.T) {
+		must(t, lab.MarkCE(Link{0, 2}, true))
+		before := counters(t, lab)
+		stats := tr.send(t, per)
+		d := fwdDelta(before, counters(t, lab))
+		marked := 0
+		for port, s := range stats {
+			if s.ce != 0 && s.ce != s.got {
+				t.Errorf("port %d: %d of %d CE, want all or none", port, s.ce, s.got)
+			}
+			if s.ce > 0 {
+				marked++
+			}
+		}
+		got, ce := sum(stats)
+		if got != sent || ce == 0 || uint64(ce) > d[2] {
+			t.Fatalf("received %d of %d, %d CE, link 2 carried %d", got, sent, ce, d[2])
+		}
+		t.Logf("%d flows marked, %d CE datagrams", marked, ce)
+		must(t, lab.MarkCE(Link{0, 2}, false))
+		if _, ce := sum(tr.send(t, per)); ce != 0 {
+			t.Fatalf("%d CE after unmarking", ce)
+		}
+	})
+
+	t.Run("random loss", func(t *testing.T) {
+		const pct = 20
+		must(t, lab.SetLoss(Link{0, AllLinks}, pct))
+		defer func() { must(t, lab.SetLoss(Link{0, AllLinks}, 0)) }()
+		const rounds = 3
+		got := 0
+		for r := 0; r < rounds; r++ {
+			g, _ := sum(tr.send(t, per))
+			got += g
+		}
+		lost := 1 - float64(got)/float64(rounds*sent)
+		t.Logf("lost %.3f, configured %.2f", lost, pct/100.0)
+		// 3840 packets: the standard deviation of the loss fraction is 0.0065.
+		if lost < 0.15 || lost > 0.25 {
+			t.Fatalf("lost fraction %.3f, want about %.2f", lost, pct/100.0)
+		}
+	})
+
+	t.Run("link flap", func(t *testing.T) {
+		link := Link{0, 3}
+		must(t, lab.SetLinkDown(link, true))
+		before := counters(t, lab)
+		stats := tr.send(t, per)
+		d := fwdDelta(before, counters(t, lab))
+		if d[3] != 0 {
+			t.Errorf("downed link transmitted %d packets", d[3])
+		}
+		if got, _ := sum(stats); got != sent {
+			t.Fatalf("with link down: %d of %d arrived (flows should move)", got, sent)
+		}
+		must(t, lab.SetLinkDown(link, false))
+		before = counters(t, lab)
+		if got, _ := sum(tr.send(t, per)); got != sent {
+			t.Fatalf("after link up: %d of %d arrived", got, sent)
+		}
+		if d := fwdDelta(before, counters(t, lab)); d[3] == 0 {
+			t.Errorf("link 3 unused after coming back: %v", d)
+		}
+	})
+
+	t.Run("bad arguments", func(t *testing.T) {
+		for _, err := range []error{
+			lab.SetLoss(Link{0, 4}, 1), lab.SetLoss(Link{1, 0}, 1), lab.SetLoss(Link{0, 0}, 101),
+			lab.Blackhole(Link{0, AllLinks}, true), lab.MarkCEOver(Link{0, 0}, -1), lab.RateCap(Link{-1, 0}, 1),
+			lab.SetLinkDown(Link{0, 9}, true),
+		} {
+			if err == nil {
+				t.Error("bad argument accepted")
+			}
+		}
+	})
+}
+
+func TestMultiPlane(t *testing.T) {
+	lab := newLab(t, Config{Planes: 2, Links: 2})
+	for p := 0; p < 2; p++ {
+		tr := newTraffic(t, lab, p, sockio.Config{})
+		if got, _ := sum(tr.send(t, 5)); got != flowCount*5 {
+			t.Fatalf("plane %d: %d of %d arrived", p, got, flowCount*5)
+		}
+	}
+	c := counters(t, lab)
+	if len(c) != 4 {
+		t.Fatalf("%d counters, want 4", len(c))
+	}
+	if lab.Host(1).Addr(1) != netip.MustParseAddr("198.18.1.2") || lab.Host(2).Addr(1) != netip.MustParseAddr("198.18.129.2") {
+		t.Fatal("addressing plan changed")
+	}
+}
+
+func TestCommandRunsInHost(t *testing.T) {
+	lab := newLab(t, Config{Planes: 1, Links: 1})
+	out, err := lab.Command(2, "ip", "-brief", "addr", "show", "p0").CombinedOutput()
+	must(t, err)
+	if !strings.Contains(string(out), "198.18.128.2/24") {
+		t.Fatalf("h2 address missing: %s", out)
+	}
+	if err := lab.Run(1, func() error { return errors.New("boom") }); err == nil || err.Error() != "boom" {
+		t.Fatalf("Run lost fn's error: %v", err)
+	}
+	if err := lab.Run(1, func() error { panic("inside") }); err == nil {
+		t.Fatal("Run lost a panic")
+	}
+}
+
+func TestCloseAndCleanup(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	lab, err := New(Config{Planes: 1, Links: 2})
+	must(t, err)
+	must(t, lab.Close())
+	must(t, lab.Close()) // idempotent
+	names, err := listNamespaces()
+	must(t, err)
+	for _, n := range names {
+		if strings.HasPrefix(n, lab.ID()) {
+			t.Fatalf("namespace %s left behind", n)
+		}
+	}
+	if err := lab.SetLoss(Link{0, 0}, 1); err == nil {
+		t.Fatal("closed lab accepted a rule")
+	}
+
+	// A crashed run leaves namespaces behind; Cleanup removes them.
+	const prefix = "mrlcln"
+	stale, err := New(Config{Planes: 1, Links: 1, Prefix: prefix})
+	must(t, err)
+	deleted, err := Cleanup(prefix)
+	must(t, err)
+	want := []string{stale.ID() + "-h1", stale.ID() + "-h2", stale.ID() + "-s1p0", stale.ID() + "-s2p0"}
+	slices.Sort(deleted)
+	if !slices.Equal(deleted, want) {
+		t.Fatalf("deleted %v, want %v", deleted, want)
+	}
+	must(t, stale.Close()) // already gone: nothing left to do
+}

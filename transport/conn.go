@@ -1,0 +1,240 @@
+package transport
+
+import (
+	"fmt"
+
+	"github.com/metaroce/metaroce/transport/cc"
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+type connState uint8
+
+const (
+	stateDialing connState = iota
+	stateEstablished
+	stateClosing // CLOSE sent, waiting for the reply
+	stateClosed
+)
+
+func (s connState) String() string {
+	return [...]string{"dialing", "established", "closing", "closed"}[s]
+}
+
+// Conn is one MetaRoCE connection: many ordered flows above, many paths
+// below, one congestion controller (docs/spec.md §3). It is reached through
+// its Endpoint's methods.
+type Conn struct {
+	ep       *Endpoint
+	id       ConnID
+	remote   RemoteID
+	state    connState
+	accepted bool
+
+	localTok uint64
+	peerConn uint32
+	peerTok  uint64
+	seg      int // DATA payload bytes per packet, agreed by both sides
+
+	paths   []*txPath          // our paths, indexed by path id
+	rxPaths map[uint16]*rxPath // the peer's paths, by the peer's path id
+	rxOrder []*rxPath
+	ackRR   int // rotates ACKs over our paths (reverse entropies for the peer)
+	pathRR  int
+
+	cc *cc.AIMD
+
+	flows map[uint32]*flow
+
+	// Sequenced work waiting for a path, in priority order.
+	ctrlQ    []*ctrlPkt // RECV_READY and NACK packets never sent yet
+	retxQ    []retxItem // content of lost packets
+	active   []*sendMsg // matched messages with bytes left to send
+	actRR    int
+	inflight int // bytes in flight on all paths
+
+	// Pacing (docs/spec.md §3.5): the earliest time the next sequenced
+	// packet may leave.
+	paceNext Time
+
+	// Handshake, close and liveness timers.
+	created    Time
+	helloDue   Time // dialing: next HELLO
+	helloAck   bool // accepted: a HELLO_ACK is owed
+	deadline   Time // dialing: handshake deadline; closing: give-up time
+	closeDue   Time
+	closeTries int
+	closeReply bool // a CLOSE reply is owed
+	closeRsn   wire.CloseReason
+	lastRecv   Time // last valid packet from the peer
+	lastSent   Time
+	lastData   Time // last DATA received (rate-hint activity)
+	lastAck    Time // last ACK that acknowledged something
+	ackDue     bool
+	ackAt      Time // when a held-back ACK must go
+
+	peerPlanes int
+	peerPaths  int
+	peerAddr   []byte
+
+	stats ConnStats
+}
+
+// ID returns the connection id.
+func (c *Conn) ID() ConnID { return c.id }
+
+func (c *Conn) errf(base error, format string, args ...any) error {
+	return &ConnError{Conn: c.id, Remote: c.remote, Err: base, Detail: fmt.Sprintf(format, args...)}
+}
+
+// setupPaths creates Planes × PathsPerPlane paths, each on a distinct
+// entropy of its plane's pool.
+func (c *Conn) setupPaths(now Time) {
+	cfg := &c.ep.cfg
+	for p := 0; p < cfg.Planes; p++ {
+		for k := 0; k < cfg.PathsPerPlane; k++ {
+			id := len(c.paths)
+			tp := &txPath{id: uint16(id), plane: uint8(p)}
+			tp.entropy = c.freshEntropy(uint8(p))
+			tp.srtt = cfg.InitialRTT
+			tp.rttvar = cfg.InitialRTT / 2
+			tp.state = pathActive
+			c.paths = append(c.paths, tp)
+			c.cc.AddPath(int64(now), id)
+		}
+	}
+}
+
+// freshEntropy picks a source-port index of plane p that no other path of c
+// uses, at random so that a re-tried path lands on a new ECMP route with
+// probability (pool-used)/pool.
+func (c *Conn) freshEntropy(p uint8) uint16 {
+	pool := c.ep.cfg.EntropiesPerPlane
+	for tries := 0; ; tries++ {
+		e := uint16(c.ep.rng.IntN(pool))
+		clash := false
+		for _, tp := range c.paths {
+			if tp.plane == p && tp.entropy == e {
+				clash = true
+				break
+			}
+		}
+		if !clash || tries > 4*pool {
+			return e
+		}
+	}
+}
+
+// established finishes the handshake: the peer's parameters are known.
+func (c *Conn) established(h *wire.Hello) {
+	c.peerConn = h.SrcConn
+	c.peerTok = h.SrcTok
+	c.peerPlanes = int(h.Planes)
+	c.peerPaths = int(h.Paths)
+	dg := min(c.ep.cfg.MaxDatagram, int(h.MaxDgram))
+	c.seg = dg - dataHdr
+	if c.seg < 1 {
+		c.seg = 1
+	}
+	c.peerAddr = append(c.peerAddr[:0], h.Addr...)
+	c.state = stateEstablished
+}
+
+// fail ends the connection at once with err: every outstanding operation
+// fails with it and EvClosed carries it.
+func (c *Conn) fail(now Time, err error) {
+	if c.state == stateClosed {
+		return
+	}
+	c.failOps(err)
+	c.state = stateClosed
+	c.ep.emit(Event{Kind: EvClosed, Conn: c.id, Remote: c.remote, Err: err})
+	c.ep.removeConn(c)
+}
+
+// failOps fails every queued send and posted receive with err.
+func (c *Conn) failOps(err error) {
+	for _, fid := range c.flowIDs() {
+		f := c.flows[fid]
+		for _, s := range f.sends {
+			if !s.reported {
+				s.reported = true
+				c.ep.emit(Event{Kind: EvSendDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: s.cookie, Len: s.length, Tag: s.tag, Err: err})
+			}
+		}
+		f.sends = f.sends[:0]
+		f.unmatched = f.unmatched[:0]
+		for _, g := range f.recvs {
+			for i := 0; i < g.n; i++ {
+				en := &g.entries[i]
+				c.ep.emit(Event{Kind: EvRecvDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: en.cookie, Err: err})
+			}
+		}
+		f.recvs = f.recvs[:0]
+	}
+	c.active = c.active[:0]
+	c.retxQ = c.retxQ[:0]
+	c.ctrlQ = c.ctrlQ[:0]
+}
+
+// flowIDs returns flow ids in ascending order so that failure events come
+// out in a deterministic order.
+func (c *Conn) flowIDs() []uint32 {
+	ids := make([]uint32, 0, len(c.flows))
+	for id := range c.flows {
+		ids = append(ids, id)
+	}
+	for i := 1; i < len(ids); i++ {
+		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+		}
+	}
+	return ids
+}
+
+// closeLocal starts an orderly close initiated by this side.
+func (c *Conn) closeLocal(now Time, r wire.CloseReason) {
+	switch c.state {
+	case stateClosed, stateClosing:
+		return
+	case stateDialing:
+		c.fail(now, nil)
+		return
+	}
+	c.failOps(c.errf(ErrClosed, "closed locally"))
+	c.state = stateClosing
+	c.closeRsn = r
+	c.closeDue = now
+	c.closeTries = 0
+	c.deadline = now + 4*c.ep.cfg.HandshakeRetry
+}
+
+// onPeerClose handles a CLOSE from the peer.
+func (c *Conn) onPeerClose(now Time, cl *wire.Close) {
+	if cl.Flags&wire.FlagReply != 0 {
+		if c.state == stateClosing {
+			c.fail(now, nil)
+		}
+		return
+	}
+	c.closeReply = true
+	if c.state == stateClosing {
+		// Both sides closed at once: the reply below completes the peer;
+		// we are done too.
+		c.fail(now, nil)
+		c.ep.ctrlClose(c, true)
+		return
+	}
+	var err error
+	if cl.Reason == wire.CloseNormal || cl.Reason == wire.CloseShutdown {
+		err = c.errf(ErrClosed, "peer closed the connection (%v)", cl.Reason)
+	} else {
+		err = c.errf(ErrClosed, "peer closed the connection: %v", cl.Reason)
+	}
+	c.ep.ctrlClose(c, true)
+	c.fail(now, err)
+}
+
+// ConnState names the connection state for statistics.
+func (c *Conn) String() string {
+	return fmt.Sprintf("conn %d (peer %d, %v)", c.id, c.remote, c.state)
+}

@@ -1,0 +1,49 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors reported in events and returned by the API. Test with errors.Is;
+// the concrete errors wrap these with the connection, flow and numbers.
+var (
+	// ErrPeerDead: nothing was heard from the peer within IdleTimeout while
+	// work was outstanding, or every path failed.
+	ErrPeerDead = errors.New("peer not responding")
+	// ErrHandshakeTimeout: a Dial got no HELLO_ACK in time.
+	ErrHandshakeTimeout = errors.New("handshake timed out")
+	// ErrClosed: the connection was closed locally or by the peer.
+	ErrClosed = errors.New("connection closed")
+	// ErrMessageTooLarge: a message is longer than the buffer posted for it.
+	ErrMessageTooLarge = errors.New("message larger than posted receive buffer")
+	// ErrTagMismatch: a send's tag matches no buffer of the receive group.
+	ErrTagMismatch = errors.New("send tag matches no posted receive buffer")
+	// ErrUnknownConn: the API named a connection this endpoint does not have.
+	ErrUnknownConn = errors.New("unknown connection")
+	// ErrLimit: a configured bound (connections, flows, queued operations)
+	// would be exceeded; nothing was queued.
+	ErrLimit = errors.New("resource limit reached")
+	// ErrInvalid: bad arguments (empty receive group, too many entries,
+	// oversize message).
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// ConnError is an error attached to one connection: it names the peer so a
+// user with many connections knows which one failed, and says what to do.
+type ConnError struct {
+	Conn   ConnID
+	Remote RemoteID
+	Err    error
+	Detail string
+}
+
+func (e *ConnError) Error() string {
+	s := fmt.Sprintf("metaroce: connection %d to peer %d: %v", e.Conn, e.Remote, e.Err)
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	return s
+}
+
+func (e *ConnError) Unwrap() error { return e.Err }

@@ -1,0 +1,399 @@
+package transport
+
+import (
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// flow is one ordered message stream of a connection (docs/spec.md §3.4).
+// Both sides number the receive groups of a flow 0, 1, 2, … in posting
+// order; the receiver announces each group with a RECV_READY and the sender
+// matches its sends, in posting order, to the announced groups.
+type flow struct {
+	id uint32
+
+	// Sender side.
+	sends     []*sendMsg   // posting order, until reported complete
+	unmatched []*sendMsg   // posted, not yet matched to a receive buffer
+	ready     []readyGroup // announced receive groups with unmatched buffers
+
+	// Receiver side.
+	recvs   []*recvGroup // posting order, until reported complete
+	nextMsg uint32       // sequence number of the next posted group
+	doneMsg uint32       // groups before this one are complete
+}
+
+// sendMsg is one message queued by Send.
+type sendMsg struct {
+	flow   *flow
+	length uint64
+	tag    uint32
+	cookie uint64
+
+	matched  bool
+	msg      uint32 // receive group it matched
+	index    uint8  // buffer within the group
+	nextOff  uint64 // first byte not yet sent for the first time
+	started  bool   // the first packet left (a zero-byte message has one packet)
+	outPkts  int    // packets sent or queued for retransmission, not yet acked
+	done     bool   // every byte acknowledged, or failed
+	err      error
+	reported bool
+}
+
+func (s *sendMsg) allSent() bool {
+	return s.started && s.nextOff >= s.length
+}
+
+// readyGroup is a RECV_READY the sender holds.
+type readyGroup struct {
+	msg     uint32
+	n       int
+	entries [wire.MaxRecvEntries]wire.RecvEntry
+	used    [wire.MaxRecvEntries]bool
+}
+
+// recvGroup is one posted grouped receive.
+type recvGroup struct {
+	msg     uint32
+	n       int
+	entries [wire.MaxRecvEntries]recvEntry
+}
+
+type recvEntry struct {
+	capacity  uint64
+	tag       uint32
+	cookie    uint64
+	length    uint64 // message length, known from its first DATA
+	started   bool
+	chunks    []uint64 // bitmap of placed segments
+	nChunks   int
+	placed    int // segments placed
+	done      bool
+	err       error
+	senderTag uint32
+}
+
+func (c *Conn) getFlow(id uint32, create bool) (*flow, error) {
+	f := c.flows[id]
+	if f == nil && create {
+		if len(c.flows) >= c.ep.cfg.MaxFlowsPerConn {
+			return nil, c.errf(ErrLimit, "more than %d flows", c.ep.cfg.MaxFlowsPerConn)
+		}
+		f = &flow{id: id}
+		c.flows[id] = f
+	}
+	return f, nil
+}
+
+func (c *Conn) usable() error {
+	switch c.state {
+	case stateClosing, stateClosed:
+		return c.errf(ErrClosed, "connection is closing")
+	}
+	return nil
+}
+
+// send queues a message (Endpoint.Send).
+func (c *Conn) send(now Time, fid uint32, length uint64, tag uint32, cookie uint64) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if length > wire.MaxMessageLen {
+		return c.errf(ErrInvalid, "message of %d bytes exceeds the %d-byte limit", length, uint64(wire.MaxMessageLen))
+	}
+	f, err := c.getFlow(fid, true)
+	if err != nil {
+		return err
+	}
+	if len(f.sends) >= c.ep.cfg.MaxPendingSends {
+		return c.errf(ErrLimit, "more than %d sends queued on flow %d", c.ep.cfg.MaxPendingSends, fid)
+	}
+	s := &sendMsg{flow: f, length: length, tag: tag, cookie: cookie}
+	f.sends = append(f.sends, s)
+	f.unmatched = append(f.unmatched, s)
+	c.match(f)
+	return nil
+}
+
+// postRecv posts a receive group (Endpoint.PostRecv) and queues its
+// RECV_READY.
+func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if len(bufs) == 0 || len(bufs) > wire.MaxRecvEntries {
+		return c.errf(ErrInvalid, "a receive group holds 1 to %d buffers, got %d", wire.MaxRecvEntries, len(bufs))
+	}
+	for _, b := range bufs {
+		if b.Cap > wire.MaxMessageLen {
+			return c.errf(ErrInvalid, "receive capacity %d exceeds the %d-byte limit", b.Cap, uint64(wire.MaxMessageLen))
+		}
+	}
+	f, err := c.getFlow(fid, true)
+	if err != nil {
+		return err
+	}
+	if len(f.recvs) >= c.ep.cfg.MaxPendingRecvs {
+		return c.errf(ErrLimit, "more than %d receives posted on flow %d", c.ep.cfg.MaxPendingRecvs, fid)
+	}
+	g := &recvGroup{msg: f.nextMsg, n: len(bufs)}
+	f.nextMsg++
+	rr := &ctrlPkt{op: wire.OpRecvReady}
+	rr.rr.Flow = fid
+	rr.rr.Msg = g.msg
+	rr.rr.N = len(bufs)
+	for i, b := range bufs {
+		g.entries[i] = recvEntry{capacity: b.Cap, tag: b.Tag, cookie: b.Cookie}
+		rr.rr.Entries[i] = wire.RecvEntry{Capacity: b.Cap, Tag: b.Tag}
+	}
+	f.recvs = append(f.recvs, g)
+	c.ctrlQ = append(c.ctrlQ, rr)
+	return nil
+}
+
+// match pairs unmatched sends with announced receive buffers, in posting
+// order: the oldest send takes the buffer of the oldest announced group whose
+// tag equals its own (docs/spec.md §3.4, as NCCL's grouped receives).
+func (c *Conn) match(f *flow) {
+	for len(f.unmatched) > 0 && len(f.ready) > 0 {
+		s := f.unmatched[0]
+		g := &f.ready[0]
+		idx := -1
+		for i := 0; i < g.n; i++ {
+			if !g.used[i] && g.entries[i].Tag == s.tag {
+				idx = i
+				break
+			}
+		}
+		reason := wire.NackReason(0)
+		var value uint64
+		if idx < 0 {
+			// No buffer with this tag: fail the send and the first free
+			// buffer, so neither side waits forever.
+			for i := 0; i < g.n; i++ {
+				if !g.used[i] {
+					idx = i
+					break
+				}
+			}
+			reason, value = wire.NackTagMismatch, uint64(s.tag)
+			s.err = c.errf(ErrTagMismatch, "flow %d message %d: tag %d matches no posted buffer", f.id, g.msg, s.tag)
+		} else if s.length > g.entries[idx].Capacity {
+			reason, value = wire.NackTooLarge, s.length
+			s.err = c.errf(ErrMessageTooLarge, "flow %d message %d: %d bytes sent, receiver posted %d", f.id, g.msg, s.length, g.entries[idx].Capacity)
+		}
+		g.used[idx] = true
+		f.unmatched = f.unmatched[1:]
+		s.matched, s.msg, s.index = true, g.msg, uint8(idx)
+		if s.err != nil {
+			s.done = true
+			c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpNack, nack: wire.Nack{Reason: reason, Index: uint8(idx), Flow: f.id, Msg: g.msg, Value: value}})
+		} else {
+			c.active = append(c.active, s)
+		}
+		full := true
+		for i := 0; i < g.n; i++ {
+			if !g.used[i] {
+				full = false
+			}
+		}
+		if full {
+			f.ready = f.ready[1:]
+		}
+	}
+	c.completeSends(f)
+}
+
+// onRecvReady stores an announced receive group (a new sequenced packet, so
+// duplicates were already filtered by the path layer).
+func (c *Conn) onRecvReady(r *wire.RecvReady) {
+	f, err := c.getFlow(r.Flow, true)
+	if err != nil {
+		return
+	}
+	if len(f.ready) >= c.ep.cfg.MaxPendingRecvs {
+		return
+	}
+	g := readyGroup{msg: r.Msg, n: r.N, entries: r.Entries}
+	f.ready = append(f.ready, g)
+	c.match(f)
+}
+
+// completeSends reports finished sends of f in posting order.
+func (c *Conn) completeSends(f *flow) {
+	n := 0
+	for _, s := range f.sends {
+		if !s.done {
+			break
+		}
+		if !s.reported {
+			s.reported = true
+			c.ep.emit(Event{Kind: EvSendDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: s.cookie, Len: s.length, Tag: s.tag, Err: s.err})
+		}
+		n++
+	}
+	if n > 0 {
+		clear(f.sends[:n])
+		f.sends = f.sends[n:]
+	}
+}
+
+// onPktAcked records that one packet of s was acknowledged.
+func (c *Conn) onPktAcked(s *sendMsg) {
+	s.outPkts--
+	if s.outPkts == 0 && s.allSent() && !s.done {
+		s.done = true
+		c.completeSends(s.flow)
+	}
+}
+
+// place handles a DATA packet for this connection and returns where its
+// payload goes (docs/spec.md §3.4).
+func (c *Conn) place(now Time, d *wire.Data) Placement {
+	c.lastData = now
+	c.stats.BytesRecv += uint64(len(d.Payload))
+	f := c.flows[d.Flow]
+	if f == nil || int32(d.Msg-f.doneMsg) < 0 {
+		if f != nil {
+			c.ep.drop(DropStale)
+			return Placement{}
+		}
+		c.ep.drop(DropNotReady)
+		c.queueNack(wire.NackNotReady, d.Flow, d.Msg, d.Index, d.Offset)
+		return Placement{}
+	}
+	k := int(d.Msg - f.doneMsg)
+	if k >= len(f.recvs) {
+		c.ep.drop(DropNotReady)
+		c.queueNack(wire.NackNotReady, d.Flow, d.Msg, d.Index, d.Offset)
+		return Placement{}
+	}
+	g := f.recvs[k]
+	if int(d.Index) >= g.n {
+		c.ep.drop(DropBadPlacement)
+		return Placement{}
+	}
+	en := &g.entries[d.Index]
+	if en.done {
+		c.ep.drop(DropStale)
+		return Placement{}
+	}
+	if !en.started {
+		if d.MsgLen > en.capacity {
+			en.err = c.errf(ErrMessageTooLarge, "flow %d message %d: %d bytes arriving, %d posted", d.Flow, d.Msg, d.MsgLen, en.capacity)
+			en.done = true
+			// The receiver reports this as an offset outside its buffer:
+			// NackTooLarge is the sender's word (it fails its own message).
+			c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.MsgLen)
+			c.completeRecvs(f)
+			c.ep.drop(DropBadPlacement)
+			return Placement{}
+		}
+		en.started = true
+		en.length = d.MsgLen
+		en.nChunks = int((d.MsgLen + uint64(c.seg) - 1) / uint64(c.seg))
+		if en.nChunks == 0 {
+			en.nChunks = 1
+		}
+		en.chunks = make([]uint64, (en.nChunks+63)/64)
+	}
+	// Every packet of a message must agree on its length and sit on a
+	// segment boundary with exactly the segment's length.
+	seg := uint64(c.seg)
+	want := min(seg, en.length-min(d.Offset, en.length))
+	if d.MsgLen != en.length || d.Offset%seg != 0 || uint64(len(d.Payload)) != want ||
+		(d.Offset >= en.length && en.length != 0) || d.Offset+uint64(len(d.Payload)) > en.capacity {
+		c.ep.drop(DropBadPlacement)
+		c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.Offset)
+		return Placement{}
+	}
+	ch := int(d.Offset / seg)
+	if en.chunks[ch>>6]&(1<<(ch&63)) != 0 {
+		c.ep.drop(DropDuplicate)
+		return Placement{}
+	}
+	en.chunks[ch>>6] |= 1 << (ch & 63)
+	en.placed++
+	pl := Placement{OK: len(d.Payload) > 0, Cookie: en.cookie, Offset: d.Offset, Payload: d.Payload}
+	if en.placed == en.nChunks {
+		en.done = true
+		en.chunks = nil
+		c.completeRecvs(f)
+	}
+	return pl
+}
+
+// completeRecvs reports finished receive groups of f in posting order; a
+// group is finished when every buffer in it is.
+func (c *Conn) completeRecvs(f *flow) {
+	n := 0
+	for _, g := range f.recvs {
+		all := true
+		for i := 0; i < g.n; i++ {
+			if !g.entries[i].done {
+				all = false
+				break
+			}
+		}
+		if !all {
+			break
+		}
+		for i := 0; i < g.n; i++ {
+			en := &g.entries[i]
+			c.ep.emit(Event{Kind: EvRecvDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: en.cookie, Len: en.length, Tag: en.tag, Err: en.err})
+		}
+		n++
+	}
+	if n > 0 {
+		clear(f.recvs[:n])
+		f.recvs = f.recvs[n:]
+		f.doneMsg += uint32(n)
+	}
+}
+
+// onNack handles a sequenced NACK from the peer.
+func (c *Conn) onNack(n *wire.Nack) {
+	f := c.flows[n.Flow]
+	if f == nil {
+		return
+	}
+	switch n.Reason {
+	case wire.NackTooLarge, wire.NackTagMismatch:
+		// The sender refused our buffer: fail that receive.
+		k := int(n.Msg - f.doneMsg)
+		if int32(n.Msg-f.doneMsg) < 0 || k >= len(f.recvs) {
+			return
+		}
+		g := f.recvs[k]
+		if int(n.Index) >= g.n {
+			return
+		}
+		en := &g.entries[n.Index]
+		if en.done {
+			return
+		}
+		base := ErrMessageTooLarge
+		detail := "flow %d message %d: peer's message of %d bytes does not fit the posted buffer"
+		if n.Reason == wire.NackTagMismatch {
+			base = ErrTagMismatch
+			detail = "flow %d message %d: peer sent tag %d, which matches no posted buffer"
+		}
+		en.err = c.errf(base, detail, n.Flow, n.Msg, n.Value)
+		en.done = true
+		en.chunks = nil
+		c.completeRecvs(f)
+	case wire.NackNotReady, wire.NackBadOffset:
+		// A correct sender never sends ahead of RECV_READY nor off a
+		// segment boundary; count it (stats) and carry on.
+		c.stats.NacksRecv++
+	}
+}
+
+// queueNack queues a sequenced NACK, bounded so a misbehaving peer cannot
+// grow our queue.
+func (c *Conn) queueNack(r wire.NackReason, fid, msg uint32, idx uint8, v uint64) {
+	if len(c.ctrlQ) >= 4*c.ep.cfg.MaxPendingRecvs {
+		return
+	}
+	c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpNack, nack: wire.Nack{Reason: r, Index: idx, Flow: fid, Msg: msg, Value: v}})
+}

@@ -1,0 +1,285 @@
+package transport
+
+import (
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+type pathState uint8
+
+const (
+	pathActive  pathState = iota // carries data
+	pathProbing                  // bad: on a fresh entropy, waiting for a probe to be acknowledged
+)
+
+type recKind uint8
+
+const (
+	recData recKind = iota
+	recCtrl
+	recProbe
+)
+
+type recState uint8
+
+const (
+	recOut   recState = iota // in flight
+	recAcked                 // acknowledged
+	recLost                  // declared lost; its content was queued again
+)
+
+// txRec remembers one sequenced packet until it is acknowledged or lost.
+type txRec struct {
+	psn   wire.PSN
+	kind  recKind
+	state recState
+	sent  Time
+	bytes int // on the wire
+	msg   *sendMsg
+	off   uint64
+	n     int
+	ctrl  *ctrlPkt
+}
+
+// retxItem is the content of a lost packet waiting for a path.
+type retxItem struct {
+	kind recKind
+	msg  *sendMsg
+	off  uint64
+	n    int
+	ctrl *ctrlPkt
+	pref int // the path that lost it (docs/spec.md §3.2: retransmit on the same path unless it is bad)
+}
+
+// ctrlPkt is a sequenced control packet (RECV_READY or NACK).
+type ctrlPkt struct {
+	op   wire.Opcode
+	rr   wire.RecvReady
+	nack wire.Nack
+}
+
+// txPath is the sending half of one path: sequence numbers, outstanding
+// packets, RTT estimate and health (docs/spec.md §3.1, §3.2, §3.6).
+//
+// Invariant: every PSN in [una, next) has a record in recs at index
+// psn&(len(recs)-1), next-una ≤ wire.SackBits, and the record at una, if any,
+// is recOut (una skips acknowledged and lost records).
+type txPath struct {
+	id      uint16
+	plane   uint8
+	entropy uint16
+	state   pathState
+
+	next wire.PSN
+	una  wire.PSN
+	recs []txRec
+
+	inflight     int // bytes of recOut records
+	inflightPkts int
+
+	srtt, rttvar Time
+	hasRTT       bool
+	backoff      uint
+	timeouts     int // consecutive
+
+	lastCE  uint32
+	probeAt Time // probing: when to send the next probe (0 = one is out)
+
+	stats PathStats
+}
+
+func (p *txPath) outstanding() uint32 { return uint32(p.next - p.una) }
+
+func (p *txPath) rec(psn wire.PSN) *txRec { return &p.recs[int(uint32(psn))&(len(p.recs)-1)] }
+
+// push records a packet about to be sent with PSN p.next and returns it.
+func (p *txPath) push() *txRec {
+	if int(p.outstanding()) == len(p.recs) {
+		n := max(16, 2*len(p.recs))
+		nr := make([]txRec, n)
+		for q := p.una; q != p.next; q++ {
+			nr[int(uint32(q))&(n-1)] = *p.rec(q)
+		}
+		p.recs = nr
+	}
+	r := p.rec(p.next)
+	*r = txRec{psn: p.next}
+	p.next++
+	return r
+}
+
+// rto is the tail-loss timeout of the path (RFC 6298 with a configurable
+// floor, doubled per consecutive timeout).
+func (p *txPath) rto(cfg *Config) Time {
+	t := max(p.srtt+4*p.rttvar, cfg.MinRTO)
+	t <<= min(p.backoff, 16)
+	return min(t, cfg.MaxRTO)
+}
+
+// deadline is when the oldest outstanding packet times out, or Never.
+func (p *txPath) deadline(cfg *Config) Time {
+	if p.una == p.next {
+		return Never
+	}
+	return p.rec(p.una).sent + p.rto(cfg)
+}
+
+func (p *txPath) rttSample(rtt Time) {
+	if !p.hasRTT {
+		p.srtt, p.rttvar, p.hasRTT = rtt, rtt/2, true
+	} else {
+		d := p.srtt - rtt
+		if d < 0 {
+			d = -d
+		}
+		p.rttvar = (3*p.rttvar + d) / 4
+		p.srtt = (7*p.srtt + rtt) / 8
+	}
+	p.stats.RTT = p.srtt
+}
+
+// advanceUna moves una past records that are no longer outstanding.
+func (p *txPath) advanceUna() {
+	for p.una != p.next && p.rec(p.una).state != recOut {
+		*p.rec(p.una) = txRec{}
+		p.una++
+	}
+}
+
+// onAckRecord applies one ACK record to path p (docs/spec.md §3.1–§3.2):
+// every outstanding PSN below the cumulative PSN or set in the bitmap is
+// acknowledged; every outstanding PSN below the highest acknowledged one is
+// lost, because a path does not reorder. Lost content is queued for
+// retransmission at once, with a fresh PSN.
+func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
+	cum := r.Cum
+	highest := cum - 1
+	if h := r.Sack.Highest(); h >= 0 {
+		highest = cum + 1 + wire.PSN(h)
+	}
+	// Never trust acknowledgements of PSNs we have not sent.
+	if !highest.Less(p.next) {
+		highest = p.next - 1
+	}
+	var ackedBytes, ackedPkts, lostPkts int
+	probeAcked := false
+	for q := p.una; q != p.next && q.LessEq(highest); q++ {
+		rec := p.rec(q)
+		if rec.state == recAcked {
+			continue
+		}
+		acked := q.Less(cum) || r.Sack.Has(int(q.Diff(cum))-1)
+		switch {
+		case acked && rec.state == recLost:
+			// Declared lost, yet it arrived: the retransmission was
+			// spurious. The queued copy carries the packet now.
+			rec.state = recAcked
+			p.stats.Spurious++
+			c.stats.Spurious++
+		case acked:
+			rec.state = recAcked
+			p.inflight -= rec.bytes
+			p.inflightPkts--
+			c.inflight -= rec.bytes
+			ackedBytes += rec.bytes
+			ackedPkts++
+			switch rec.kind {
+			case recData:
+				c.onPktAcked(rec.msg)
+			case recProbe:
+				probeAcked = true
+			}
+		case rec.state == recOut && q.Less(highest):
+			c.declareLost(p, rec)
+			lostPkts++
+		}
+	}
+	p.advanceUna()
+	if ackedPkts > 0 {
+		p.timeouts = 0
+		p.backoff = 0
+		c.lastAck = now
+		rtt := Time(int32(uint32(now)-r.EchoTS)) - Time(r.Delay)
+		if rtt <= 0 || rtt > c.ep.cfg.MaxRTO {
+			rtt = 0
+		} else {
+			p.rttSample(rtt)
+			c.stats.RTT = p.srtt
+		}
+		marked := int(r.CE - p.lastCE)
+		if marked < 0 || marked > ackedPkts {
+			marked = min(max(marked, 0), ackedPkts)
+		}
+		p.stats.ECNMarks += uint64(marked)
+		c.stats.ECNMarks += uint64(marked)
+		c.cc.OnAck(int64(now), int(p.id), ackedBytes, ackedPkts, marked, int64(rtt))
+	}
+	p.lastCE = r.CE
+	if lostPkts > 0 {
+		c.cc.OnLoss(int64(now), int(p.id), lostPkts)
+	}
+	if probeAcked && p.state == pathProbing {
+		p.state = pathActive
+		p.probeAt = 0
+		p.stats.Revived++
+	}
+}
+
+// declareLost marks rec lost and queues its content again.
+func (c *Conn) declareLost(p *txPath, rec *txRec) {
+	rec.state = recLost
+	p.inflight -= rec.bytes
+	p.inflightPkts--
+	c.inflight -= rec.bytes
+	p.stats.Lost++
+	c.stats.Lost++
+	switch rec.kind {
+	case recData:
+		if rec.msg.done {
+			return // failed meanwhile
+		}
+		c.retxQ = append(c.retxQ, retxItem{kind: recData, msg: rec.msg, off: rec.off, n: rec.n, pref: int(p.id)})
+	case recCtrl:
+		c.retxQ = append(c.retxQ, retxItem{kind: recCtrl, ctrl: rec.ctrl, pref: int(p.id)})
+	}
+}
+
+// onPathTimeout fires when the oldest packet of p outlived the path's RTO
+// (docs/spec.md §3.2 tail loss, §3.6 path health). Everything outstanding on
+// the path is declared lost and moved. A path that times out while other
+// paths make progress, or that keeps timing out, is declared bad: it moves to
+// a fresh entropy (a new ECMP route) and carries no data until a probe on it
+// is acknowledged.
+func (c *Conn) onPathTimeout(now Time, p *txPath) {
+	oldest := p.rec(p.una).sent
+	for q := p.una; q != p.next; q++ {
+		if rec := p.rec(q); rec.state == recOut {
+			c.declareLost(p, rec)
+		}
+	}
+	p.advanceUna()
+	p.timeouts++
+	p.backoff++
+	p.stats.Timeouts++
+	c.stats.Timeouts++
+	c.cc.OnTimeout(int64(now), int(p.id))
+	othersProgress := c.lastAck > oldest
+	if p.state == pathProbing || othersProgress || p.timeouts >= c.ep.cfg.BadPathTimeouts {
+		c.markBad(now, p)
+	}
+}
+
+// markBad moves p to a fresh entropy and schedules a probe on it.
+func (c *Conn) markBad(now Time, p *txPath) {
+	wasActive := p.state == pathActive
+	p.state = pathProbing
+	p.entropy = c.freshEntropy(p.plane)
+	p.stats.PathChanges++
+	c.stats.PathChanges++
+	p.backoff = 0
+	if wasActive {
+		p.probeAt = now
+	} else {
+		p.probeAt = now + c.ep.cfg.ProbeInterval
+	}
+	c.cc.AddPath(int64(now), int(p.id))
+}

@@ -1,0 +1,208 @@
+package transport
+
+import (
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// HandleDatagram processes one received datagram. For a DATA packet whose
+// payload is to be placed, the returned Placement says where; everything
+// else is acted on inside the core. Malformed, forged, stale and duplicate
+// input is dropped and counted (Counters) and changes no state but the
+// counters (docs/spec.md §3).
+func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
+	h := &e.hdr
+	if _, err := wire.ParseHeader(h, d.Data); err != nil {
+		e.drop(DropMalformed)
+		return Placement{}
+	}
+	if h.Op == wire.OpHello {
+		e.onHello(now, d)
+		return Placement{}
+	}
+	if h.Op == wire.OpNack && h.DstConn == 0 {
+		e.onUnknownConnNack(now, d)
+		return Placement{}
+	}
+	c := e.conns[ConnID(h.DstConn)]
+	if c == nil {
+		e.drop(DropUnknownConn)
+		if h.Op.Sequenced() {
+			e.nackUnknown(now, d, h)
+		}
+		return Placement{}
+	}
+	if h.Token != c.localTok {
+		e.drop(DropBadToken)
+		return Placement{}
+	}
+	switch h.Op {
+	case wire.OpHelloAck:
+		hl := &e.hello
+		if _, err := wire.ParseHello(hl, d.Data); err != nil {
+			e.drop(DropMalformed)
+			return Placement{}
+		}
+		c.lastRecv = now
+		if c.state == stateDialing {
+			c.established(hl)
+			c.deadline = 0
+			e.emit(Event{Kind: EvConnected, Conn: c.id, Remote: c.remote})
+		}
+		return Placement{}
+	case wire.OpAck:
+		a := &e.ack
+		if _, err := wire.ParseAck(a, d.Data); err != nil {
+			e.drop(DropMalformed)
+			return Placement{}
+		}
+		c.lastRecv = now
+		c.onAck(now, a)
+		return Placement{}
+	case wire.OpClose:
+		cl := &e.close
+		if _, err := wire.ParseClose(cl, d.Data); err != nil {
+			e.drop(DropMalformed)
+			return Placement{}
+		}
+		c.lastRecv = now
+		c.onPeerClose(now, cl)
+		return Placement{}
+	}
+	if c.state != stateEstablished {
+		e.drop(DropStale)
+		return Placement{}
+	}
+	// Sequenced packets: parse the whole packet before its PSN counts, so a
+	// malformed packet cannot consume a sequence number.
+	var ts uint32
+	switch h.Op {
+	case wire.OpData:
+		if _, err := wire.ParseData(&e.data, d.Data); err != nil {
+			e.drop(DropMalformed)
+			return Placement{}
+		}
+		ts = e.data.Timestamp
+	case wire.OpRecvReady:
+		if _, err := wire.ParseRecvReady(&e.rr2, d.Data); err != nil {
+			e.drop(DropMalformed)
+			return Placement{}
+		}
+	case wire.OpNack:
+		if _, err := wire.ParseNack(&e.nack, d.Data); err != nil {
+			e.drop(DropMalformed)
+			return Placement{}
+		}
+	case wire.OpProbe:
+		if _, err := wire.ParseProbe(&e.probe, d.Data); err != nil {
+			e.drop(DropMalformed)
+			return Placement{}
+		}
+	default:
+		// One-sided Write is reserved in version 1.
+		e.drop(DropMalformed)
+		return Placement{}
+	}
+	c.lastRecv = now
+	c.stats.PacketsRecv++
+	if d.ECN == CE {
+		c.stats.CERecv++
+	}
+	if !c.onSequenced(now, h, d.ECN, ts, h.Op == wire.OpData) {
+		return Placement{}
+	}
+	switch h.Op {
+	case wire.OpData:
+		return c.place(now, &e.data)
+	case wire.OpRecvReady:
+		c.onRecvReady(&e.rr2)
+	case wire.OpNack:
+		c.onNack(&e.nack)
+	}
+	return Placement{}
+}
+
+// onAck applies an ACK: its records to our paths, its rate hint to the
+// controller.
+func (c *Conn) onAck(now Time, a *wire.Ack) {
+	c.stats.AcksRecv++
+	c.cc.OnRateHint(int64(now), uint64(a.RateHint)*1000/8)
+	c.stats.RateHint = uint64(a.RateHint) * 1000 / 8
+	for i := 0; i < a.N; i++ {
+		r := &a.Records[i]
+		if int(r.Path) >= len(c.paths) {
+			continue
+		}
+		c.onAckRecord(now, c.paths[r.Path], r)
+	}
+}
+
+// onHello handles a handshake request (docs/spec.md §3.3).
+func (e *Endpoint) onHello(now Time, d Datagram) {
+	hl := &e.hello
+	if _, err := wire.ParseHello(hl, d.Data); err != nil {
+		e.drop(DropMalformed)
+		return
+	}
+	if !e.cfg.Listen {
+		e.drop(DropNotListening)
+		return
+	}
+	if hl.DstConn != 0 || hl.Token != 0 {
+		e.drop(DropMalformed)
+		return
+	}
+	if c := e.byPeer[hl.SrcTok]; c != nil {
+		// A retransmitted HELLO: our HELLO_ACK was lost.
+		if c.peerConn == hl.SrcConn && c.state == stateEstablished {
+			c.helloAck = true
+			c.lastRecv = now
+		} else {
+			e.drop(DropBadToken)
+		}
+		return
+	}
+	c, err := e.newConn(now, d.From)
+	if err != nil {
+		e.drop(DropConnLimit)
+		return
+	}
+	c.accepted = true
+	c.setupPaths(now)
+	c.established(hl)
+	c.helloAck = true
+	e.byPeer[hl.SrcTok] = c
+	e.emit(Event{Kind: EvAccepted, Conn: c.id, Remote: c.remote, Addr: append([]byte(nil), hl.Addr...)})
+}
+
+// nackUnknownConn tells the sender of a sequenced packet that names no
+// connection of ours, at most once per 100 µs so a flood gets no
+// amplification (docs/spec.md §3.3).
+func (e *Endpoint) nackUnknown(now Time, d Datagram, h *wire.Header) {
+	if now < e.nackNext || len(e.ctrl) >= 64 {
+		return
+	}
+	e.nackNext = now + 100*Microsecond
+	o := ctrlOut{route: Route{Remote: d.From, Plane: d.Plane}}
+	o.nack.Token = h.Token
+	o.nack.Reason = wire.NackUnknownConn
+	o.nack.Value = uint64(h.DstConn)
+	e.ctrl = append(e.ctrl, o)
+}
+
+// onUnknownConnNack fails the connection the peer no longer knows: the NACK
+// echoes the connection id and token we used, which only the peer could
+// know.
+func (e *Endpoint) onUnknownConnNack(now Time, d Datagram) {
+	n := &e.nack
+	if _, err := wire.ParseNack(n, d.Data); err != nil || n.Reason != wire.NackUnknownConn {
+		e.drop(DropMalformed)
+		return
+	}
+	for _, c := range e.order {
+		if c.state == stateEstablished && uint64(c.peerConn) == n.Value && c.peerTok == n.Token {
+			c.fail(now, c.errf(ErrPeerDead, "the peer no longer knows this connection: it restarted or closed it"))
+			return
+		}
+	}
+	e.drop(DropUnknownConn)
+}

@@ -1,0 +1,172 @@
+package transport
+
+import "github.com/metaroce/metaroce/transport/wire"
+
+// maxRxPaths bounds the peer path ids a connection keeps receive state for.
+const maxRxPaths = wire.MaxPlanes * wire.MaxPathsPerPlane
+
+// rxPath is the receiving half of one of the peer's paths: what has arrived,
+// for the ACK record (docs/spec.md §3.1).
+//
+// Invariant: every PSN before cum was received or abandoned by the sender;
+// cum itself was not received; sack bit i stands for cum+1+i.
+type rxPath struct {
+	id      uint16
+	cum     wire.PSN
+	started bool
+	sack    wire.SackBitmap
+	ce      uint32 // CE-marked sequenced packets received, mod 2^32
+	lastTS  uint32 // Timestamp of the latest DATA
+	lastArr Time   // its arrival time
+	pending int    // packets received since the last ACK of this path
+	urgent  bool   // acknowledge at the next opportunity
+}
+
+// receive records PSN q and reports whether it is new. A PSN more than the
+// bitmap's width ahead slides the window: the sender only sends that far
+// ahead after it stopped tracking everything below (it keeps at most
+// wire.SackBits packets outstanding), so what is skipped was abandoned.
+func (r *rxPath) receive(q wire.PSN) bool {
+	if !r.started {
+		// The first packet of a path fixes its origin: a sender starts
+		// every path at PSN 0, but a path whose first packets were lost
+		// must not wait for them forever.
+		r.started = true
+		r.cum = 0
+	}
+	d := q.Diff(r.cum)
+	switch {
+	case d < 0:
+		return false
+	case d == 0:
+		r.advance()
+		return true
+	}
+	if d > wire.SackBits {
+		r.slideTo(q - wire.SackBits)
+		d = q.Diff(r.cum)
+		if d == 0 {
+			r.advance()
+			return true
+		}
+		if d < 0 {
+			return false
+		}
+	}
+	if r.sack.Has(int(d) - 1) {
+		return false
+	}
+	r.sack.Set(int(d) - 1)
+	return true
+}
+
+// advance is called when cum itself arrived: cum moves past it and past every
+// PSN after it already in the bitmap.
+func (r *rxPath) advance() {
+	t := r.sack.TrailingOnes()
+	r.cum += wire.PSN(1 + t)
+	r.sack.Shift(1 + t)
+}
+
+// slideTo moves cum forward to nc, abandoning the PSNs in between.
+func (r *rxPath) slideTo(nc wire.PSN) {
+	k := int(nc.Diff(r.cum))
+	if k <= 0 {
+		return
+	}
+	got := r.sack.Has(k - 1) // was nc itself received?
+	r.sack.Shift(k)
+	r.cum = nc
+	if got {
+		r.advance()
+	}
+}
+
+// record fills an ACK record for this path.
+func (r *rxPath) record(now Time, out *wire.AckRecord) {
+	out.Path = r.id
+	out.Cum = r.cum
+	out.CE = r.ce
+	out.EchoTS = r.lastTS
+	d := now - r.lastArr
+	if d < 0 || r.lastArr == 0 {
+		d = 0
+	}
+	if d > 0xffffffff {
+		d = 0xffffffff
+	}
+	out.Delay = uint32(d)
+	out.Sack = r.sack
+}
+
+// rxPathFor returns the receive state of the peer's path id, creating it.
+func (c *Conn) rxPathFor(id uint16) *rxPath {
+	if r := c.rxPaths[id]; r != nil {
+		return r
+	}
+	if int(id) >= maxRxPaths || len(c.rxPaths) >= maxRxPaths {
+		return nil
+	}
+	if c.rxPaths == nil {
+		c.rxPaths = make(map[uint16]*rxPath)
+	}
+	r := &rxPath{id: id}
+	c.rxPaths[id] = r
+	c.rxOrder = append(c.rxOrder, r)
+	return r
+}
+
+// onSequenced applies the path layer to a sequenced packet and decides when
+// to acknowledge it (docs/spec.md §3.1): at once for a gap, a duplicate, an
+// ACK request or every AckEvery packets; otherwise within AckDelay.
+func (c *Conn) onSequenced(now Time, h *wire.Header, ecn ECN, ts uint32, isData bool) (fresh bool) {
+	r := c.rxPathFor(h.Path)
+	if r == nil {
+		return false
+	}
+	gapBefore := r.sack.Highest() >= 0
+	fresh = r.receive(h.PSN)
+	r.pending++
+	if !fresh {
+		r.urgent = true
+		c.ep.drop(DropDuplicate)
+	} else {
+		if ecn == CE {
+			r.ce++
+		}
+		if isData {
+			r.lastTS = ts
+			r.lastArr = now
+		}
+		if h.Flags&wire.FlagAckReq != 0 || r.pending >= c.ep.cfg.AckEvery || r.sack.Highest() >= 0 || gapBefore {
+			r.urgent = true
+		}
+	}
+	if r.urgent {
+		c.ackDue = true
+	} else if c.ackAt == 0 {
+		c.ackAt = now + c.ep.cfg.AckDelay
+	}
+	return fresh
+}
+
+// buildAck writes one ACK covering up to MaxAckRecords paths with pending
+// acknowledgements; it clears what it covered.
+func (c *Conn) buildAck(now Time, a *wire.Ack) bool {
+	a.N = 0
+	for _, r := range c.rxOrder {
+		if r.pending == 0 && !r.urgent {
+			continue
+		}
+		if a.N == wire.MaxAckRecords {
+			return true // the rest goes in the next ACK
+		}
+		r.record(now, &a.Records[a.N])
+		a.N++
+		r.pending = 0
+		r.urgent = false
+	}
+	c.ackDue = false
+	c.ackAt = 0
+	return a.N > 0
+}

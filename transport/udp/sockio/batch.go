@@ -1,0 +1,256 @@
+package sockio
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// MaxBatch is the most kernel message headers one sendmmsg/recvmmsg call
+	// carries; ReadBatch fills at most this many Msgs per call.
+	MaxBatch = 64
+	// MaxSegments is the most segments one GSO message may hold (the
+	// kernel's UDP_MAX_SEGMENTS is 64 on older kernels).
+	MaxSegments = 64
+	// MaxDatagram is the largest UDP payload a receive can return, and the
+	// size every receive buffer needs once GRO is on: the kernel hands a
+	// coalesced batch over whole and truncates it to a smaller buffer.
+	MaxDatagram = 65535
+	// maxGSOBytes caps the total payload of one GSO send: an IPv4 packet is
+	// at most 65535 bytes, IP and UDP headers included.
+	maxGSOBytes = 65535 - 20 - 8
+	ctrlRecvLen = 64
+	ctrlSendLen = 24
+)
+
+// ErrShortBuffer is returned by ReadBatch on a GRO socket when a receive buffer
+// is shorter than MaxDatagram, and by WriteBatch when N exceeds len(Buf).
+var ErrShortBuffer = errors.New("sockio: buffer too short")
+
+// ErrTooManySegments is returned by WriteBatch for a message of more than
+// MaxSegments segments or more than 65507 bytes with Seg set.
+var ErrTooManySegments = errors.New("sockio: GSO message too large")
+
+// mmsghdr is struct mmsghdr of 64-bit Linux.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	n   uint32
+	_   [4]byte
+}
+
+// sendScratch holds the preallocated kernel structures of the send path.
+type sendScratch struct {
+	hdrs  [MaxBatch]mmsghdr
+	iovs  [MaxBatch]unix.Iovec
+	names [MaxBatch]unix.RawSockaddrInet6
+	ctrl  [MaxBatch][ctrlSendLen]byte
+	owner [MaxBatch]int // index in msgs of the message each entry carries
+	pfd   [1]unix.PollFd
+	v6    bool
+}
+
+func (s *sendScratch) init(v6 bool) { s.v6 = v6 }
+
+// recvScratch holds the preallocated kernel structures of the receive path.
+type recvScratch struct {
+	hdrs  [MaxBatch]mmsghdr
+	iovs  [MaxBatch]unix.Iovec
+	names [MaxBatch]unix.RawSockaddrInet6
+	ctrl  [MaxBatch][ctrlRecvLen]byte
+}
+
+func (s *recvScratch) init() {
+	for i := range s.hdrs {
+		h := &s.hdrs[i].hdr
+		h.Name = (*byte)(unsafe.Pointer(&s.names[i]))
+		h.Iov = &s.iovs[i]
+		h.SetIovlen(1)
+		h.Control = &s.ctrl[i][0]
+	}
+}
+
+// WriteBatch sends msgs in as few system calls as it can and returns how many
+// messages it handed to the kernel. A message with Seg set goes out as one GSO
+// entry where the kernel offers GSO, else as one entry per segment. On error,
+// the first n messages were sent; a segmented message that was only partly sent
+// when the error hit counts as sent (its tail is lost, as on a lossy link).
+// EAGAIN is reported as ErrWouldBlock.
+func (c *Conn) WriteBatch(msgs []Msg) (int, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	s := &c.send
+	done := 0
+	for done < len(msgs) {
+		cnt, next, err := c.fillSend(msgs, done)
+		if err != nil {
+			return done, err
+		}
+		off := 0
+		for off < cnt {
+			r1, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(c.fd),
+				uintptr(unsafe.Pointer(&s.hdrs[off])), uintptr(cnt-off), 0, 0, 0)
+			if errno == unix.EINTR {
+				continue
+			}
+			if errno != 0 {
+				if errno == unix.EIO && c.gso && off == 0 {
+					// The device cannot checksum GSO segments: fall back
+					// to one datagram per segment from now on.
+					c.gso = false
+					goto refill
+				}
+				return doneAfter(s, msgs, done, off), sendErr(errno, doneAfter(s, msgs, done, off))
+			}
+			off += int(r1)
+		}
+		done = next
+	refill:
+	}
+	return done, nil
+}
+
+// doneAfter counts messages fully or partly sent when the first off entries
+// of the current batch, which starts at message done, went out.
+func doneAfter(s *sendScratch, msgs []Msg, done, off int) int {
+	if off == 0 {
+		return done
+	}
+	return s.owner[off-1] + 1
+}
+
+func sendErr(errno unix.Errno, n int) error {
+	if errno == unix.EAGAIN {
+		return ErrWouldBlock
+	}
+	return fmt.Errorf("sockio: sendmmsg at message %d: %w", n, errno)
+}
+
+// fillSend prepares kernel headers for messages from msgs[first:] and returns
+// the number of entries and the index of the first message not included.
+func (c *Conn) fillSend(msgs []Msg, first int) (int, int, error) {
+	s := &c.send
+	cnt := 0
+	i := first
+	for ; i < len(msgs); i++ {
+		m := &msgs[i]
+		if m.N < 0 || m.N > len(m.Buf) {
+			return 0, 0, fmt.Errorf("%w: message %d has N=%d, len(Buf)=%d", ErrShortBuffer, i, m.N, len(m.Buf))
+		}
+		segs := 1
+		split := m.Seg > 0 && m.N > m.Seg
+		if split {
+			segs = m.Segments()
+			if segs > MaxSegments || m.N > maxGSOBytes || m.Seg > 0xffff {
+				return 0, 0, fmt.Errorf("%w: message %d has %d bytes in %d segments", ErrTooManySegments, i, m.N, segs)
+			}
+		}
+		need := 1
+		if split && !c.gso {
+			need = segs
+		}
+		if cnt+need > MaxBatch {
+			break
+		}
+		nameLen := putRawSockaddr(&s.names[cnt], m.Addr, s.v6)
+		if need == 1 {
+			ctrl := 0
+			if split {
+				ctrl = putSegmentControl(s.ctrl[cnt][:], uint16(m.Seg))
+			}
+			c.putEntry(cnt, i, m.Buf[:m.N], nameLen, ctrl)
+			cnt++
+			continue
+		}
+		for k := 0; k < segs; k++ {
+			if k > 0 {
+				s.names[cnt] = s.names[cnt-1]
+			}
+			c.putEntry(cnt, i, m.Segment(k), nameLen, 0)
+			cnt++
+		}
+	}
+	return cnt, i, nil
+}
+
+// putEntry points kernel header j at payload p for message index owner.
+func (c *Conn) putEntry(j, owner int, p []byte, nameLen uint32, ctrl int) {
+	s := &c.send
+	s.owner[j] = owner
+	iov := &s.iovs[j]
+	iov.Base = nil
+	if len(p) > 0 {
+		iov.Base = &p[0]
+	}
+	iov.SetLen(len(p))
+	h := &s.hdrs[j].hdr
+	h.Name = (*byte)(unsafe.Pointer(&s.names[j]))
+	h.Namelen = nameLen
+	h.Iov = iov
+	h.SetIovlen(1)
+	h.Control = nil
+	h.SetControllen(0)
+	if ctrl > 0 {
+		h.Control = &s.ctrl[j][0]
+		h.SetControllen(ctrl)
+	}
+	h.Flags = 0
+	s.hdrs[j].n = 0
+}
+
+// ReadBatch receives up to min(len(msgs), MaxBatch) datagrams without
+// blocking and returns how many Msgs it filled. Each Msg's Buf must be
+// non-empty, and at least MaxDatagram bytes long when c.GRO() is true. With
+// nothing to read it returns 0 and ErrWouldBlock.
+func (c *Conn) ReadBatch(msgs []Msg) (int, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	s := &c.recv
+	n := min(len(msgs), MaxBatch)
+	for i := 0; i < n; i++ {
+		b := msgs[i].Buf
+		if len(b) == 0 || (c.gro && len(b) < MaxDatagram) {
+			return 0, ErrShortBuffer
+		}
+		s.iovs[i].Base = &b[0]
+		s.iovs[i].SetLen(len(b))
+		h := &s.hdrs[i].hdr
+		h.Namelen = unix.SizeofSockaddrInet6
+		h.SetControllen(ctrlRecvLen)
+		h.Flags = 0
+	}
+	var r1 uintptr
+	var errno unix.Errno
+	for {
+		r1, _, errno = unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd),
+			uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(n), 0, 0, 0)
+		if errno != unix.EINTR {
+			break
+		}
+	}
+	if errno != 0 {
+		if errno == unix.EAGAIN {
+			return 0, ErrWouldBlock
+		}
+		return 0, fmt.Errorf("sockio: recvmmsg: %w", errno)
+	}
+	got := int(r1)
+	for i := 0; i < got; i++ {
+		m := &msgs[i]
+		h := &s.hdrs[i].hdr
+		m.N = int(s.hdrs[i].n)
+		m.Addr = rawToAddrPort(&s.names[i])
+		m.Trunc = h.Flags&unix.MSG_TRUNC != 0
+		info, _ := ParseControl(s.ctrl[i][:h.Controllen])
+		m.ECN = info.ECN
+		m.Seg = info.Seg
+		if m.Seg >= m.N {
+			m.Seg = 0
+		}
+	}
+	return got, nil
+}

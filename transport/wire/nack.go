@@ -1,0 +1,108 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// NackLen is the size of a NACK packet (docs/spec.md §2.7).
+const NackLen = HeaderLen + 20
+
+// NackReason says why a NACK was sent.
+type NackReason uint8
+
+const (
+	// NackNotReady: DATA arrived for a message whose receive is not posted
+	// (a sender that ran ahead of RECV_READY). Value: the DATA's offset.
+	NackNotReady NackReason = 1
+	// NackTooLarge: the message is longer than the posted capacity. Sent by
+	// the sender when it matches a RECV_READY entry whose capacity is smaller
+	// than its message, so both sides fail that message. Value: message length.
+	NackTooLarge NackReason = 2
+	// NackUnknownConn: a packet named a connection id this endpoint does not
+	// have. Unsequenced; DstConn is 0, Token echoes the offending packet's
+	// token and Value holds the unknown connection id.
+	NackUnknownConn NackReason = 3
+	// NackBadOffset: DATA would have landed outside the posted buffer.
+	// Value: the offending offset.
+	NackBadOffset NackReason = 4
+	// NackTagMismatch: the sender's tag matches no entry of the oldest
+	// receive group. Value: the tag.
+	NackTagMismatch NackReason = 5
+)
+
+func (r NackReason) String() string {
+	switch r {
+	case NackNotReady:
+		return "receiver not ready"
+	case NackTooLarge:
+		return "message too large"
+	case NackUnknownConn:
+		return "unknown connection"
+	case NackBadOffset:
+		return "offset outside posted buffer"
+	case NackTagMismatch:
+		return "tag matches no posted buffer"
+	}
+	return fmt.Sprintf("nack reason %d", uint8(r))
+}
+
+// Nack is a negative acknowledgement (docs/spec.md §2.7). Except for
+// NackUnknownConn it is sequenced and reliable.
+//
+//	offset size field
+//	24     1    reason
+//	25     1    entry index
+//	26     2    reserved (0)
+//	28     4    flow id
+//	32     4    message sequence number
+//	36     8    value (meaning depends on the reason)
+type Nack struct {
+	Header
+	Reason NackReason
+	Index  uint8
+	Flow   uint32
+	Msg    uint32
+	Value  uint64
+}
+
+// ParseNack parses a NACK packet.
+func ParseNack(n *Nack, b []byte) (int, error) {
+	if err := expect(&n.Header, OpNack, b); err != nil {
+		return 0, err
+	}
+	if len(b) < NackLen {
+		return 0, perr(OpNack, "length", uint64(len(b)), ErrShort)
+	}
+	if len(b) > NackLen {
+		return 0, perr(OpNack, "length", uint64(len(b)), ErrLength)
+	}
+	n.Reason = NackReason(b[24])
+	if n.Reason < NackNotReady || n.Reason > NackTagMismatch {
+		return 0, perr(OpNack, "reason", uint64(b[24]), ErrRange)
+	}
+	n.Index = b[25]
+	if n.Index >= MaxRecvEntries {
+		return 0, perr(OpNack, "index", uint64(n.Index), ErrRange)
+	}
+	if b[26]|b[27] != 0 {
+		return 0, perr(OpNack, "reserved", 0, ErrReserved)
+	}
+	n.Flow = binary.BigEndian.Uint32(b[28:])
+	n.Msg = binary.BigEndian.Uint32(b[32:])
+	n.Value = binary.BigEndian.Uint64(b[36:])
+	return NackLen, nil
+}
+
+// Append appends the packet.
+func (n *Nack) Append(b []byte) []byte {
+	n.Op = OpNack
+	b = n.Header.Append(b)
+	b = append(b, byte(n.Reason), n.Index, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, n.Flow)
+	b = binary.BigEndian.AppendUint32(b, n.Msg)
+	return binary.BigEndian.AppendUint64(b, n.Value)
+}
+
+// Length is the encoded size of n.
+func (n *Nack) Length() int { return NackLen }
