@@ -1,0 +1,131 @@
+package gpu
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/metaroce/metaroce/gpu/internal/ctest"
+)
+
+func TestDiscoverAMDFakeTree(t *testing.T) {
+	devs, err := DiscoverAMD(loadTree(t, "testdata/amd.tree"))
+	mustNoErr(t, err)
+	want := []Device{
+		{Vendor: AMD, Index: 0, Name: "gfx942", Arch: "gfx942", MemBytes: 206141652992, PCI: "0000:c3:00.0", NUMANode: 1},
+		{Vendor: AMD, Index: 1, Name: "aldebaran", Arch: "gfx90a", MemBytes: 68702699520, PCI: "0001:c1:01.0", NUMANode: -1},
+	}
+	mustEqual(t, want, devs, "AMD devices")
+}
+
+func TestDiscoverNVIDIAProcFakeTree(t *testing.T) {
+	devs, err := DiscoverNVIDIAProc(loadTree(t, "testdata/nvidia.tree"))
+	mustNoErr(t, err)
+	want := []Device{
+		{Vendor: NVIDIA, Index: 0, Name: "NVIDIA H100 80GB HBM3", PCI: "0000:18:00.0", NUMANode: 0},
+		{Vendor: NVIDIA, Index: 1, Name: "Fake GPU 1", PCI: "0000:28:00.0", NUMANode: -1},
+	}
+	mustEqual(t, want, devs, "NVIDIA devices")
+}
+
+func TestDiscoverEmptyTree(t *testing.T) {
+	rep, err := Discover(Options{Root: fstest.MapFS{}, NoCUDADriver: true})
+	mustNoErr(t, err)
+	mustEqual(t, 0, len(rep.Devices), "devices")
+	mustEqual(t, rep.FallbackNotice(), rep.Summary(), "summary of an empty machine")
+	if s := rep.Summary(); !strings.Contains(s, "using host memory") || strings.Contains(s, "\n") {
+		t.Errorf("summary %q: want one line saying host memory is used", s)
+	}
+}
+
+func TestDiscoverBrokenTree(t *testing.T) {
+	cases := []struct {
+		name string
+		fsys fstest.MapFS
+		want string
+	}{
+		{"duplicate key", fstest.MapFS{"sys/class/kfd/kfd/topology/nodes/1/properties": {Data: []byte("simd_count 4\nsimd_count 4\n")}}, "appears twice"},
+		{"node without properties", fstest.MapFS{"sys/class/kfd/kfd/topology/nodes/1/gpu_id": {Data: []byte("7\n")}}, "nodes/1"},
+		{"bad bus location", fstest.MapFS{"proc/driver/nvidia/gpus/x/information": {Data: []byte("Model: X\nBus Location: nonsense\n")}}, "bad PCI address"},
+		{"missing information", fstest.MapFS{"proc/driver/nvidia/gpus/0000:01:00.0/power": {Data: []byte("x")}}, "information"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Discover(Options{Root: c.fsys, NoCUDADriver: true})
+			mustErrContains(t, err, c.want)
+		})
+	}
+}
+
+// TestDiscoverThisMachine runs discovery on the real root. On a machine
+// without GPU drivers it must find nothing and say so in one line.
+func TestDiscoverThisMachine(t *testing.T) {
+	for _, p := range []string{"/sys/class/kfd/kfd/topology/nodes", "/proc/driver/nvidia/gpus"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists: this machine has a GPU driver, the fallback cannot be observed", p)
+		}
+	}
+	rep, err := Discover(Options{})
+	mustNoErr(t, err)
+	if len(rep.Devices) > 0 {
+		t.Skipf("libcuda reports GPUs without procfs entries: %s", rep.Summary())
+	}
+	mustEqual(t, "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory", rep.Summary(), "summary")
+}
+
+func fakeCUDADriver(t *testing.T) string {
+	return ctest.SharedLib(t, "libcuda.so.1", []string{"testdata/fakecuda.c"})
+}
+
+func TestQueryCUDAFake(t *testing.T) {
+	lib := fakeCUDADriver(t)
+	devs, err := QueryCUDA(lib)
+	mustNoErr(t, err)
+	want := []Device{
+		{Vendor: NVIDIA, Index: 0, Name: "Fake GPU 0", MemBytes: 16 << 30, PCI: "0000:18:00.0", NUMANode: -1},
+		{Vendor: NVIDIA, Index: 1, Name: "Fake GPU 1", MemBytes: 32 << 30, PCI: "0000:28:00.0", NUMANode: -1},
+	}
+	mustEqual(t, want, devs, "devices from libcuda")
+
+	t.Setenv("FAKE_CU_INIT", "100")
+	devs, err = QueryCUDA(lib)
+	mustNoErr(t, err, "CUDA_ERROR_NO_DEVICE means no GPU, not a failure")
+	mustEqual(t, 0, len(devs), "devices")
+
+	t.Setenv("FAKE_CU_INIT", "999")
+	_, err = QueryCUDA(lib)
+	mustErrContains(t, err, "cuInit failed with error 999: fake: unknown error", lib)
+}
+
+func TestDiscoverMergesCUDA(t *testing.T) {
+	lib := fakeCUDADriver(t)
+	rep, err := Discover(Options{Root: loadTree(t, "testdata/nvidia.tree"), CUDADriver: lib})
+	mustNoErr(t, err)
+	mustEqual(t, 2, len(rep.Devices), "devices")
+	mustEqual(t, uint64(16<<30), rep.Devices[0].MemBytes, "memory of GPU 0")
+	mustEqual(t, "NVIDIA H100 80GB HBM3", rep.Devices[0].Name, "procfs names win")
+	mustEqual(t, uint64(32<<30), rep.Devices[1].MemBytes, "memory of GPU 1")
+	mustEqual(t, "", rep.FallbackNotice(), "notice")
+	wantPrefix := `gpu: 2 GPU(s): NVIDIA GPU 0 "NVIDIA H100 80GB HBM3", 16.0 GiB, PCI 0000:18:00.0, NUMA node 0;`
+	if !strings.HasPrefix(rep.Summary(), wantPrefix) {
+		t.Errorf("summary %q lacks prefix %q", rep.Summary(), wantPrefix)
+	}
+
+	// Without procfs (containers), the driver's list is used with sysfs NUMA.
+	root := fstest.MapFS{"sys/bus/pci/devices/0000:28:00.0/numa_node": {Data: []byte("3\n")}}
+	rep, err = Discover(Options{Root: root, CUDADriver: lib})
+	mustNoErr(t, err)
+	mustEqual(t, 2, len(rep.Devices), "devices")
+	mustEqual(t, 3, rep.Devices[1].NUMANode, "NUMA node from sysfs")
+
+	// A driver that cannot be loaded leaves sizes unknown and says why.
+	rep, err = Discover(Options{Root: loadTree(t, "testdata/nvidia.tree"), CUDADriver: "/nonexistent/libcuda.so.1"})
+	mustNoErr(t, err)
+	mustEqual(t, 2, len(rep.Devices), "devices")
+	mustEqual(t, uint64(0), rep.Devices[0].MemBytes, "unknown memory")
+	mustEqual(t, 1, len(rep.Notes), "notes")
+	if !strings.Contains(rep.Summary(), "NVIDIA memory sizes unknown") || !strings.Contains(rep.Summary(), EnvCUDADriverLib) {
+		t.Errorf("summary %q does not explain the missing sizes", rep.Summary())
+	}
+}

@@ -1,0 +1,32 @@
+// Package ctest compiles small C sources into shared libraries for tests of
+// the dlopen bindings. The fake libraries export the vendor symbols
+// (ncclAllReduce, cudaMalloc, ...) over host memory, so the binding layer is
+// exercised end to end on machines without a GPU.
+package ctest
+
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// SharedLib compiles srcs (paths relative to the test's directory) with gcc
+// into a shared object named name inside a fresh temporary directory and
+// returns its absolute path. extra are additional compiler flags, e.g.
+// "-DNO_ALLTOALL". The test is skipped, with the reason, when gcc is missing.
+func SharedLib(t testing.TB, name string, srcs []string, extra ...string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found on PATH: the fake vendor libraries cannot be built, skipping the binding tests that need them")
+	}
+	out := filepath.Join(t.TempDir(), name)
+	args := []string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out}
+	args = append(args, extra...)
+	args = append(args, srcs...)
+	cmd := exec.Command(gcc, args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, b)
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package dl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOpenOrderAndMessages(t *testing.T) {
+	spec := Spec{What: "Widget", Env: "METAROCE_TEST_WIDGET_LIB", Install: "libwidget",
+		Candidates: []string{"/nonexistent/a.so", "/nonexistent/dir*/b.so"}}
+
+	t.Setenv(spec.Env, "")
+	_, err := Open(spec, "")
+	want := "cannot load the Widget library: /nonexistent/a.so ("
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "; install libwidget or set METAROCE_TEST_WIDGET_LIB to the library's full path") {
+		t.Fatalf("search failure: %v", err)
+	}
+	if strings.Contains(err.Error(), "dir*") {
+		t.Errorf("an unmatched glob must not be tried as a path: %v", err)
+	}
+
+	t.Setenv(spec.Env, "/nonexistent/env.so")
+	_, err = Open(spec, "")
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/env.so") || strings.Contains(err.Error(), "a.so") ||
+		!strings.HasSuffix(err.Error(), "check the path given (or METAROCE_TEST_WIDGET_LIB)") {
+		t.Fatalf("variable failure: %v", err)
+	}
+
+	_, err = Open(Spec{What: "Gadget", Install: "libgadget"}, "")
+	if err == nil || err.Error() != "cannot load the Gadget library: no candidate path exists; install libgadget" {
+		t.Fatalf("empty search: %v", err)
+	}
+}
+
+func TestGlobAndSymbols(t *testing.T) {
+	dir := t.TempDir()
+	libc := "libc.so.6"
+	// A glob that matches: a symlink to libc in a temporary directory.
+	l, err := Open(Spec{What: "C"}, libc)
+	if err != nil {
+		t.Skipf("no %s to test with: %v", libc, err)
+	}
+	real := ""
+	for _, p := range []string{"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6", "/usr/lib64/libc.so.6"} {
+		if _, err := os.Stat(p); err == nil {
+			real = p
+			break
+		}
+	}
+	if real != "" {
+		if err := os.Symlink(real, filepath.Join(dir, "libc-copy.so")); err != nil {
+			t.Fatal(err)
+		}
+		g, err := Open(Spec{What: "C", Candidates: []string{filepath.Join(dir, "libc-*.so")}}, "")
+		if err != nil || g.Path() != filepath.Join(dir, "libc-copy.so") {
+			t.Fatalf("glob candidate: %v, %v", g, err)
+		}
+	}
+	if !l.Has("malloc") || l.Has("no_such_symbol_here") {
+		t.Error("Has disagrees with libc's exports")
+	}
+	_, err = l.Sym("no_such_symbol_here")
+	if err == nil || !strings.Contains(err.Error(), "the C library libc.so.6 has no symbol no_such_symbol_here (") {
+		t.Fatalf("symbol error: %v", err)
+	}
+}

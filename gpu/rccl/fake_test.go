@@ -1,0 +1,342 @@
+package rccl
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/metaroce/metaroce/gpu"
+	"github.com/metaroce/metaroce/gpu/internal/ctest"
+)
+
+// fakeSources builds the fake library: RCCL/NCCL entry points plus a CUDA
+// runtime, all over host memory.
+var fakeSources = []string{"testdata/fakenccl.c", "../testdata/fakecudart.c"}
+
+func openFake(t *testing.T, name string, flags ...string) *Lib {
+	t.Helper()
+	path := ctest.SharedLib(t, name, fakeSources, flags...)
+	l, err := Open(path)
+	mustNoErr(t, err, "open the fake library")
+	return l
+}
+
+// initFake makes a communicator of nranks on the fake library.
+func initFake(t *testing.T, l *Lib, nranks, rank int) *Comm {
+	t.Helper()
+	id, err := l.UniqueID()
+	mustNoErr(t, err)
+	c, err := l.InitRank(context.Background(), nranks, id, rank)
+	mustNoErr(t, err)
+	t.Cleanup(func() { _ = c.Destroy() })
+	return c
+}
+
+type number interface {
+	~int8 | ~uint8 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~float32 | ~float64
+}
+
+// refReduce is the dumb reference: op folded over n copies of each element,
+// as every rank of the fake holds the caller's data.
+func refReduce[T number](x []T, op RedOp, n int) []T {
+	out := make([]T, len(x))
+	for i, v := range x {
+		acc := v
+		for k := 1; k < n; k++ {
+			switch op {
+			case Sum:
+				acc += v
+			case Prod:
+				acc *= v
+			}
+		}
+		out[i] = acc
+	}
+	return out
+}
+
+// hostSlice allocates count elements of T in page-aligned host memory outside
+// the Go heap, filled from rng.
+func hostSlice[T number](t *testing.T, rng *rand.Rand, count int) (*gpu.HostBuffer, []T) {
+	t.Helper()
+	var zero T
+	b, err := gpu.AllocHost(count*int(unsafe.Sizeof(zero))+1, -1)
+	mustNoErr(t, err)
+	t.Cleanup(func() { _ = b.Free() })
+	s := unsafe.Slice((*T)(unsafe.Pointer(&b.Host()[0])), count)
+	for i := range s {
+		s[i] = T(rng.IntN(7) - 2)
+	}
+	return b, s
+}
+
+func checkAllReduce[T number](t *testing.T, c *Comm, dt DataType, rng *rand.Rand) {
+	const count = 1000
+	for _, op := range []RedOp{Sum, Prod, Max, Min, Avg} {
+		sb, send := hostSlice[T](t, rng, count)
+		rb, recv := hostSlice[T](t, rng, count)
+		mustNoErr(t, c.AllReduce(sb.Addr(), rb.Addr(), count, dt, op, 0), dt, op)
+		mustEqual(t, refReduce(send, op, c.Ranks()), recv, dt, op)
+		// In place.
+		want := refReduce(send, op, c.Ranks())
+		mustNoErr(t, c.AllReduce(sb.Addr(), sb.Addr(), count, dt, op, 0))
+		mustEqual(t, want, send, dt, op, "in place")
+	}
+}
+
+func TestFakeAllReduceDataTypes(t *testing.T) {
+	l := openFake(t, "libnccl-fake.so")
+	c := initFake(t, l, 4, 1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	checkAllReduce[int8](t, c, Int8, rng)
+	checkAllReduce[uint8](t, c, Uint8, rng)
+	checkAllReduce[int32](t, c, Int32, rng)
+	checkAllReduce[uint32](t, c, Uint32, rng)
+	checkAllReduce[int64](t, c, Int64, rng)
+	checkAllReduce[uint64](t, c, Uint64, rng)
+	checkAllReduce[float32](t, c, Float32, rng)
+	checkAllReduce[float64](t, c, Float64, rng)
+
+	// The fake has no half-precision arithmetic: the library's refusal
+	// comes back with its code and its recorded detail.
+	b, err := gpu.AllocHost(64, -1)
+	mustNoErr(t, err)
+	defer b.Free()
+	err = c.AllReduce(b.Addr(), b.Addr(), 8, Float16, Sum, 0)
+	mustErrContains(t, err, "ncclAllReduce failed: fake: invalid argument (ncclResult 4): fake: no arithmetic for data type 6")
+	if !errors.Is(err, InvalidArgument) {
+		t.Errorf("%v is not InvalidArgument", err)
+	}
+}
+
+func TestFakeCollectives(t *testing.T) {
+	const nranks, rank, count = 3, 2, 256
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, native := range []bool{true, false} {
+		name, flags := "librccl-fake.so", []string(nil)
+		if !native {
+			name, flags = "libnccl-fake.so", []string{"-DNO_ALLTOALL"}
+		}
+		l := openFake(t, name, flags...)
+		mustEqual(t, native, l.HasAllToAll(), "native all-to-all")
+		c := initFake(t, l, nranks, rank)
+		n, err := c.Count()
+		mustNoErr(t, err)
+		r, err := c.UserRank()
+		mustNoErr(t, err)
+		mustEqual(t, []int{nranks, rank}, []int{n, r}, "count and rank from the library")
+
+		sb, send := hostSlice[float32](t, rng, nranks*count)
+		rb, recv := hostSlice[float32](t, rng, nranks*count)
+
+		mustNoErr(t, c.ReduceScatter(sb.Addr(), rb.Addr(), count, Float32, Sum, 0))
+		mustEqual(t, refReduce(send[rank*count:(rank+1)*count], Sum, nranks), recv[:count], "reduce-scatter")
+
+		mustNoErr(t, c.AllGather(sb.Addr(), rb.Addr(), count, Float32, 0))
+		for p := 0; p < nranks; p++ {
+			mustEqual(t, send[:count], recv[p*count:(p+1)*count], "all-gather block", p)
+		}
+
+		mustNoErr(t, c.Broadcast(sb.Addr(), rb.Addr(), count, Float32, 1, 0))
+		mustEqual(t, send[:count], recv[:count], "broadcast")
+
+		clear(recv)
+		mustNoErr(t, c.AllToAll(sb.Addr(), rb.Addr(), count, Float32, 0), "native", native)
+		for p := 0; p < nranks; p++ {
+			mustEqual(t, send[rank*count:(rank+1)*count], recv[p*count:(p+1)*count], "all-to-all block", p, "native", native)
+		}
+	}
+}
+
+func TestFakeErrorCodes(t *testing.T) {
+	l := openFake(t, "libnccl-fake.so", "-DNO_ALLTOALL")
+	c := initFake(t, l, 2, 0)
+	b, err := gpu.AllocHost(4096, -1)
+	mustNoErr(t, err)
+	defer b.Free()
+	p := b.Addr()
+
+	cases := []struct {
+		sym  string
+		code string
+		want Result
+		call func() error
+	}{
+		{"ncclAllReduce", "6", RemoteError, func() error { return c.AllReduce(p, p, 4, Int32, Sum, 0) }},
+		{"ncclReduceScatter", "3", InternalError, func() error { return c.ReduceScatter(p, p, 4, Int32, Max, 0) }},
+		{"ncclAllGather", "2", SystemError, func() error { return c.AllGather(p, p+64, 4, Int32, 0) }},
+		{"ncclBroadcast", "1", UnhandledCudaError, func() error { return c.Broadcast(p, p, 4, Int32, 0, 0) }},
+		{"ncclSend", "5", InvalidUsage, func() error { return c.AllToAll(p, p+64, 4, Int32, 0) }},
+		{"ncclGroupEnd", "6", RemoteError, func() error { return c.AllToAll(p, p+64, 4, Int32, 0) }},
+		{"ncclGetUniqueId", "2", SystemError, func() error { _, err := l.UniqueID(); return err }},
+		{"ncclGetVersion", "3", InternalError, func() error { _, err := l.Version(); return err }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sym, func(t *testing.T) {
+			t.Setenv("FAKENCCL_FAIL", tc.sym)
+			t.Setenv("FAKENCCL_CODE", tc.code)
+			err := tc.call()
+			mustErrContains(t, err, "rccl: "+tc.sym+" failed: fake: ", "(ncclResult "+tc.code+")", tc.sym+" failed as asked")
+			if !errors.Is(err, tc.want) {
+				t.Errorf("%v is not %v", err, tc.want)
+			}
+		})
+	}
+	// The group is closed after a failed send, so the next all-to-all works.
+	mustNoErr(t, c.AllToAll(p, p+64, 4, Int32, 0), "all-to-all after failures")
+}
+
+func TestArgumentChecks(t *testing.T) {
+	l := openFake(t, "libnccl-fake.so")
+	c := initFake(t, l, 2, 1)
+	cases := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"dtype", c.AllReduce(0, 0, 1, DataType(42), Sum, 0), "unknown data type 42"},
+		{"op", c.AllReduce(0, 0, 1, Float32, RedOp(5), 0), "unknown reduction 5"},
+		{"scatter op", c.ReduceScatter(0, 0, 1, Float32, RedOp(-1), 0), "unknown reduction -1"},
+		{"count", c.AllGather(0, 0, -1, Float32, 0), "negative count -1"},
+		{"root", c.Broadcast(0, 0, 1, Float32, 2, 0), "root 2 of 2 ranks"},
+		{"peer", c.Send(0, 1, Float32, -1, 0), "peer -1 of 2 ranks"},
+		{"recv peer", c.Recv(0, 1, Float32, 2, 0), "peer 2 of 2 ranks"},
+		{"alltoall dtype", c.AllToAll(0, 0, 1, DataType(10), 0), "unknown data type 10"},
+	}
+	for _, tc := range cases {
+		mustErrContains(t, tc.err, tc.want)
+		if !errors.Is(tc.err, InvalidArgument) {
+			t.Errorf("%s: %v is not InvalidArgument", tc.name, tc.err)
+		}
+	}
+	id, err := l.UniqueID()
+	mustNoErr(t, err)
+	_, err = l.InitRank(context.Background(), 2, id, 2)
+	mustErrContains(t, err, "rank 2 of 2 ranks")
+	_, err = l.InitRank(context.Background(), 0, id, 0)
+	mustErrContains(t, err, "rank 0 of 0 ranks")
+
+	mustNoErr(t, c.Destroy())
+	mustNoErr(t, c.Destroy(), "second Destroy")
+	mustNoErr(t, c.Abort(), "Abort after Destroy")
+	mustErrContains(t, c.AllReduce(0, 0, 1, Float32, Sum, 0), "communicator already destroyed")
+}
+
+func TestFakeVersionAndID(t *testing.T) {
+	l := openFake(t, "librccl-fake.so")
+	if !l.IsRCCL() {
+		t.Errorf("%s not recognised as RCCL", l.Path())
+	}
+	v, err := l.Version()
+	mustNoErr(t, err)
+	mustEqual(t, "2.23.4", VersionString(v), "version")
+	id, err := l.UniqueID()
+	mustNoErr(t, err)
+	for i, b := range id {
+		if b != byte(i*3+1) {
+			t.Fatalf("unique id byte %d = %d, want %d", i, b, byte(i*3+1))
+		}
+	}
+	// A damaged id reaches the library whole (it is passed by value) and is
+	// refused there, with the library's detail.
+	id[0]++
+	_, err = l.InitRank(context.Background(), 1, id, 0)
+	mustErrContains(t, err, "ncclCommInitRank failed", "unique id byte 0 is wrong")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	id[0]--
+	_, err = l.InitRank(ctx, 1, id, 0)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("InitRank with a cancelled context: %v", err)
+	}
+	mustEqual(t, "nccl remote error", RemoteError.Error(), "result text")
+	mustEqual(t, "fake: invalid usage", l.ErrorString(InvalidUsage), "library text")
+}
+
+// TestFakeDeviceMemoryAndStream runs the path mrbench takes on a GPU: device
+// buffers from the runtime, a stream, a collective, a bounded wait, and the
+// result copied back; the fake runtime's "device" is host memory.
+func TestFakeDeviceMemoryAndStream(t *testing.T) {
+	path := ctest.SharedLib(t, "libnccl-fake.so", fakeSources)
+	l, err := Open(path)
+	mustNoErr(t, err)
+	t.Setenv(gpu.EnvCUDARTLib, path)
+	rt, err := l.Runtime()
+	mustNoErr(t, err)
+	mustEqual(t, gpu.CUDA, rt.API(), "NCCL uses the CUDA runtime")
+
+	const count = 4096
+	c := initFake(t, l, 8, 3)
+	rng := rand.New(rand.NewPCG(5, 6))
+	hb, host := hostSlice[float32](t, rng, count)
+	dev, err := rt.AllocDevice(count * 4)
+	mustNoErr(t, err)
+	defer dev.Free()
+	mustNoErr(t, gpu.Copy(dev, hb, count*4))
+	t.Setenv("FAKE_STREAM_PENDING", "2")
+	s, err := rt.StreamCreate()
+	mustNoErr(t, err)
+	defer rt.StreamDestroy(s)
+	mustNoErr(t, c.AllReduce(dev.Addr(), dev.Addr(), count, Float32, Sum, s))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mustNoErr(t, rt.StreamWait(ctx, s))
+	want := refReduce(host, Sum, 8)
+	mustNoErr(t, gpu.Copy(hb, dev, count*4))
+	mustEqual(t, want, host, "all-reduce through device memory")
+
+	// An RCCL-named library asks for HIP, and says how to point at it.
+	rcclPath := filepath.Join(t.TempDir(), "librccl.so")
+	raw, err := os.ReadFile(path)
+	mustNoErr(t, err)
+	mustNoErr(t, os.WriteFile(rcclPath, raw, 0o755))
+	r, err := Open(rcclPath)
+	mustNoErr(t, err)
+	t.Setenv(gpu.EnvHIPLib, "/nonexistent/libamdhip64.so")
+	_, err = r.Runtime()
+	mustErrContains(t, err, "HIP runtime", gpu.EnvHIPLib)
+}
+
+// TestInitRankDeadline covers the peer that never comes: the library blocks
+// in ncclCommInitRank, InitRank returns at the deadline, and once the library
+// returns after all, the orphaned communicator is aborted.
+func TestInitRankDeadline(t *testing.T) {
+	l := openFake(t, "libnccl-fake.so")
+	id, err := l.UniqueID()
+	mustNoErr(t, err)
+	gate := filepath.Join(t.TempDir(), "release")
+	t.Setenv("FAKENCCL_INIT_WAIT", gate)
+
+	// The fake cannot return before the gate file exists, and the test
+	// creates it only after InitRank has returned: the order is fixed.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = l.InitRank(ctx, 2, id, 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("InitRank with missing peers: %v, want a deadline error", err)
+	}
+	mustErrContains(t, err, "rank 0 of 2", "did not complete", "same unique id")
+
+	mustNoErr(t, os.WriteFile(gate, nil, 0o644))
+	// The background abort writes into the gate file; wait for it with a
+	// deadline, polling the file (the only signal a C library can give here).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(gate)
+		mustNoErr(t, err)
+		if string(b) == "aborted" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the orphaned communicator was not aborted within 10 s")
+		}
+		runtime.Gosched()
+	}
+}
