@@ -1,0 +1,27 @@
+// Package reduce implements the elementwise reduction kernels of the host-memory
+// collectives: dst = dst op src over byte buffers that hold elements of one data
+// type in host byte order.
+//
+// Every data type × operation pair is supported:
+//
+//	types: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double
+//	ops:   sum prod min max avg
+//
+// Integer sum and prod wrap around (two's complement), as NCCL's do. Float min and
+// max follow Go's built-in min and max: a NaN operand gives NaN, and -0 is smaller
+// than +0, so the result never depends on the order of the operands. half and
+// bfloat16 are widened to float32, combined, and rounded back to nearest-even, so
+// a chain of reductions rounds once per step.
+//
+// Avg is not an elementwise operation: Reduce treats OpAvg as OpSum, and the
+// collective finishes with one DivideBy(buf, dt, nranks) over its result. Floats
+// are divided (the quotient is rounded once); integers are divided with truncation
+// toward zero, which matches NCCL's integer average (sum, then divide).
+//
+// Kernels: a scalar reference covers every pair (reference.go); fast paths cover
+// the hot pairs (float32/float64/int32/int64 sum, min and max, and the float
+// products) with unrolled loops over the byte buffers reinterpreted as typed
+// slices, and an AVX2 assembly loop for the sums where the CPU has AVX2
+// (selected once at start-up with cpuid). The fast paths are checked against the
+// reference bit for bit.
+package reduce

@@ -1,0 +1,48 @@
+package sched
+
+// buildPairwiseAllToAll schedules all-to-all as n-1 shifted rounds: in round s
+// rank r sends its block for rank (r+s)%n and receives the block from rank
+// (r-s+n)%n. Every rank has exactly one destination per round and every rank
+// is the destination of exactly one sender, so no receiver sees incast. Each
+// round of a given piece lane (channel × chunk) waits for the previous round's
+// send and receive on that lane, which keeps the rounds in step. Out of place,
+// blocks land directly in BufRecv; in place they land in scratch and are copied
+// home once the rank's own block for that peer has been sent.
+func buildPairwiseAllToAll(b *builder, chunk int64) {
+	p := b.p
+	n, r, cnt := p.NRanks, p.Rank, p.Count
+	pcs := pieces(cnt, p.Channels, chunk)
+	in := b.input()
+	blk := func(buf BufferID, peer int, pc piece) Range { return b.rng(buf, int64(peer)*cnt+pc.off, pc.len) }
+	if !p.InPlace {
+		b.copy(b.rng(BufRecv, int64(r)*cnt, cnt), b.rng(BufSend, int64(r)*cnt, cnt))
+	} else if n > 1 {
+		p.ScratchBytes = int64(n) * cnt * b.esize
+	}
+	prevSend, prevRecv := make([]int, len(pcs)), make([]int, len(pcs))
+	for i := range pcs {
+		prevSend[i], prevRecv[i] = -1, -1
+	}
+	for s := 1; s < n; s++ {
+		b.round = s
+		to, from := mod(r+s, n), mod(r-s, n)
+		for i, pc := range pcs {
+			ps, pr := prevSend[i], prevRecv[i]
+			prevSend[i] = b.send(to, pc.ch, blk(in, to, pc), ps, pr)
+			land := blk(BufRecv, from, pc)
+			if p.InPlace {
+				land = blk(BufScratch, from, pc)
+			}
+			prevRecv[i] = b.recv(from, pc.ch, land, ps, pr)
+		}
+	}
+	if p.InPlace {
+		b.round = n
+		for s := 1; s < n; s++ {
+			from := mod(r-s, n)
+			for _, pc := range pcs {
+				b.copy(blk(BufRecv, from, pc), blk(BufScratch, from, pc))
+			}
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrConfig is wrapped by every error Build returns for a bad Config.
+var ErrConfig = errors.New("sched: invalid config")
+
+// MaxRanks bounds NRanks; it only guards against absurd input.
+const MaxRanks = 1 << 16
+
+func (c *Config) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	switch {
+	case c.Collective >= numCollectives:
+		return bad("unknown collective %d", c.Collective)
+	case c.NRanks < 1 || c.NRanks > MaxRanks:
+		return bad("%d ranks, want 1..%d", c.NRanks, MaxRanks)
+	case c.Rank < 0 || c.Rank >= c.NRanks:
+		return bad("rank %d outside 0..%d", c.Rank, c.NRanks-1)
+	case c.Count < 0:
+		return bad("negative count %d", c.Count)
+	case !c.DType.Valid():
+		return bad("unknown data type %d", c.DType)
+	case !c.Op.Valid():
+		return bad("unknown operation %d", c.Op)
+	case c.Channels < 0 || c.Channels > 1024:
+		return bad("%d channels, want 0..1024", c.Channels)
+	case c.ChunkBytes < 0:
+		return bad("negative chunk size %d", c.ChunkBytes)
+	case (c.Collective == Broadcast || c.Collective == P2P) && (c.Root < 0 || c.Root >= c.NRanks):
+		return bad("root %d outside 0..%d", c.Root, c.NRanks-1)
+	case c.Collective == P2P && (c.Peer < 0 || c.Peer >= c.NRanks):
+		return bad("peer %d outside 0..%d", c.Peer, c.NRanks-1)
+	case c.Count > math.MaxInt64/int64(c.NRanks)/int64(c.DType.Size()):
+		return bad("count %d too large", c.Count)
+	}
+	if !algorithmFits(c.Collective, c.Algorithm) {
+		return bad("algorithm %s does not implement %s", c.Algorithm, c.Collective)
+	}
+	return nil
+}
+
+// algorithmFits reports whether a implements c.
+func algorithmFits(c Collective, a Algorithm) bool {
+	if a == AlgoAuto {
+		return true
+	}
+	switch c {
+	case AllReduce:
+		return a == AlgoRing || a == AlgoRecursiveDoubling
+	case ReduceScatter, AllGather:
+		return a == AlgoRing
+	case AllToAll:
+		return a == AlgoPairwise
+	case Broadcast:
+		return a == AlgoChain
+	}
+	return a == AlgoDirect
+}
+
+// ChooseAlgorithm returns the algorithm AlgoAuto resolves to: for all-reduce,
+// recursive doubling up to AutoRecursiveDoublingMaxBytes (and always for two
+// ranks, where both algorithms send the whole buffer once but the ring needs
+// two messages), the ring above; the one algorithm of every other collective.
+func ChooseAlgorithm(c Collective, nranks int, bytes int64) Algorithm {
+	switch c {
+	case AllReduce:
+		if bytes <= AutoRecursiveDoublingMaxBytes || nranks == 2 {
+			return AlgoRecursiveDoubling
+		}
+		return AlgoRing
+	case ReduceScatter, AllGather:
+		return AlgoRing
+	case AllToAll:
+		return AlgoPairwise
+	case Broadcast:
+		return AlgoChain
+	}
+	return AlgoDirect
+}
+
+// Build returns the plan of cfg.Rank for the collective cfg describes.
+func Build(cfg Config) (*Plan, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	n, esize := int64(cfg.NRanks), int64(cfg.DType.Size())
+	p := &Plan{
+		Collective: cfg.Collective, Rank: cfg.Rank, NRanks: cfg.NRanks, Root: cfg.Root, Peer: cfg.Peer,
+		DType: cfg.DType, Op: cfg.Op, Count: cfg.Count, InPlace: cfg.InPlace, Channels: max(cfg.Channels, 1),
+	}
+	if !cfg.Collective.Reduces() {
+		p.Op = 0
+	}
+	bytes := cfg.Count * esize
+	p.SendBytes, p.RecvBytes = bytes, bytes
+	switch cfg.Collective {
+	case ReduceScatter:
+		p.SendBytes = n * bytes
+	case AllGather:
+		p.RecvBytes = n * bytes
+	case AllToAll:
+		p.SendBytes, p.RecvBytes = n*bytes, n*bytes
+	case Broadcast:
+		if cfg.Rank != cfg.Root {
+			p.SendBytes = 0
+		}
+	case P2P:
+		if cfg.Rank != cfg.Root {
+			p.SendBytes = 0
+		}
+		if cfg.Rank != cfg.Peer {
+			p.RecvBytes = 0
+		}
+	}
+	if cfg.InPlace {
+		p.RecvBytes = max(p.SendBytes, p.RecvBytes)
+		p.SendBytes = 0
+	}
+	chunk := cfg.ChunkBytes
+	if chunk == 0 {
+		chunk = DefaultChunkBytes
+	}
+	chunkElems := max(chunk/esize, 1)
+	p.Algorithm = cfg.Algorithm
+	if p.Algorithm == AlgoAuto {
+		p.Algorithm = ChooseAlgorithm(cfg.Collective, cfg.NRanks, bytes)
+	}
+	b := newBuilder(p)
+	switch p.Algorithm {
+	case AlgoRing:
+		switch cfg.Collective {
+		case AllReduce:
+			buildRingAllReduce(b, chunkElems)
+		case ReduceScatter:
+			buildRingReduceScatter(b, chunkElems)
+		case AllGather:
+			buildRingAllGather(b, chunkElems)
+		}
+	case AlgoRecursiveDoubling:
+		buildRecursiveDoubling(b)
+	case AlgoPairwise:
+		buildPairwiseAllToAll(b, chunkElems)
+	case AlgoChain:
+		buildChainBroadcast(b, chunkElems)
+	case AlgoDirect:
+		if cfg.Collective == SendRecv {
+			buildSendRecv(b, chunkElems)
+		} else {
+			buildP2P(b, chunkElems)
+		}
+	}
+	return p, nil
+}
+
+// BuildAll returns the plans of every rank (cfg.Rank is ignored).
+func BuildAll(cfg Config) ([]*Plan, error) {
+	cfg.Rank = 0
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	plans := make([]*Plan, cfg.NRanks)
+	for r := range cfg.NRanks {
+		cfg.Rank = r
+		p, err := Build(cfg)
+		if err != nil {
+			return nil, err
+		}
+		plans[r] = p
+	}
+	return plans, nil
+}

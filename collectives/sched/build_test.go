@@ -1,0 +1,167 @@
+package sched
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+)
+
+func TestBuildErrors(t *testing.T) {
+	ok := Config{Collective: AllReduce, NRanks: 4, Count: 10, DType: reduce.Float32}
+	cases := []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"no ranks", func(c *Config) { c.NRanks = 0 }},
+		{"rank out of range", func(c *Config) { c.Rank = 4 }},
+		{"negative count", func(c *Config) { c.Count = -1 }},
+		{"bad dtype", func(c *Config) { c.DType = 77 }},
+		{"bad op", func(c *Config) { c.Op = 77 }},
+		{"bad collective", func(c *Config) { c.Collective = 77 }},
+		{"negative chunk", func(c *Config) { c.ChunkBytes = -1 }},
+		{"too many channels", func(c *Config) { c.Channels = 5000 }},
+		{"root out of range", func(c *Config) { c.Collective, c.Root = Broadcast, 9 }},
+		{"peer out of range", func(c *Config) { c.Collective, c.Peer = P2P, -1 }},
+		{"algorithm mismatch", func(c *Config) { c.Collective, c.Algorithm = AllToAll, AlgoRing }},
+		{"overflow", func(c *Config) { c.Count = 1 << 62 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ok
+			c.edit(&cfg)
+			if _, err := Build(cfg); !errors.Is(err, ErrConfig) {
+				t.Fatalf("got %v, want ErrConfig", err)
+			}
+		})
+	}
+	if _, err := BuildAll(ok); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBusBWFactor(t *testing.T) {
+	cases := []struct {
+		c    Collective
+		n    int
+		want float64
+	}{
+		{AllReduce, 4, 1.5}, {AllReduce, 1, 0}, {ReduceScatter, 4, 0.75}, {AllGather, 8, 0.875},
+		{AllToAll, 2, 0.5}, {Broadcast, 8, 1}, {SendRecv, 8, 1}, {P2P, 2, 1}, {AllReduce, 0, 0},
+	}
+	for _, c := range cases {
+		if got := BusBWFactor(c.c, c.n); got != c.want {
+			t.Errorf("BusBWFactor(%s, %d) = %v, want %v", c.c, c.n, got, c.want)
+		}
+	}
+}
+
+func TestChooseAlgorithm(t *testing.T) {
+	if a := ChooseAlgorithm(AllReduce, 8, AutoRecursiveDoublingMaxBytes); a != AlgoRecursiveDoubling {
+		t.Fatalf("at the threshold: %s", a)
+	}
+	if a := ChooseAlgorithm(AllReduce, 8, AutoRecursiveDoublingMaxBytes+1); a != AlgoRing {
+		t.Fatalf("above the threshold: %s", a)
+	}
+	p, err := Build(Config{Collective: AllReduce, NRanks: 4, Count: 1 << 20, DType: reduce.Float32})
+	if err != nil || p.Algorithm != AlgoRing {
+		t.Fatalf("auto 4 MiB: %v %v", p.Algorithm, err)
+	}
+}
+
+// TestRecursiveDoublingRounds pins the message count of the latency algorithm:
+// ⌈log2 n⌉-ish rounds, one message per round per channel on the core ranks.
+func TestRecursiveDoublingRounds(t *testing.T) {
+	for _, c := range []struct{ n, maxSends int }{{2, 1}, {4, 2}, {8, 3}, {5, 3}, {6, 3}, {7, 3}} {
+		plans, err := BuildAll(Config{Collective: AllReduce, Algorithm: AlgoRecursiveDoubling, NRanks: c.n, Count: 8, DType: reduce.Int32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range plans {
+			sends := 0
+			for _, s := range p.Steps {
+				if s.Kind == KindSend {
+					sends++
+				}
+			}
+			if sends > c.maxSends {
+				t.Errorf("n=%d rank %d sends %d messages, want ≤ %d", c.n, p.Rank, sends, c.maxSends)
+			}
+		}
+	}
+}
+
+func TestParseNames(t *testing.T) {
+	for _, c := range AllCollectives() {
+		if got, err := ParseCollective(c.String()); err != nil || got != c {
+			t.Fatalf("%s: %v %v", c, got, err)
+		}
+	}
+	if got, err := ParseCollective("All_Reduce"); err != nil || got != AllReduce {
+		t.Fatalf("All_Reduce: %v %v", got, err)
+	}
+	if got, err := ParseAlgorithm("recursive-doubling"); err != nil || got != AlgoRecursiveDoubling {
+		t.Fatalf("recursive-doubling: %v %v", got, err)
+	}
+	if _, err := ParseCollective("gossip"); err == nil {
+		t.Fatal("accepted gossip")
+	}
+	if _, err := ParseAlgorithm("magic"); err == nil {
+		t.Fatal("accepted magic")
+	}
+}
+
+func FuzzParseCollective(f *testing.F) {
+	for _, s := range []string{"allreduce", "all_to_all", "Broadcast", "", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCollective(s)
+		if err != nil {
+			return
+		}
+		if back, err := ParseCollective(c.String()); err != nil || back != c {
+			t.Fatalf("%q -> %v does not round-trip", s, c)
+		}
+	})
+}
+
+func FuzzParseAlgorithm(f *testing.F) {
+	for _, s := range []string{"ring", "rd", "auto", "pairwise", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := ParseAlgorithm(s)
+		if err != nil {
+			return
+		}
+		if back, err := ParseAlgorithm(a.String()); err != nil || back != a {
+			t.Fatalf("%q -> %v does not round-trip", s, a)
+		}
+	})
+}
+
+// FuzzBuild turns arbitrary parameters into a config: Build must either reject
+// it with ErrConfig or return plans that validate and compute the reference
+// result under rendezvous sends.
+func FuzzBuild(f *testing.F) {
+	f.Add(uint8(0), uint8(0), uint8(4), uint16(37), uint8(8), uint8(0), uint8(2), uint16(24), false, uint8(1))
+	f.Add(uint8(3), uint8(0), uint8(7), uint16(5), uint8(6), uint8(0), uint8(3), uint16(2), true, uint8(2))
+	f.Add(uint8(0), uint8(2), uint8(5), uint16(100), uint8(7), uint8(4), uint8(1), uint16(0), true, uint8(0))
+	f.Fuzz(func(t *testing.T, coll, algo, n uint8, count uint16, dt, op, ch uint8, chunk uint16, inPlace bool, root uint8) {
+		cfg := Config{
+			Collective: Collective(coll % 8), Algorithm: Algorithm(algo % 7), NRanks: int(n % 10), Count: int64(count % 600),
+			DType: reduce.DType(dt % 11), Op: reduce.Op(op % 6), Channels: int(ch % 5), ChunkBytes: int64(chunk),
+			InPlace: inPlace, Root: int(root % 10), Peer: int(n % 7),
+		}
+		if _, err := BuildAll(cfg); err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("%+v: unexpected error kind %v", cfg, err)
+			}
+			return
+		}
+		rng := rand.New(rand.NewPCG(uint64(count), uint64(n)))
+		runCollective(t, rng, cfg, ExecOptions{Rendezvous: true})
+	})
+}

@@ -1,0 +1,166 @@
+package sched
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+)
+
+// Collective is the operation a plan implements.
+type Collective uint8
+
+const (
+	AllReduce Collective = iota
+	ReduceScatter
+	AllGather
+	AllToAll
+	Broadcast
+	// SendRecv is nccl-tests' sendrecv: every rank sends its buffer to rank+1 and
+	// receives from rank-1 (modulo NRanks).
+	SendRecv
+	// P2P is one transfer from Config.Root to Config.Peer; other ranks idle.
+	P2P
+	numCollectives
+)
+
+var collectiveNames = [numCollectives]string{"allreduce", "reducescatter", "allgather", "alltoall", "broadcast", "sendrecv", "p2p"}
+
+func (c Collective) String() string {
+	if c >= numCollectives {
+		return fmt.Sprintf("collective(%d)", uint8(c))
+	}
+	return collectiveNames[c]
+}
+
+// AllCollectives lists every collective in order.
+func AllCollectives() []Collective {
+	out := make([]Collective, numCollectives)
+	for i := range out {
+		out[i] = Collective(i)
+	}
+	return out
+}
+
+// ParseCollective parses a collective name as nccl-tests spells its binaries
+// (all_reduce, allreduce, all-reduce, ...), ignoring case.
+func ParseCollective(s string) (Collective, error) {
+	k := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(strings.TrimSpace(s)))
+	for i, n := range collectiveNames {
+		if n == k {
+			return Collective(i), nil
+		}
+	}
+	return 0, fmt.Errorf("sched: unknown collective %q (want one of %s)", s, strings.Join(collectiveNames[:], " "))
+}
+
+// Reduces reports whether the collective combines data with an Op.
+func (c Collective) Reduces() bool { return c == AllReduce || c == ReduceScatter }
+
+// BusBWFactor returns the nccl-tests bus-bandwidth factor for c over n ranks:
+// busbw = algbw × factor, where algbw = bytes / time and bytes is the size of
+// the per-rank buffer nccl-tests reports (the larger of send and recv). The
+// factor makes figures comparable to link speed: a ring all-reduce moves
+// 2(n-1)/n of the buffer over each link.
+func BusBWFactor(c Collective, n int) float64 {
+	if n < 1 {
+		return 0
+	}
+	fn := float64(n)
+	switch c {
+	case AllReduce:
+		return 2 * (fn - 1) / fn
+	case ReduceScatter, AllGather, AllToAll:
+		return (fn - 1) / fn
+	}
+	return 1
+}
+
+// Algorithm selects how a collective is scheduled.
+type Algorithm uint8
+
+const (
+	// AlgoAuto picks per collective and size (see Build).
+	AlgoAuto Algorithm = iota
+	// AlgoRing: reduce-scatter then all-gather around the ring, chunked and
+	// pipelined over the channels (all-reduce, reduce-scatter, all-gather).
+	AlgoRing
+	// AlgoRecursiveDoubling: log2(n) exchange rounds of the whole vector, with a
+	// fold-in/fold-out step for ranks beyond the largest power of two
+	// (all-reduce only).
+	AlgoRecursiveDoubling
+	// AlgoPairwise: the shifted pairwise exchange of all-to-all.
+	AlgoPairwise
+	// AlgoChain: a chunked pipeline along the ring starting at the root (broadcast).
+	AlgoChain
+	// AlgoDirect: one direct message per pair (sendrecv, p2p).
+	AlgoDirect
+	numAlgorithms
+)
+
+var algorithmNames = [numAlgorithms]string{"auto", "ring", "recdoubling", "pairwise", "chain", "direct"}
+
+func (a Algorithm) String() string {
+	if a >= numAlgorithms {
+		return fmt.Sprintf("algorithm(%d)", uint8(a))
+	}
+	return algorithmNames[a]
+}
+
+// ParseAlgorithm parses an algorithm name ("rd" and "recursive-doubling" are
+// accepted for recdoubling).
+func ParseAlgorithm(s string) (Algorithm, error) {
+	k := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(strings.TrimSpace(s)))
+	if k == "rd" || k == "recursivedoubling" {
+		return AlgoRecursiveDoubling, nil
+	}
+	for i, n := range algorithmNames {
+		if n == k {
+			return Algorithm(i), nil
+		}
+	}
+	return 0, fmt.Errorf("sched: unknown algorithm %q (want one of %s)", s, strings.Join(algorithmNames[:], " "))
+}
+
+// DefaultChunkBytes is the pipelining unit when Config.ChunkBytes is 0: large
+// enough that per-message overheads stay small, small enough that a ring of 8
+// ranks has several chunks in flight for a 4 MiB buffer.
+const DefaultChunkBytes = 128 << 10
+
+// AutoRecursiveDoublingMaxBytes is the largest all-reduce buffer for which
+// AlgoAuto picks recursive doubling over the ring. Recursive doubling costs
+// ⌈log2 n⌉ message latencies but moves the whole buffer each round; the ring
+// moves only 2(n-1)/n of it in total but pays 2(n-1) latencies. With the
+// 20-40 µs software round trips of the UDP transport and ~1-10 GB/s per link,
+// the latency term dominates below a few tens of KiB; 64 KiB keeps the
+// doubling cost (log2 n × 64 KiB ≈ 6-60 µs per round) near one latency.
+const AutoRecursiveDoublingMaxBytes = 64 << 10
+
+// Config describes one collective call on one rank (Build) or on all (BuildAll).
+type Config struct {
+	Collective Collective
+	Algorithm  Algorithm
+	NRanks     int
+	Rank       int
+	// Count is in elements, with NCCL's meaning per collective: the buffer size
+	// for allreduce, broadcast, sendrecv and p2p; the per-rank output for
+	// reducescatter (input n×Count); the per-rank input for allgather (output
+	// n×Count); the elements per peer for alltoall (both buffers n×Count).
+	Count int64
+	DType reduce.DType
+	Op    reduce.Op // reducing collectives only
+	Root  int       // broadcast, p2p: the source rank
+	Peer  int       // p2p: the destination rank
+	// Channels is the number of parallel channels (≥ 1; 0 means 1). Each
+	// message travels on one channel; chunks are spread over all of them.
+	Channels int
+	// ChunkBytes bounds the bytes of one pipelined message (0 means
+	// DefaultChunkBytes); rounded down to whole elements, at least one.
+	ChunkBytes int64
+	// InPlace makes the collective use BufRecv alone, with NCCL's in-place
+	// layouts: allreduce, broadcast, sendrecv, p2p, alltoall read their input
+	// from BufRecv; reducescatter reads n×Count elements from BufRecv and leaves
+	// its result at element Rank×Count (the rest is clobbered); allgather
+	// finds its input at element Rank×Count of BufRecv.
+	InPlace bool
+}

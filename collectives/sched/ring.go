@@ -1,0 +1,177 @@
+package sched
+
+// ringLayout describes where the blocks of a ring collective live on one rank.
+// Block b holds elements [start[b], start[b]+size of b) of the logical vector,
+// and is carried as the messages pieces[b].
+type ringLayout struct {
+	start  []int64
+	pieces [][]piece
+}
+
+// elems returns the element range of piece pc of block blk.
+func (l *ringLayout) at(blk int, pc piece) (off, n int64) { return l.start[blk] + pc.off, pc.len }
+
+// ringReduceScatter emits the reduce-scatter phase of a ring: n-1 steps; at step
+// s rank r sends block r-s-1 to r+1 and receives block r-s-2 from r-1, which it
+// reduces with its own contribution. After the last step rank r holds the fully
+// reduced block r at result(n-2, r, pc).
+//
+//	input(blk, pc):      this rank's contribution to the piece
+//	landing(s, blk, pc): where the piece received at step s lands
+//	result(s, blk, pc):  where the reduction of step s is stored (and sent from
+//	                     at step s+1)
+func ringReduceScatter(b *builder, l *ringLayout, input func(blk int, pc piece) Range,
+	landing, result func(s, blk int, pc piece) Range) {
+	n, r := b.p.NRanks, b.p.Rank
+	right, left := mod(r+1, n), mod(r-1, n)
+	for s := 0; s < n-1; s++ {
+		b.round = s
+		sb, rb := mod(r-s-1, n), mod(r-s-2, n)
+		for _, pc := range l.pieces[sb] {
+			src := input(sb, pc)
+			if s > 0 {
+				src = result(s-1, sb, pc)
+			}
+			b.send(right, pc.ch, src)
+		}
+		for _, pc := range l.pieces[rb] {
+			land := landing(s, rb, pc)
+			b.recv(left, pc.ch, land)
+			b.reduce(result(s, rb, pc), land, input(rb, pc))
+		}
+	}
+}
+
+// ringAllGather emits the all-gather phase of a ring: n-1 steps; at step s rank
+// r sends block r-s to r+1 (its own block first, from own) and receives block
+// r-s-1 from r-1 into out.
+func ringAllGather(b *builder, l *ringLayout, roundBase int, own, out func(blk int, pc piece) Range) {
+	n, r := b.p.NRanks, b.p.Rank
+	right, left := mod(r+1, n), mod(r-1, n)
+	for s := 0; s < n-1; s++ {
+		b.round = roundBase + s
+		sb, rb := mod(r-s, n), mod(r-s-1, n)
+		for _, pc := range l.pieces[sb] {
+			src := out(sb, pc)
+			if s == 0 {
+				src = own(sb, pc)
+			}
+			b.send(right, pc.ch, src)
+		}
+		for _, pc := range l.pieces[rb] {
+			b.recv(left, pc.ch, out(rb, pc))
+		}
+	}
+}
+
+// input returns the buffer that holds the caller's input.
+func (b *builder) input() BufferID {
+	if b.p.InPlace {
+		return BufRecv
+	}
+	return BufSend
+}
+
+// buildRingAllReduce schedules a ring all-reduce: the vector is cut into n
+// nearly equal blocks, each block over the channels and into chunks; a
+// reduce-scatter leaves block r reduced on rank r (divided by n for avg), and an
+// all-gather circulates the reduced blocks. Out of place, pieces land directly
+// in BufRecv (no scratch); in place they land in two alternating scratch
+// halves of one block each.
+func buildRingAllReduce(b *builder, chunk int64) {
+	p := b.p
+	n := p.NRanks
+	starts, lens := splitEven(p.Count, n)
+	l := &ringLayout{start: starts, pieces: make([][]piece, n)}
+	var maxBlock int64
+	for i := range n {
+		l.pieces[i] = pieces(lens[i], p.Channels, chunk)
+		maxBlock = max(maxBlock, lens[i])
+	}
+	in := b.input()
+	at := func(buf BufferID) func(int, piece) Range {
+		return func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(buf, off, k) }
+	}
+	input, out := at(in), at(BufRecv)
+	result := func(_ int, blk int, pc piece) Range { return out(blk, pc) }
+	landing := result
+	if p.InPlace {
+		p.ScratchBytes = 2 * maxBlock * b.esize
+		landing = func(s, _ int, pc piece) Range { return b.rng(BufScratch, int64(s%2)*maxBlock+pc.off, pc.len) }
+	}
+	if n == 1 {
+		b.copy(b.rng(BufRecv, 0, p.Count), b.rng(in, 0, p.Count))
+		return
+	}
+	ringReduceScatter(b, l, input, landing, result)
+	if p.Op.Elementwise() != p.Op {
+		b.round = n - 1
+		for _, pc := range l.pieces[p.Rank] {
+			b.scale(out(p.Rank, pc), n)
+		}
+	}
+	ringAllGather(b, l, n-1, out, out)
+}
+
+// buildRingReduceScatter schedules a ring reduce-scatter of n blocks of Count
+// elements. Partial sums travel through two alternating scratch blocks (out of
+// place) or accumulate in the input blocks of BufRecv (in place); the last step
+// writes the result block straight into place.
+func buildRingReduceScatter(b *builder, chunk int64) {
+	p := b.p
+	n, cnt := p.NRanks, p.Count
+	l := &ringLayout{start: make([]int64, n), pieces: make([][]piece, n)}
+	pcs := pieces(cnt, p.Channels, chunk)
+	for i := range n {
+		l.start[i], l.pieces[i] = int64(i)*cnt, pcs
+	}
+	in := b.input()
+	input := func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(in, off, k) }
+	outOff := int64(0)
+	if p.InPlace {
+		outOff = int64(p.Rank) * cnt
+	}
+	final := func(pc piece) Range { return b.rng(BufRecv, outOff+pc.off, pc.len) }
+	p.ScratchBytes = 2 * cnt * b.esize
+	landing := func(s, _ int, pc piece) Range { return b.rng(BufScratch, int64(s%2)*cnt+pc.off, pc.len) }
+	result := func(s, blk int, pc piece) Range {
+		if s == n-2 {
+			return final(pc)
+		}
+		if p.InPlace {
+			return input(blk, pc)
+		}
+		return landing(s, blk, pc)
+	}
+	if n == 1 {
+		p.ScratchBytes = 0
+		b.copy(b.rng(BufRecv, 0, cnt), b.rng(in, 0, cnt))
+		return
+	}
+	ringReduceScatter(b, l, input, landing, result)
+	if p.Op.Elementwise() != p.Op {
+		b.round = n - 1
+		for _, pc := range pcs {
+			b.scale(final(pc), n)
+		}
+	}
+}
+
+// buildRingAllGather schedules a ring all-gather of n blocks of Count elements
+// into BufRecv; out of place, the own block is first copied into place.
+func buildRingAllGather(b *builder, chunk int64) {
+	p := b.p
+	n, cnt := p.NRanks, p.Count
+	l := &ringLayout{start: make([]int64, n), pieces: make([][]piece, n)}
+	pcs := pieces(cnt, p.Channels, chunk)
+	for i := range n {
+		l.start[i], l.pieces[i] = int64(i)*cnt, pcs
+	}
+	out := func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(BufRecv, off, k) }
+	own := out
+	if !p.InPlace {
+		own = func(_ int, pc piece) Range { return b.rng(BufSend, pc.off, pc.len) }
+		b.copy(b.rng(BufRecv, int64(p.Rank)*cnt, cnt), b.rng(BufSend, 0, cnt))
+	}
+	ringAllGather(b, l, 0, own, out)
+}
