@@ -55,6 +55,7 @@ type Conn struct {
 	// Pacing (docs/spec.md §3.5): the earliest time the next sequenced
 	// packet may leave.
 	paceNext Time
+	paceHeld bool // the last attempt to send was held back by the pacer
 
 	// Handshake, close and liveness timers.
 	created    Time

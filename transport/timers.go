@@ -31,7 +31,10 @@ func (c *Conn) nextTimeout() Time {
 			t = min(t, p.probeAt)
 		}
 	}
-	if (len(c.ctrlQ) > 0 || len(c.retxQ) > 0 || len(c.active) > 0) && c.cc.PacingRate() > 0 {
+	// The pacer only needs a timer while it is what holds a packet back; a
+	// sender held by its window waits for an ACK instead, and a pacing time
+	// already past would make a driver spin at one instant.
+	if (len(c.ctrlQ) > 0 || len(c.retxQ) > 0 || len(c.active) > 0) && c.paceHeld {
 		t = min(t, c.paceNext)
 	}
 	return t

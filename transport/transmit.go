@@ -209,7 +209,9 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 		return Transmit{}, false
 	}
 	rate := c.cc.PacingRate()
+	c.paceHeld = false
 	if rate > 0 && now < c.paceNext {
+		c.paceHeld = true
 		return Transmit{}, false
 	}
 	var tx Transmit

@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Config describes the fabric. Zero fields take the defaults of
+// DefaultConfig.
+type Config struct {
+	Seed         uint64  // seed of the single random source
+	Planes       int     // independent planes; every host has one NIC port per plane
+	Leaves       int     // leaves per plane
+	Spines       int     // spines per plane
+	HostsPerLeaf int     // hosts under each leaf
+	Oversub      float64 // leaf downlink/uplink capacity ratio, ≥ 1
+	LinkRate     float64 // host link rate, bits per second
+	LinkDelay    int64   // propagation delay of every link, ns
+	Overhead     int     // per-packet wire bytes beyond the UDP payload (Ethernet, IP, UDP, preamble, gap)
+	Buffer       int     // egress queue limit per switch port, bytes (drop tail)
+	Kmin, Kmax   int     // ECN ramp thresholds on the instantaneous queue, bytes
+	Pmax         float64 // marking probability at Kmax (1 above it)
+	Loss         float64 // random loss probability per link traversal
+	PFC          bool    // enable priority flow control (lossless)
+	XOFF, XON    int     // PFC thresholds on bytes held per ingress port
+	NICQueue     int     // packets a host NIC port holds behind the one being sent
+	RerouteDelay int64   // after a spine–leaf link fails, leaves stop using that spine for the leaf after this long (0: never)
+	MaxDatagram  int     // largest transport datagram (header + payload), bytes
+}
+
+// DefaultConfig is a 64-host single-plane fabric of 400 Gb/s links with
+// 1 µs links (≈ 8.7 µs base RTT across spines), 4 KiB MTU, 2 MiB port
+// buffers and a 100–400 KB ECN ramp.
+func DefaultConfig() Config {
+	return Config{
+		Planes:       1,
+		Leaves:       8,
+		Spines:       8,
+		HostsPerLeaf: 8,
+		Oversub:      1,
+		LinkRate:     400e9,
+		LinkDelay:    1000,
+		Overhead:     66,
+		Buffer:       2 << 20,
+		Kmin:         100_000,
+		Kmax:         400_000,
+		Pmax:         0.2,
+		XOFF:         256 << 10,
+		XON:          128 << 10,
+		NICQueue:     2,
+		MaxDatagram:  4096 + 128,
+	}
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("sim: invalid configuration")
+
+func (c *Config) fill() error {
+	d := DefaultConfig()
+	fi := func(v *int, x int) {
+		if *v <= 0 {
+			*v = x
+		}
+	}
+	fi(&c.Planes, d.Planes)
+	fi(&c.Leaves, d.Leaves)
+	fi(&c.Spines, d.Spines)
+	fi(&c.HostsPerLeaf, d.HostsPerLeaf)
+	fi(&c.Overhead, d.Overhead)
+	fi(&c.Buffer, d.Buffer)
+	fi(&c.Kmin, d.Kmin)
+	fi(&c.Kmax, d.Kmax)
+	fi(&c.XOFF, d.XOFF)
+	fi(&c.XON, d.XON)
+	fi(&c.NICQueue, d.NICQueue)
+	fi(&c.MaxDatagram, d.MaxDatagram)
+	if c.Oversub <= 0 {
+		c.Oversub = d.Oversub
+	}
+	if c.LinkRate <= 0 {
+		c.LinkRate = d.LinkRate
+	}
+	if c.LinkDelay <= 0 {
+		c.LinkDelay = d.LinkDelay
+	}
+	if c.Pmax <= 0 {
+		c.Pmax = d.Pmax
+	}
+	switch {
+	case c.Planes > 16:
+		return fmt.Errorf("%w: %d planes (max 16)", ErrConfig, c.Planes)
+	case c.Oversub < 1:
+		return fmt.Errorf("%w: oversubscription %.2f < 1", ErrConfig, c.Oversub)
+	case c.Kmax < c.Kmin:
+		return fmt.Errorf("%w: Kmax %d < Kmin %d", ErrConfig, c.Kmax, c.Kmin)
+	case c.XON > c.XOFF:
+		return fmt.Errorf("%w: XON %d > XOFF %d", ErrConfig, c.XON, c.XOFF)
+	case c.Loss < 0 || c.Loss >= 1:
+		return fmt.Errorf("%w: loss %g outside [0,1)", ErrConfig, c.Loss)
+	case c.Pmax > 1:
+		return fmt.Errorf("%w: Pmax %g > 1", ErrConfig, c.Pmax)
+	case c.Leaves*c.HostsPerLeaf > 1<<16:
+		return fmt.Errorf("%w: %d hosts (max 65536)", ErrConfig, c.Leaves*c.HostsPerLeaf)
+	}
+	return nil
+}
+
+// Hosts is the number of hosts of the fabric.
+func (c Config) Hosts() int { return c.Leaves * c.HostsPerLeaf }
+
+// BaseRTT is the unloaded round trip across spines for a packet of size
+// bytes on the wire and an acknowledgement of ack bytes, ns.
+func (c Config) BaseRTT(size, ack int) int64 {
+	ser := func(n int) int64 { return int64(float64(n) * 8e9 / c.LinkRate) }
+	return 8*c.LinkDelay + 4*ser(size) + 4*ser(ack)
+}

@@ -1,0 +1,20 @@
+// Package sim is a discrete-event simulator of a multi-plane leaf/spine RoCE
+// fabric that runs real transport endpoints (the MetaRoCE core and the RoCEv2
+// baseline) on its hosts.
+//
+// The engine is single-threaded and goroutine-free: events sit in a min-heap
+// ordered by virtual time (int64 nanoseconds) and then by insertion sequence,
+// so two runs with the same seed execute the same events in the same order.
+// Every random choice (link loss, ECN marking, ECMP seeds) draws from one
+// seeded math/rand/v2 source owned by the Sim.
+//
+// The fabric model: hosts own one NIC port per plane; each plane is a two-tier
+// Clos of leaves and spines; every link is a pair of egress ports with a rate,
+// a propagation delay and a random loss probability; switch egress queues
+// drop tail at a byte limit and mark ECN CE with a RED-style ramp on the
+// instantaneous queue; ECMP hashes the UDP 5-tuple with a per-switch seed;
+// links and whole planes fail and recover at scheduled times; PFC pauses an
+// upstream port when the bytes held for one ingress port cross XOFF and
+// resumes it under XON. Packets carry a header and a payload length but no
+// payload bytes.
+package sim

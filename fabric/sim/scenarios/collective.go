@@ -1,0 +1,56 @@
+package scenarios
+
+// collectiveScenario: ring all-reduce and all-to-all completion time and
+// bus bandwidth (nccl-tests formulas) on a leaf/spine fabric, MetaRoCE
+// beside RoCEv2 with PFC and DCQCN and lossy RoCEv2.
+func collectiveScenario(r *runner) (*Result, error) {
+	o := r.o
+	leaves, spines, per := 8, 8, 8
+	sizes := []uint64{1 << 20, 16 << 20}
+	if o.Smoke {
+		leaves, spines, per = 4, 4, 4
+		sizes = []uint64{256 << 10, 2 << 20}
+	}
+	n := leaves * per
+	res := &Result{}
+	c := o.fabric(leaves, spines, per, 1)
+	res.fabricParams(o, c)
+	res.param("hosts", n)
+	tb := res.table("collectives", "op", "size_bytes", "protocol", "time_us", "busbw_gbps", "status")
+	res.Plots = append(res.Plots, PlotSpec{Table: "collectives", X: "size_bytes", Y: "busbw_gbps", Series: "protocol",
+		Title: "bus bandwidth"})
+	for _, op := range []string{"allreduce", "alltoall"} {
+		for _, size := range sizes {
+			for _, proto := range []string{MetaRoCE, RoCEv2PFC, RoCEv2} {
+				s, err := build(o, c, proto)
+				if err != nil {
+					return nil, err
+				}
+				var progs [][]step
+				factor := 2 * float64(n-1) / float64(n)
+				if op == "allreduce" {
+					progs = ringAllReduce(n, size)
+				} else {
+					progs = allToAll(n, size)
+					factor = float64(n-1) / float64(n)
+				}
+				j := newJob(s, progs)
+				r.run(s, j, 2_000_000_000, func() bool { return j.Finished == n || j.Err != nil })
+				status := "ok"
+				var us, bw float64
+				switch {
+				case j.Err != nil:
+					status = "error: " + j.Err.Error()
+				case j.Finished < n:
+					status = "incomplete"
+				default:
+					t := float64(j.End - j.Start)
+					us = t / 1e3
+					bw = float64(size) / t * factor * 8 // Gb/s
+				}
+				tb.Add(op, size, proto, us, bw, status)
+			}
+		}
+	}
+	return res, nil
+}

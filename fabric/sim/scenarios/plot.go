@@ -1,0 +1,64 @@
+package scenarios
+
+import (
+	"fmt"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// WritePNG draws the result's i-th plot into a PNG file at path.
+func (r *Result) WritePNG(i int, path string) error {
+	if i < 0 || i >= len(r.Plots) {
+		return fmt.Errorf("scenarios: %s has no plot %d", r.Scenario, i)
+	}
+	spec := r.Plots[i]
+	t := r.Table(spec.Table)
+	if t == nil {
+		return fmt.Errorf("scenarios: no table %q", spec.Table)
+	}
+	col := func(name string) int {
+		for k, c := range t.Columns {
+			if c == name {
+				return k
+			}
+		}
+		return -1
+	}
+	xi, yi, si := col(spec.X), col(spec.Y), col(spec.Series)
+	if xi < 0 || yi < 0 {
+		return fmt.Errorf("scenarios: table %q lacks %q or %q", spec.Table, spec.X, spec.Y)
+	}
+	var order []string
+	series := map[string]plotter.XYs{}
+	for _, row := range t.Rows {
+		x, err1 := strconv.ParseFloat(row[xi], 64)
+		y, err2 := strconv.ParseFloat(row[yi], 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		s := ""
+		if si >= 0 {
+			s = row[si]
+		}
+		if _, ok := series[s]; !ok {
+			order = append(order, s)
+		}
+		series[s] = append(series[s], plotter.XY{X: x, Y: y})
+	}
+	p := plot.New()
+	p.Title.Text = spec.Title
+	p.X.Label.Text = spec.X
+	p.Y.Label.Text = spec.Y
+	var args []any
+	for _, s := range order {
+		args = append(args, s, series[s])
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return err
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}

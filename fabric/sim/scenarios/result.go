@@ -1,0 +1,155 @@
+package scenarios
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Table is one block of results: named columns and rows of formatted cells.
+// Cells are strings so that output is byte-identical across runs and
+// platforms (numbers are formatted once, with fixed precision).
+type Table struct {
+	Name    string     `json:"name"`
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+}
+
+// Add appends a row; values are formatted with cell.
+func (t *Table) Add(vals ...any) {
+	row := make([]string, len(vals))
+	for i, v := range vals {
+		row[i] = cell(v)
+	}
+	t.Rows = append(t.Rows, row)
+}
+
+func cell(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'f', 4, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// Param is one named scenario parameter.
+type Param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Perf is how fast the simulator ran: wall-clock figures, never part of
+// the deterministic output.
+type Perf struct {
+	Events      uint64
+	WallSeconds float64
+}
+
+// EventsPerSec is the simulator's speed.
+func (p Perf) EventsPerSec() float64 {
+	if p.WallSeconds <= 0 {
+		return 0
+	}
+	return float64(p.Events) / p.WallSeconds
+}
+
+// PlotSpec says which table a PNG plot draws: Y against X, one line per
+// distinct value of Series.
+type PlotSpec struct {
+	Table, X, Y, Series string
+	Title               string
+}
+
+// Result is a scenario's output.
+type Result struct {
+	Scenario string     `json:"scenario"`
+	Seed     uint64     `json:"seed"`
+	Params   []Param    `json:"params"`
+	Tables   []*Table   `json:"tables"`
+	Notes    []string   `json:"notes,omitempty"`
+	Plots    []PlotSpec `json:"-"`
+	Perf     Perf       `json:"-"`
+}
+
+func (r *Result) param(name string, v any) { r.Params = append(r.Params, Param{name, cell(v)}) }
+
+func (r *Result) table(name string, cols ...string) *Table {
+	t := &Table{Name: name, Columns: cols}
+	r.Tables = append(r.Tables, t)
+	return t
+}
+
+// Table returns the table called name, or nil.
+func (r *Result) Table(name string) *Table {
+	for _, t := range r.Tables {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// WriteText writes the result as aligned text tables.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario %s  seed %d\n", r.Scenario, r.Seed)
+	for _, p := range r.Params {
+		fmt.Fprintf(&b, "  %s = %s\n", p.Name, p.Value)
+	}
+	for _, t := range r.Tables {
+		fmt.Fprintf(&b, "\n[%s]\n", t.Name)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, strings.Join(t.Columns, "\t")+"\t")
+		for _, row := range t.Rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		tw.Flush()
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteCSV writes every table as CSV, each preceded by a "# table NAME"
+// line and separated by a blank line.
+func (r *Result) WriteCSV(w io.Writer) error {
+	for i, t := range r.Tables {
+		if i > 0 {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := fmt.Fprintf(w, "# table %s\n", t.Name); err != nil {
+			return err
+		}
+		cw := csv.NewWriter(w)
+		if err := cw.Write(t.Columns); err != nil {
+			return err
+		}
+		if err := cw.WriteAll(t.Rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes the result as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

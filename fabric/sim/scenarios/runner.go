@@ -1,0 +1,224 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/metaroce/metaroce/fabric/sim"
+	"github.com/metaroce/metaroce/fabric/sim/agents"
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/cc"
+	"github.com/metaroce/metaroce/transport/rocev2"
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// Protocols compared by the scenarios.
+const (
+	MetaRoCE  = "metaroce"   // the MetaRoCE core, lossy fabric, ECN
+	RoCEv2    = "rocev2"     // RoCEv2 go-back-N with DCQCN on a lossy fabric
+	RoCEv2PFC = "rocev2-pfc" // RoCEv2 with DCQCN on a PFC (lossless) fabric
+)
+
+// Options are the parameters common to every scenario. Zero fields take
+// the defaults noted.
+type Options struct {
+	Seed           uint64    // random seed (default 1)
+	Smoke          bool      // small, fast variant (16 hosts or fewer, short runs)
+	LinkGbps       float64   // link rate, Gb/s (default 400)
+	MTU            int       // payload bytes per packet (default 4096)
+	LinkDelay      int64     // propagation delay per link, ns (default 1000: ≈ 8.7 µs base RTT across spines)
+	Buffer         int       // switch egress buffer per port, bytes (default 2 MiB)
+	Kmin           int       // ECN ramp start, bytes (default 100 KB)
+	Kmax           int       // ECN ramp end, bytes (default 400 KB)
+	RoCETimeoutExp int       // RoCEv2 local ACK timeout exponent t (default 8: 1.05 ms)
+	Log            io.Writer // progress and events/s lines (nil: silent)
+}
+
+func (o *Options) fill() {
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.LinkGbps <= 0 {
+		o.LinkGbps = 400
+	}
+	if o.MTU <= 0 {
+		o.MTU = 4096
+	}
+	if o.RoCETimeoutExp <= 0 {
+		o.RoCETimeoutExp = 8
+	}
+}
+
+// fabric returns the fabric configuration for a scenario.
+func (o *Options) fabric(leaves, spines, perLeaf, planes int) sim.Config {
+	c := sim.DefaultConfig()
+	c.Seed = o.Seed
+	c.Leaves, c.Spines, c.HostsPerLeaf, c.Planes = leaves, spines, perLeaf, planes
+	c.LinkRate = o.LinkGbps * 1e9
+	if o.LinkDelay > 0 {
+		c.LinkDelay = o.LinkDelay
+	}
+	if o.Buffer > 0 {
+		c.Buffer = o.Buffer
+	}
+	if o.Kmin > 0 {
+		c.Kmin = o.Kmin
+	}
+	if o.Kmax > 0 {
+		c.Kmax = o.Kmax
+	}
+	c.MaxDatagram = o.MTU + 128
+	return c
+}
+
+func (r *Result) fabricParams(o *Options, c sim.Config) {
+	r.param("link_gbps", o.LinkGbps)
+	r.param("mtu_bytes", o.MTU)
+	r.param("link_delay_ns", c.LinkDelay)
+	r.param("base_rtt_ns", c.BaseRTT(o.MTU+wire.DataHeaderLen+c.Overhead, 64+c.Overhead))
+	r.param("buffer_bytes", c.Buffer)
+	r.param("ecn_kmin_bytes", c.Kmin)
+	r.param("ecn_kmax_bytes", c.Kmax)
+	r.param("ecn_pmax", c.Pmax)
+	r.param("pfc_xoff_bytes", c.XOFF)
+	r.param("pfc_xon_bytes", c.XON)
+	r.param("rocev2_rto_ns", int64(4096)<<o.RoCETimeoutExp)
+}
+
+// payloadRate is the most payload bytes per second one NIC port carries.
+func payloadRate(o *Options, c sim.Config) float64 {
+	return c.LinkRate / 8 * float64(o.MTU) / float64(o.MTU+wire.DataHeaderLen+c.Overhead)
+}
+
+// build creates the fabric for proto and attaches a transport to every host.
+func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
+	if proto == RoCEv2PFC {
+		c.PFC = true
+	}
+	s, err := sim.New(c)
+	if err != nil {
+		return nil, err
+	}
+	c = s.Config()
+	port := uint64(c.LinkRate / 8)
+	for h := range s.Hosts() {
+		rng := rand.New(rand.NewPCG(s.Rand().Uint64(), uint64(h)))
+		var t sim.Transport
+		switch proto {
+		case MetaRoCE:
+			tc := transport.Config{Listen: true, Planes: c.Planes, MaxDatagram: o.MTU + wire.DataHeaderLen,
+				InboundRate: port * uint64(c.Planes)}
+			tc.CC.LineRate = port * uint64(c.Planes)
+			t = agents.NewMetaRoCE(tc, rng)
+		case RoCEv2, RoCEv2PFC:
+			rc := rocev2.Config{Listen: true, Planes: c.Planes, QPsPerConn: c.Planes, MTU: o.MTU,
+				TimeoutExp: o.RoCETimeoutExp, DCQCN: true, CC: cc.DCQCNConfig{LineRate: port}}
+			ep, err := rocev2.NewEndpoint(rc, rng)
+			if err != nil {
+				return nil, err
+			}
+			t = &agents.RoCEv2{EP: ep}
+		default:
+			return nil, fmt.Errorf("scenarios: unknown protocol %q", proto)
+		}
+		s.Attach(h, t, nil)
+	}
+	return s, nil
+}
+
+// runner accumulates the simulator's speed over the runs of a scenario.
+type runner struct {
+	o    *Options
+	perf Perf
+}
+
+// run attaches job j's apps to s and runs until stop or the hard limit.
+func (r *runner) run(s *sim.Sim, j *job, limit int64, stop func() bool) {
+	for h, jh := range j.hosts {
+		s.Hosts()[h].App = jh
+	}
+	t0 := time.Now()
+	s.Start()
+	s.Run(limit, stop)
+	wall := time.Since(t0).Seconds()
+	r.perf.Events += s.Stats.Events
+	r.perf.WallSeconds += wall
+	if r.o.Log != nil {
+		fmt.Fprintf(r.o.Log, "  ran %s: %d events in %.2fs (%.2f M events/s), virtual %.3f ms\n",
+			s.Describe(), s.Stats.Events, wall, float64(s.Stats.Events)/wall/1e6, float64(s.Now())/1e6)
+	}
+}
+
+// series bins values by time since a start.
+type series struct {
+	bin  int64
+	vals []float64
+}
+
+func (s *series) add(t int64, v float64) {
+	if t < 0 {
+		return
+	}
+	i := int(t / s.bin)
+	for len(s.vals) <= i {
+		s.vals = append(s.vals, 0)
+	}
+	s.vals[i] += v
+}
+
+func (s *series) max(t int64, v float64) {
+	if t < 0 {
+		return
+	}
+	i := int(t / s.bin)
+	for len(s.vals) <= i {
+		s.vals = append(s.vals, 0)
+	}
+	if v > s.vals[i] {
+		s.vals[i] = v
+	}
+}
+
+// Names lists the scenarios Run accepts.
+func Names() []string {
+	n := make([]string, 0, len(catalogue))
+	for k := range catalogue {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+var catalogue = map[string]func(*runner) (*Result, error){
+	"loss":       lossScenario,
+	"collective": collectiveScenario,
+	"planes":     planesScenario,
+	"incast":     incastScenario,
+	"failure":    failureScenario,
+}
+
+// Run runs the named scenario.
+func Run(name string, opts Options) (*Result, error) {
+	f, ok := catalogue[name]
+	if !ok {
+		return nil, fmt.Errorf("scenarios: unknown scenario %q (have %v)", name, Names())
+	}
+	opts.fill()
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "scenario %s seed %d smoke %v\n", name, opts.Seed, opts.Smoke)
+	}
+	r := &runner{o: &opts}
+	res, err := f(r)
+	if err != nil {
+		return nil, err
+	}
+	res.Scenario, res.Seed, res.Perf = name, opts.Seed, r.perf
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "scenario %s: %d events in %.2fs wall, %.2f M events/s\n",
+			name, r.perf.Events, r.perf.WallSeconds, r.perf.EventsPerSec()/1e6)
+	}
+	return res, nil
+}

@@ -1,0 +1,152 @@
+package scenarios
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func smoke(t *testing.T, name string) *Result {
+	t.Helper()
+	res, err := Run(name, Options{Seed: 1, Smoke: true})
+	require.NoError(t, err)
+	return res
+}
+
+// get returns column col of the row whose key columns match.
+func get(t *testing.T, tb *Table, col string, keys map[string]string) float64 {
+	t.Helper()
+	idx := map[string]int{}
+	for i, c := range tb.Columns {
+		idx[c] = i
+	}
+	for _, row := range tb.Rows {
+		ok := true
+		for k, v := range keys {
+			if row[idx[k]] != v {
+				ok = false
+			}
+		}
+		if ok {
+			f, err := strconv.ParseFloat(row[idx[col]], 64)
+			require.NoError(t, err)
+			return f
+		}
+	}
+	t.Fatalf("no row %v in %s", keys, tb.Name)
+	return 0
+}
+
+func TestLossSmoke(t *testing.T) {
+	tb := smoke(t, "loss").Table("goodput")
+	g := func(loss, proto string) float64 {
+		return get(t, tb, "goodput_frac", map[string]string{"loss_pct": loss, "protocol": proto})
+	}
+	assert.Greater(t, g("0.0000", MetaRoCE), 0.9)
+	assert.Greater(t, g("0.0000", RoCEv2), 0.9)
+	// Selective repeat keeps most of the rate at 1% loss; go-back-N over a
+	// bandwidth-delay product of packets does not (1/(1+pW)).
+	assert.Greater(t, g("1.0000", MetaRoCE), 0.8)
+	assert.Less(t, g("1.0000", RoCEv2), 0.5)
+	assert.Greater(t, g("5.0000", MetaRoCE), 3*g("5.0000", RoCEv2))
+}
+
+func TestIncastSmoke(t *testing.T) {
+	tb := smoke(t, "incast").Table("summary")
+	assert.Zero(t, get(t, tb, "drops", map[string]string{"protocol": RoCEv2PFC}), "PFC is lossless")
+	assert.Greater(t, get(t, tb, "jain_2nd_half", map[string]string{"protocol": MetaRoCE}), 0.8)
+	assert.Positive(t, get(t, tb, "max_queue_kb", map[string]string{"protocol": RoCEv2}))
+}
+
+func TestCollectiveSmoke(t *testing.T) {
+	res := smoke(t, "collective")
+	tb := res.Table("collectives")
+	require.Len(t, tb.Rows, 12)
+	for _, row := range tb.Rows {
+		assert.Equal(t, "ok", row[5], "%v", row)
+		bw, err := strconv.ParseFloat(row[4], 64)
+		require.NoError(t, err)
+		assert.Positive(t, bw)
+		assert.Less(t, bw, 400.0*2, "bus bandwidth above what the links carry: %v", row)
+	}
+}
+
+func TestPlanesSmoke(t *testing.T) {
+	tb := smoke(t, "planes").Table("throughput")
+	prev := 0.0
+	for _, p := range []string{"1", "2", "4"} {
+		v := get(t, tb, "agg_tbps", map[string]string{"planes": p, "protocol": RoCEv2})
+		assert.Greater(t, v, 1.5*prev, "throughput grows with planes")
+		prev = v
+	}
+}
+
+func TestFailureSmoke(t *testing.T) {
+	tb := smoke(t, "failure").Table("summary")
+	require.Len(t, tb.Rows, 4)
+	for _, proto := range []string{MetaRoCE, RoCEv2} {
+		assert.Positive(t, get(t, tb, "before_gbps", map[string]string{"case": "spine-link", "protocol": proto}))
+	}
+}
+
+// TestDeterministic: the same seed gives byte-identical JSON and CSV.
+func TestDeterministic(t *testing.T) {
+	out := func(seed uint64) ([]byte, []byte) {
+		res, err := Run("incast", Options{Seed: seed, Smoke: true})
+		require.NoError(t, err)
+		var j, c bytes.Buffer
+		require.NoError(t, res.WriteJSON(&j))
+		require.NoError(t, res.WriteCSV(&c))
+		return j.Bytes(), c.Bytes()
+	}
+	j1, c1 := out(3)
+	j2, c2 := out(3)
+	assert.Equal(t, j1, j2)
+	assert.Equal(t, c1, c2)
+	j3, _ := out(4)
+	assert.NotEqual(t, j1, j3, "the seed must matter")
+}
+
+func TestOutputs(t *testing.T) {
+	res := smoke(t, "loss")
+	var b bytes.Buffer
+	require.NoError(t, res.WriteText(&b))
+	assert.Contains(t, b.String(), "[goodput]")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "loss.png")
+	require.NoError(t, res.WritePNG(0, p))
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	assert.Positive(t, st.Size())
+	assert.Error(t, res.WritePNG(5, p))
+	_, err = Run("nope", Options{})
+	assert.Error(t, err)
+	assert.Equal(t, []string{"collective", "failure", "incast", "loss", "planes"}, Names())
+}
+
+func TestRingSchedule(t *testing.T) {
+	// Every host sends exactly what its right neighbour receives, step by
+	// step: a dumb check of the schedule against its definition.
+	n := 5
+	p := ringAllReduce(n, 1000)
+	for h := 0; h < n; h++ {
+		require.Len(t, p[h], 2*(n-1))
+		for k, st := range p[h] {
+			r := (h + 1) % n
+			assert.Equal(t, st.sends[0], xfer{r, 200})
+			assert.Equal(t, p[r][k].recvs[0], xfer{h, 200})
+		}
+	}
+	a := allToAll(4, 400)
+	for h := 0; h < 4; h++ {
+		assert.Len(t, a[h][0].sends, 3)
+		assert.Len(t, a[h][0].recvs, 3)
+	}
+	assert.InDelta(t, 1.0, jain([]float64{2, 2, 2}), 1e-12)
+	assert.InDelta(t, 0.25, jain([]float64{1, 0, 0, 0}), 1e-12)
+}

@@ -1,0 +1,335 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/metaroce/metaroce/fabric/sim"
+)
+
+// flowID is the single ordered flow every workload uses per connection.
+const flowID = 1
+
+// xfer is one message of a step: to or from peer, bytes long.
+type xfer struct {
+	peer  int
+	bytes uint64
+}
+
+// step is a set of sends and receives that a host starts together; the next
+// step starts when all of them have completed (a collective's dependency).
+type step struct {
+	sends, recvs []xfer
+}
+
+// job runs per-host programs of steps. Phase one connects every pair that
+// exchanges messages (the lower host id dials); when every host is
+// connected the programs start together, at the job's start time.
+type job struct {
+	s        *sim.Sim
+	progs    [][]step
+	hosts    []*jobHost
+	ready    int
+	Start    int64 // when the programs began, ns (-1 before)
+	Finished int   // hosts whose program completed
+	End      int64 // when the last host completed
+	Err      error // first transport error seen
+	errs     int   // transport errors seen
+	// window bounds how many receives a host keeps posted per peer.
+	window   int
+	peerList [][]int
+	// onRecv observes completed receives (bytes) for goodput series.
+	onRecv func(now int64, h, from int, n uint64)
+}
+
+type jobHost struct {
+	j         *job
+	id        int
+	conns     map[int]uint32 // peer → connection
+	peers     map[uint32]int // connection → peer
+	want      int            // connections needed
+	up        int
+	cur       int            // current step
+	pendS     int            // sends outstanding in current step
+	pendR     int            // receives outstanding in current step
+	recvQ     map[int][]rq   // per peer: receives not yet posted, program order
+	posted    map[int]int    // per peer: receives posted and not completed
+	recvStep  map[uint64]int // receive cookie → step
+	cookie    uint64
+	done      bool
+	started   bool
+	earlyDone map[int]int // per step: receives completed before it began
+}
+
+type rq struct {
+	bytes uint64
+	step  int
+}
+
+func newJob(s *sim.Sim, progs [][]step) *job {
+	j := &job{s: s, progs: progs, Start: -1, window: 16}
+	for h := range progs {
+		jh := &jobHost{j: j, id: h, conns: map[int]uint32{}, peers: map[uint32]int{},
+			recvQ: map[int][]rq{}, posted: map[int]int{}, recvStep: map[uint64]int{}}
+		need := map[int]bool{}
+		for k, st := range progs[h] {
+			for _, x := range st.sends {
+				need[x.peer] = true
+			}
+			for _, x := range st.recvs {
+				need[x.peer] = true
+				jh.recvQ[x.peer] = append(jh.recvQ[x.peer], rq{bytes: x.bytes, step: k})
+			}
+		}
+		jh.want = len(need)
+		j.hosts = append(j.hosts, jh)
+	}
+	j.computePeers()
+	return j
+}
+
+// peersOf returns the peers of host h in ascending order: everyone h sends
+// to or receives from (pairs are symmetric).
+func (j *job) peersOf(h int) []int { return j.peerList[h] }
+
+func (j *job) computePeers() {
+	n := len(j.progs)
+	sets := make([]map[int]bool, n)
+	for h := range sets {
+		sets[h] = map[int]bool{}
+	}
+	for h := range j.progs {
+		for _, st := range j.progs[h] {
+			for _, x := range st.sends {
+				sets[h][x.peer], sets[x.peer][h] = true, true
+			}
+			for _, x := range st.recvs {
+				sets[h][x.peer], sets[x.peer][h] = true, true
+			}
+		}
+	}
+	j.peerList = make([][]int, n)
+	for h := range sets {
+		for p := 0; p < n; p++ {
+			if sets[h][p] && p != h {
+				j.peerList[h] = append(j.peerList[h], p)
+			}
+		}
+	}
+}
+
+// Start implements sim.App.
+func (jh *jobHost) Start(now int64, h *sim.Host) {
+	j := jh.j
+	peers := j.peersOf(jh.id)
+	jh.want = len(peers)
+	for _, p := range peers {
+		if p > jh.id {
+			c, err := h.Dial(p)
+			if err != nil {
+				j.fail(err)
+				continue
+			}
+			jh.conns[p], jh.peers[c] = c, p
+		}
+	}
+	jh.checkReady(now)
+}
+
+func (j *job) fail(err error) {
+	if j.Err == nil {
+		j.Err = err
+	}
+}
+
+func (jh *jobHost) checkReady(now int64) {
+	if jh.up == jh.want && !jh.started {
+		jh.started = true
+		j := jh.j
+		j.ready++
+		if j.ready == len(j.hosts) {
+			j.s.At(now, func(t int64) {
+				j.Start = t
+				for _, x := range j.hosts {
+					x.begin(t)
+				}
+			})
+		}
+	}
+}
+
+// OnEvent implements sim.App.
+func (jh *jobHost) OnEvent(now int64, h *sim.Host, ev sim.Event) {
+	j := jh.j
+	switch ev.Kind {
+	case sim.EvConnected:
+		jh.up++
+		jh.checkReady(now)
+	case sim.EvAccepted:
+		jh.conns[ev.Remote], jh.peers[ev.Conn] = ev.Conn, ev.Remote
+		jh.up++
+		jh.checkReady(now)
+	case sim.EvClosed:
+		if ev.Err != nil {
+			j.errs++
+			j.fail(fmt.Errorf("host %d: %w", jh.id, ev.Err))
+		}
+	case sim.EvSendDone:
+		if ev.Err != nil {
+			j.fail(fmt.Errorf("host %d: %w", jh.id, ev.Err))
+			return
+		}
+		jh.pendS--
+		jh.advance(now)
+	case sim.EvRecvDone:
+		if ev.Err != nil {
+			j.fail(fmt.Errorf("host %d: %w", jh.id, ev.Err))
+			return
+		}
+		p := jh.peers[ev.Conn]
+		jh.posted[p]--
+		if j.onRecv != nil {
+			j.onRecv(now, jh.id, p, ev.Len)
+		}
+		if st, ok := jh.recvStep[ev.Cookie]; ok {
+			delete(jh.recvStep, ev.Cookie)
+			if st == jh.cur {
+				jh.pendR--
+			} else {
+				jh.early(st)
+			}
+		}
+		jh.postMore(h, p)
+		jh.advance(now)
+	}
+}
+
+// early counts a receive that completed before its step began.
+func (jh *jobHost) early(st int) {
+	if jh.earlyDone == nil {
+		jh.earlyDone = map[int]int{}
+	}
+	jh.earlyDone[st]++
+}
+
+func (jh *jobHost) host() *sim.Host { return jh.j.s.Hosts()[jh.id] }
+
+func (jh *jobHost) begin(now int64) {
+	h := jh.host()
+	for _, p := range jh.j.peersOf(jh.id) {
+		jh.postMore(h, p)
+	}
+	jh.cur = -1
+	jh.next(now)
+}
+
+func (jh *jobHost) postMore(h *sim.Host, p int) {
+	for jh.posted[p] < jh.j.window && len(jh.recvQ[p]) > 0 {
+		r := jh.recvQ[p][0]
+		jh.recvQ[p] = jh.recvQ[p][1:]
+		jh.cookie++
+		jh.recvStep[jh.cookie] = r.step
+		jh.posted[p]++
+		if err := h.PostRecv(jh.conns[p], flowID, r.bytes, 0, jh.cookie); err != nil {
+			jh.j.fail(err)
+		}
+	}
+}
+
+// next starts the following step, skipping empty ones.
+func (jh *jobHost) next(now int64) {
+	prog := jh.j.progs[jh.id]
+	h := jh.host()
+	for {
+		jh.cur++
+		if jh.cur >= len(prog) {
+			jh.done = true
+			jh.j.Finished++
+			if now > jh.j.End {
+				jh.j.End = now
+			}
+			return
+		}
+		st := prog[jh.cur]
+		jh.pendS = len(st.sends)
+		jh.pendR = len(st.recvs) - jh.earlyDone[jh.cur]
+		for _, x := range st.sends {
+			jh.cookie++
+			if err := h.Send(jh.conns[x.peer], flowID, x.bytes, 0, jh.cookie); err != nil {
+				jh.j.fail(err)
+			}
+		}
+		if jh.pendS > 0 || jh.pendR > 0 {
+			return
+		}
+	}
+}
+
+func (jh *jobHost) advance(now int64) {
+	if jh.done || jh.cur < 0 || jh.j.Start < 0 {
+		return
+	}
+	if jh.pendS == 0 && jh.pendR == 0 {
+		jh.next(now)
+	}
+}
+
+// ringAllReduce is the ring schedule: 2(N-1) steps, each sending one
+// chunk of size/N to the right neighbour and receiving one from the left
+// (reduce-scatter then all-gather).
+func ringAllReduce(n int, size uint64) [][]step {
+	chunk := max(size/uint64(n), 1)
+	progs := make([][]step, n)
+	for h := 0; h < n; h++ {
+		r, l := (h+1)%n, (h+n-1)%n
+		for k := 0; k < 2*(n-1); k++ {
+			progs[h] = append(progs[h], step{sends: []xfer{{r, chunk}}, recvs: []xfer{{l, chunk}}})
+		}
+	}
+	return progs
+}
+
+// allToAll is one step in which every host sends size/N bytes to every
+// other host, in a staggered order (host h starts with h+1).
+func allToAll(n int, size uint64) [][]step {
+	part := max(size/uint64(n), 1)
+	progs := make([][]step, n)
+	for h := 0; h < n; h++ {
+		var st step
+		for k := 1; k < n; k++ {
+			st.sends = append(st.sends, xfer{(h + k) % n, part})
+			st.recvs = append(st.recvs, xfer{(h - k + n) % n, part})
+		}
+		progs[h] = []step{st}
+	}
+	return progs
+}
+
+// streams gives each (src, dst) pair a long flow made of count messages of
+// msg bytes, all in one step, so the flow never drains before the run ends.
+func streams(n int, pairs [][2]int, msg uint64, count int) [][]step {
+	progs := make([][]step, n)
+	for h := range progs {
+		progs[h] = []step{{}}
+	}
+	for _, p := range pairs {
+		for i := 0; i < count; i++ {
+			progs[p[0]][0].sends = append(progs[p[0]][0].sends, xfer{p[1], msg})
+			progs[p[1]][0].recvs = append(progs[p[1]][0].recvs, xfer{p[0], msg})
+		}
+	}
+	return progs
+}
+
+// jain is Jain's fairness index of xs (1 = equal shares).
+func jain(xs []float64) float64 {
+	var s, q float64
+	for _, x := range xs {
+		s += x
+		q += x * x
+	}
+	if q == 0 {
+		return math.NaN()
+	}
+	return s * s / (float64(len(xs)) * q)
+}

@@ -1,0 +1,363 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// node kinds
+const (
+	kindHost = iota
+	kindLeaf
+	kindSpine
+)
+
+// node is a host or a switch. Switch ports are indexed: a leaf has its host
+// ports first (slot order) then its uplinks (spine order); a spine has one
+// port per leaf.
+type node struct {
+	kind  uint8
+	plane uint8
+	index int32 // host id, leaf index or spine index within the plane
+	ports []int32
+	seed  uint64 // ECMP hash seed
+}
+
+// Stats are fabric-wide counters of a run.
+type Stats struct {
+	Events    uint64 // events executed
+	Dropped   uint64 // drop-tail drops
+	Lost      uint64 // random loss and down links
+	Marked    uint64 // CE marks applied
+	Pauses    uint64 // PFC pause frames sent
+	Delivered uint64 // packets delivered to hosts
+	BadTx     uint64 // transmissions with an invalid route (ignored)
+	// TimerStalls counts transport timeouts that were still due right
+	// after HandleTimeout ran (see StallBackoff).
+	TimerStalls uint64
+}
+
+// Sim is the simulator: engine, fabric and hosts.
+type Sim struct {
+	cfg   Config
+	now   int64
+	seq   uint64
+	heap  eventHeap
+	rng   *rand.Rand
+	pool  []*Packet
+	ports []port
+	nodes []node
+	hosts []*Host
+	// hostNode[plane][host] is unused: hosts are nodes 0..H-1.
+	leafBase, spineBase int    // node index of leaf 0 / spine 0 of plane 0
+	downKnown           []bool // [plane][spine][leaf]: leaves route around spine→leaf
+	failures            int    // links currently down (fast path when 0)
+
+	// Stats are updated as the run proceeds.
+	Stats Stats
+	// OnRx, when set, observes every packet delivered to a host.
+	OnRx func(now int64, h *Host, pk *Packet)
+}
+
+// New builds the fabric of cfg with no transports attached.
+func New(cfg Config) (*Sim, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	H, L, S, P := cfg.Hosts(), cfg.Leaves, cfg.Spines, cfg.Planes
+	s.leafBase = H
+	s.spineBase = H + P*L
+	s.nodes = make([]node, H+P*L+P*S)
+	for h := 0; h < H; h++ {
+		s.nodes[h] = node{kind: kindHost, index: int32(h)}
+	}
+	for p := 0; p < P; p++ {
+		for l := 0; l < L; l++ {
+			s.nodes[s.leafNode(p, l)] = node{kind: kindLeaf, plane: uint8(p), index: int32(l), seed: s.rng.Uint64()}
+		}
+		for sp := 0; sp < S; sp++ {
+			s.nodes[s.spineNode(p, sp)] = node{kind: kindSpine, plane: uint8(p), index: int32(sp), seed: s.rng.Uint64()}
+		}
+	}
+	hostPs := int64(math.Round(8e12 / cfg.LinkRate))
+	upPs := int64(math.Round(8e12 / (cfg.LinkRate * float64(cfg.HostsPerLeaf) / (float64(S) * cfg.Oversub))))
+	for p := 0; p < P; p++ {
+		for l := 0; l < L; l++ {
+			leaf := s.leafNode(p, l)
+			for k := 0; k < cfg.HostsPerLeaf; k++ {
+				h := l*cfg.HostsPerLeaf + k
+				s.link(h, leaf, hostPs)
+			}
+		}
+		for l := 0; l < L; l++ {
+			for sp := 0; sp < S; sp++ {
+				s.link(s.leafNode(p, l), s.spineNode(p, sp), upPs)
+			}
+		}
+	}
+	s.downKnown = make([]bool, P*S*L)
+	s.hosts = make([]*Host, H)
+	for h := range s.hosts {
+		s.hosts[h] = &Host{ID: h, sim: s, ports: s.nodes[h].ports, timerAt: math.MaxInt64, lastFire: -1,
+			txbuf: make([]byte, cfg.MaxDatagram), rxbuf: make([]byte, cfg.MaxDatagram),
+			RxPayload: make([]uint64, H)}
+	}
+	return s, nil
+}
+
+func (s *Sim) leafNode(plane, leaf int) int    { return s.leafBase + plane*s.cfg.Leaves + leaf }
+func (s *Sim) spineNode(plane, sp int) int     { return s.spineBase + plane*s.cfg.Spines + sp }
+func (s *Sim) dkIndex(plane, sp, leaf int) int { return (plane*s.cfg.Spines+sp)*s.cfg.Leaves + leaf }
+
+// link joins nodes a and b with a pair of ports; a's port is appended to
+// a's port list and likewise for b.
+func (s *Sim) link(a, b int, psPerB int64) {
+	ia, ib := int32(len(s.ports)), int32(len(s.ports)+1)
+	mk := func(owner int, peer int32) port {
+		return port{owner: int32(owner), peer: peer, psPerB: psPerB, delay: s.cfg.LinkDelay,
+			loss: s.cfg.Loss, up: true, isHost: s.nodes[owner].kind == kindHost}
+	}
+	s.ports = append(s.ports, mk(a, ib), mk(b, ia))
+	s.nodes[a].ports = append(s.nodes[a].ports, ia)
+	s.nodes[b].ports = append(s.nodes[b].ports, ib)
+}
+
+// Config returns the filled-in configuration.
+func (s *Sim) Config() Config { return s.cfg }
+
+// Now is the current virtual time, ns.
+func (s *Sim) Now() int64 { return s.now }
+
+// Rand is the simulation's single random source.
+func (s *Sim) Rand() *rand.Rand { return s.rng }
+
+// Hosts returns the hosts, indexed by id.
+func (s *Sim) Hosts() []*Host { return s.hosts }
+
+// Attach sets host h's transport and workload.
+func (s *Sim) Attach(h int, t Transport, app App) {
+	s.hosts[h].T, s.hosts[h].App = t, app
+}
+
+func (s *Sim) schedule(e event) {
+	s.seq++
+	e.seq = s.seq
+	s.heap.push(e)
+}
+
+// At runs fn at virtual time t (or now if t is in the past).
+func (s *Sim) At(t int64, fn func(now int64)) {
+	if t < s.now {
+		t = s.now
+	}
+	s.schedule(event{at: t, kind: evCall, fn: fn})
+}
+
+// Start calls every attached app's Start at time 0 and arms the hosts.
+func (s *Sim) Start() {
+	for _, h := range s.hosts {
+		if h.T == nil {
+			continue
+		}
+		if h.App != nil {
+			h.App.Start(s.now, h)
+		}
+		h.pump()
+	}
+}
+
+// Run executes events until the heap is empty, virtual time passes until,
+// or stop returns true (checked after every event; nil: never).
+func (s *Sim) Run(until int64, stop func() bool) {
+	for len(s.heap) > 0 {
+		if s.heap[0].at > until {
+			s.now = until
+			return
+		}
+		e := s.heap.pop()
+		s.now = e.at
+		s.Stats.Events++
+		switch e.kind {
+		case evArrive:
+			s.arrive(e.a, e.pkt)
+		case evTxDone:
+			s.txDone(e.a)
+		case evTimer:
+			s.hosts[e.a].timer(e.at)
+		case evPause:
+			s.ports[e.a].paused = true
+		case evResume:
+			p := &s.ports[e.a]
+			p.paused = false
+			s.kick(e.a)
+			if p.isHost && !p.busy {
+				s.hosts[p.owner].pump()
+			}
+		case evLink:
+			s.setLink(e.a, e.b != 0)
+		case evCall:
+			e.fn(s.now)
+		}
+		if stop != nil && stop() {
+			return
+		}
+	}
+}
+
+// enqueue puts pk on egress port pi, applying drop tail and ECN marking at
+// switch ports, and starts the serialiser if idle.
+func (s *Sim) enqueue(pi int32, pk *Packet) {
+	p := &s.ports[pi]
+	if !p.isHost {
+		q := p.qBytes
+		// With PFC the fabric is lossless by construction: pause frames
+		// bound every queue and switches reserve headroom for what is in
+		// flight, so only the lossy fabric drops tail.
+		if !s.cfg.PFC && q+int(pk.Size) > s.cfg.Buffer {
+			p.drops++
+			s.Stats.Dropped++
+			s.release(pk)
+			return
+		}
+		if pk.ECN != NotECT && q > s.cfg.Kmin {
+			mark := q >= s.cfg.Kmax
+			if !mark {
+				pr := s.cfg.Pmax * float64(q-s.cfg.Kmin) / float64(s.cfg.Kmax-s.cfg.Kmin)
+				mark = s.rng.Float64() < pr
+			}
+			if mark {
+				pk.ECN = CE
+				p.marks++
+				s.Stats.Marked++
+			}
+		}
+		if s.cfg.PFC {
+			in := &s.ports[pk.inPort]
+			in.ingress += int(pk.Size)
+			if !in.xoff && in.ingress > s.cfg.XOFF {
+				in.xoff = true
+				s.Stats.Pauses++
+				s.schedule(event{at: s.now + in.delay, kind: evPause, a: in.peer})
+			}
+		}
+	}
+	p.push(pk)
+	s.kick(pi)
+}
+
+// release frees a packet that leaves a switch other than by transmission,
+// keeping PFC accounting straight.
+func (s *Sim) release(pk *Packet) { s.freePacket(pk) }
+
+// kick starts serialising the head of port pi's queue if the port is free.
+func (s *Sim) kick(pi int32) {
+	p := &s.ports[pi]
+	if p.busy || p.paused || p.qLen == 0 {
+		return
+	}
+	pk := p.pop()
+	if s.cfg.PFC && !p.isHost {
+		in := &s.ports[pk.inPort]
+		in.ingress -= int(pk.Size)
+		if in.xoff && in.ingress <= s.cfg.XON {
+			in.xoff = false
+			s.schedule(event{at: s.now + in.delay, kind: evResume, a: in.peer})
+		}
+	}
+	p.busy = true
+	d := p.txTime(pk.Size)
+	s.schedule(event{at: s.now + d, kind: evTxDone, a: pi})
+	p.sentPkts++
+	p.sentBytes += uint64(pk.Size)
+	if !p.up || (p.loss > 0 && s.rng.Float64() < p.loss) {
+		p.lost++
+		s.Stats.Lost++
+		s.freePacket(pk)
+		return
+	}
+	s.schedule(event{at: s.now + d + p.delay, kind: evArrive, a: p.peer, pkt: pk})
+}
+
+func (s *Sim) txDone(pi int32) {
+	p := &s.ports[pi]
+	p.busy = false
+	s.kick(pi)
+	if p.isHost && !p.busy {
+		s.hosts[p.owner].pump()
+	}
+}
+
+// arrive handles pk arriving at the node owning port pi.
+func (s *Sim) arrive(pi int32, pk *Packet) {
+	p := &s.ports[pi]
+	n := &s.nodes[p.owner]
+	switch n.kind {
+	case kindHost:
+		s.Stats.Delivered++
+		s.hosts[p.owner].receive(pk)
+		return
+	case kindLeaf:
+		pk.inPort = pi
+		dl := int(pk.Dst) / s.cfg.HostsPerLeaf
+		if dl == int(n.index) {
+			s.enqueue(n.ports[int(pk.Dst)%s.cfg.HostsPerLeaf], pk)
+			return
+		}
+		up := n.ports[s.cfg.HostsPerLeaf:]
+		s.enqueue(s.ecmp(n, up, pk, dl), pk)
+	case kindSpine:
+		pk.inPort = pi
+		s.enqueue(n.ports[int(pk.Dst)/s.cfg.HostsPerLeaf], pk)
+	}
+}
+
+// ecmp picks an uplink of leaf n for pk by hashing its 5-tuple with the
+// leaf's seed. Locally down uplinks are skipped at once; spines whose link
+// to the destination leaf is down are skipped once routing has reconverged.
+func (s *Sim) ecmp(n *node, up []int32, pk *Packet, dstLeaf int) int32 {
+	h := hash5(n.seed, pk)
+	if s.failures == 0 {
+		return up[h%uint64(len(up))]
+	}
+	var cand [256]int32
+	k := 0
+	for sp, pi := range up {
+		if !s.ports[pi].up || s.downKnown[s.dkIndex(int(n.plane), sp, dstLeaf)] {
+			continue
+		}
+		if k < len(cand) {
+			cand[k] = pi
+			k++
+		}
+	}
+	if k == 0 {
+		return up[h%uint64(len(up))]
+	}
+	return cand[h%uint64(k)]
+}
+
+// hash5 mixes the UDP 5-tuple (protocol fixed to UDP) with a switch seed.
+func hash5(seed uint64, pk *Packet) uint64 {
+	x := seed ^ uint64(pk.Src)<<32 ^ uint64(pk.Dst) ^ uint64(pk.SrcPort)<<48 ^ uint64(pk.DstPort)<<16 ^ 17
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+func (s *Sim) observeRx(h *Host, pk *Packet) {
+	if s.OnRx != nil {
+		s.OnRx(s.now, h, pk)
+	}
+}
+
+// Describe returns a one-line summary of the fabric.
+func (s *Sim) Describe() string {
+	c := s.cfg
+	return fmt.Sprintf("%d hosts, %d plane(s) × (%d leaves, %d spines, %d hosts/leaf, oversub %.1f), %.0f Gb/s, link delay %d ns, seed %d",
+		c.Hosts(), c.Planes, c.Leaves, c.Spines, c.HostsPerLeaf, c.Oversub, c.LinkRate/1e9, c.LinkDelay, c.Seed)
+}

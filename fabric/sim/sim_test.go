@@ -1,0 +1,176 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHeapOrdersByTimeThenSequence(t *testing.T) {
+	s := &Sim{}
+	var got []int
+	for i, at := range []int64{5, 1, 5, 3, 1, 0} {
+		i := i
+		s.At(at, func(int64) { got = append(got, i) })
+	}
+	s.Run(math.MaxInt64, nil)
+	assert.Equal(t, []int{5, 1, 4, 3, 0, 2}, got)
+}
+
+// blaster sends fixed-size datagrams to dst on entropy e as fast as the NIC
+// takes them, and counts what it receives.
+type blaster struct {
+	dst, n  int
+	entropy uint16
+	plane   int
+	rx      int
+	ce      int
+}
+
+func (b *blaster) Receive(now int64, from, plane int, ecn ECN, data []byte) {
+	b.rx++
+	if ecn == CE {
+		b.ce++
+	}
+}
+func (b *blaster) PollTransmit(now int64, buf []byte) (Tx, bool) {
+	if b.n == 0 || b.dst < 0 {
+		return Tx{}, false
+	}
+	b.n--
+	return Tx{To: b.dst, Plane: b.plane, Entropy: b.entropy, N: 56, PayloadLen: 4096}, true
+}
+func (b *blaster) HandleTimeout(int64)                                      {}
+func (b *blaster) NextTimeout() int64                                       { return math.MaxInt64 }
+func (b *blaster) Dial(int64, int) (uint32, error)                          { return 0, nil }
+func (b *blaster) Send(int64, uint32, uint32, uint64, uint32, uint64) error { return nil }
+func (b *blaster) PostRecv(int64, uint32, uint32, uint64, uint32, uint64) error {
+	return nil
+}
+func (b *blaster) PollEvent() (Event, bool) { return Event{}, false }
+
+func small(t *testing.T, mod func(*Config)) (*Sim, []*blaster) {
+	c := DefaultConfig()
+	c.Leaves, c.Spines, c.HostsPerLeaf = 2, 2, 2
+	if mod != nil {
+		mod(&c)
+	}
+	s, err := New(c)
+	require.NoError(t, err)
+	bs := make([]*blaster, c.Hosts())
+	for h := range bs {
+		bs[h] = &blaster{dst: -1}
+		s.Attach(h, bs[h], nil)
+	}
+	return s, bs
+}
+
+func TestLineRateAndDelay(t *testing.T) {
+	s, bs := small(t, nil)
+	bs[0].dst, bs[0].n = 2, 1000
+	s.Start()
+	s.Run(math.MaxInt64, nil)
+	require.Equal(t, 1000, bs[2].rx)
+	// 1000 packets of 4218 bytes at 400 Gb/s plus 4 link delays and 3
+	// store-and-forward hops.
+	per := 4218.0 * 8 / 400
+	want := 1000*per + 4*1000 + 3*per
+	assert.InDelta(t, want, float64(s.Now()), 5)
+	assert.Zero(t, s.Stats.Dropped+s.Stats.Lost)
+}
+
+func TestIncastMarksAndDropsTail(t *testing.T) {
+	s, bs := small(t, func(c *Config) { c.Buffer = 200_000; c.Kmin = 20_000; c.Kmax = 100_000 })
+	for _, h := range []int{1, 2, 3} {
+		bs[h].dst, bs[h].n = 0, 500
+	}
+	s.Start()
+	s.Run(math.MaxInt64, nil)
+	st := s.DownlinkStats(0, 0)
+	assert.Positive(t, st.Drops)
+	assert.Positive(t, bs[0].ce)
+	assert.LessOrEqual(t, st.MaxQueue, 200_000)
+	assert.Equal(t, 1500, bs[0].rx+int(s.Stats.Dropped))
+}
+
+func TestPFCIsLossless(t *testing.T) {
+	s, bs := small(t, func(c *Config) { c.PFC = true; c.Buffer = 200_000 })
+	for _, h := range []int{1, 2, 3} {
+		bs[h].dst, bs[h].n = 0, 500
+	}
+	s.Start()
+	s.Run(math.MaxInt64, nil)
+	assert.Equal(t, 1500, bs[0].rx)
+	assert.Positive(t, s.Stats.Pauses)
+	assert.Zero(t, s.Stats.Dropped)
+	assert.Less(t, s.DownlinkStats(0, 0).MaxQueue, 1<<20)
+}
+
+func TestRandomLossAndDeterminism(t *testing.T) {
+	run := func() (int, uint64) {
+		s, bs := small(t, func(c *Config) { c.Loss = 0.1; c.Seed = 7 })
+		bs[0].dst, bs[0].n = 3, 2000
+		s.Start()
+		s.Run(math.MaxInt64, nil)
+		return bs[3].rx, s.Stats.Events
+	}
+	rx, ev := run()
+	// Four links at 10% each: about 0.9^4 = 66% arrive.
+	assert.InDelta(t, 0.656*2000, float64(rx), 80)
+	rx2, ev2 := run()
+	assert.Equal(t, rx, rx2)
+	assert.Equal(t, ev, ev2)
+}
+
+func TestECMPSpreadsByEntropyAndAvoidsDownLink(t *testing.T) {
+	s, bs := small(t, func(c *Config) { c.Spines = 4 })
+	for e := 0; e < 64; e++ {
+		bs[0].dst, bs[0].n, bs[0].entropy = 2, 1, uint16(e)
+		s.Start()
+		s.Run(math.MaxInt64, nil)
+	}
+	used := 0
+	for _, pi := range s.nodes[s.leafNode(0, 0)].ports[2:] {
+		if s.ports[pi].sentPkts > 0 {
+			used++
+		}
+	}
+	assert.Equal(t, 4, used, "64 entropies must use every uplink")
+	require.NoError(t, s.FailSpineLink(0, 0, 1, s.Now()+1, 0))
+	s.Run(s.Now()+10, nil)
+	before := bs[2].rx
+	bs[0].n = 200
+	for e := 0; e < 200; e++ {
+		bs[0].entropy = uint16(e)
+		s.hosts[0].pump()
+		s.Run(s.Now()+100, nil)
+	}
+	s.Run(math.MaxInt64, nil)
+	assert.Equal(t, before+200, bs[2].rx, "the leaf routes around its own down uplink")
+	assert.Error(t, s.FailSpineLink(0, 9, 0, 0, 0))
+	assert.Error(t, s.FailPlane(3, 0, 0))
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []Config{{Planes: 17}, {Oversub: 0.5}, {Kmin: 10, Kmax: 5}, {Loss: 1}, {XOFF: 1, XON: 2}} {
+		_, err := New(c)
+		assert.ErrorIs(t, err, ErrConfig, "%+v", c)
+	}
+}
+
+func BenchmarkEngine(b *testing.B) {
+	c := DefaultConfig()
+	s, err := New(c)
+	require.NoError(b, err)
+	bs := make([]*blaster, c.Hosts())
+	for h := range bs {
+		bs[h] = &blaster{dst: (h + 8) % c.Hosts(), n: b.N/c.Hosts() + 1, entropy: uint16(h)}
+		s.Attach(h, bs[h], nil)
+	}
+	b.ResetTimer()
+	s.Start()
+	s.Run(math.MaxInt64, nil)
+	b.ReportMetric(float64(s.Stats.Events)/b.Elapsed().Seconds(), "events/s")
+}
