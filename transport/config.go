@@ -16,7 +16,7 @@ type Config struct {
 	PathsPerPlane int
 	// EntropiesPerPlane is the size of each plane's source-port pool that
 	// paths draw their entropy from; it must be ≥ PathsPerPlane so a bad
-	// path can move to a fresh port. Default 64.
+	// path can move to a fresh port. Default 4096.
 	EntropiesPerPlane int
 	// MaxDatagram is the largest UDP payload this endpoint sends or accepts,
 	// bytes, ≥ 576. Default 4096+DataHeaderLen (a 4 KiB payload).
@@ -57,11 +57,11 @@ type Config struct {
 	ActiveWindow Time
 	// MaxConns bounds connections (established plus handshaking). Default 4096.
 	MaxConns int
-	// MaxFlowsPerConn bounds flows per connection. Default 1024.
+	// MaxFlowsPerConn bounds flows per connection. Default 4096.
 	MaxFlowsPerConn int
-	// MaxPendingRecvs bounds posted receive groups per flow. Default 64.
+	// MaxPendingRecvs bounds posted receive groups per flow. Default 4096.
 	MaxPendingRecvs int
-	// MaxPendingSends bounds queued sends per flow. Default 1024.
+	// MaxPendingSends bounds queued sends per flow. Default 4096.
 	MaxPendingSends int
 	// Addr is the address blob announced in handshakes (the driver's
 	// per-plane addresses; opaque to the core), ≤ 512 bytes.
@@ -104,8 +104,8 @@ func (c Config) withDefaults() Config {
 	def(&c.ActiveWindow, Millisecond)
 	defi(&c.MaxConns, 4096)
 	defi(&c.MaxFlowsPerConn, 1024)
-	defi(&c.MaxPendingRecvs, 64)
-	defi(&c.MaxPendingSends, 1024)
+	defi(&c.MaxPendingRecvs, 4096)
+	defi(&c.MaxPendingSends, 4096)
 	if c.CC.MSS <= 0 {
 		c.CC.MSS = c.MaxDatagram
 	}

@@ -66,6 +66,8 @@ type Conn struct {
 	closeTries int
 	closeReply bool // a CLOSE reply is owed
 	closeRsn   wire.CloseReason
+	peerClosed bool // the peer sent CLOSE; we linger until graceEnd
+	graceEnd   Time
 	lastRecv   Time // last valid packet from the peer
 	lastSent   Time
 	lastData   Time // last DATA received (rate-hint activity)
@@ -225,14 +227,45 @@ func (c *Conn) onPeerClose(now Time, cl *wire.Close) {
 		c.ep.ctrlClose(c, true)
 		return
 	}
-	var err error
-	if cl.Reason == wire.CloseNormal || cl.Reason == wire.CloseShutdown {
-		err = c.errf(ErrClosed, "peer closed the connection (%v)", cl.Reason)
-	} else {
-		err = c.errf(ErrClosed, "peer closed the connection: %v", cl.Reason)
-	}
 	c.ep.ctrlClose(c, true)
+	if c.peerClosed {
+		return
+	}
+	// Linger before failing what is still outstanding: the ACKs the peer
+	// sent just before its CLOSE may arrive after it on another path, and
+	// they complete sends whose data the peer already has.
+	c.peerClosed = true
+	c.closeRsn = cl.Reason
+	c.graceEnd = now + max(2*c.ep.cfg.MinRTO, 4*Time(c.cc.SRTT()))
+	c.checkPeerClosed(now)
+}
+
+// checkPeerClosed ends a connection the peer closed once nothing is
+// outstanding or the grace period is over.
+func (c *Conn) checkPeerClosed(now Time) {
+	if !c.peerClosed || c.state == stateClosed {
+		return
+	}
+	if now < c.graceEnd && c.hasWork() {
+		return
+	}
+	var err error
+	if c.closeRsn == wire.CloseNormal || c.closeRsn == wire.CloseShutdown {
+		err = c.errf(ErrClosed, "peer closed the connection (%v)", c.closeRsn)
+	} else {
+		err = c.errf(ErrClosed, "peer closed the connection: %v", c.closeRsn)
+	}
 	c.fail(now, err)
+}
+
+// hasWork reports whether any send or receive is still outstanding.
+func (c *Conn) hasWork() bool {
+	for _, f := range c.flows {
+		if len(f.sends) > 0 || len(f.recvs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ConnState names the connection state for statistics.

@@ -14,7 +14,8 @@ type flow struct {
 	// Sender side.
 	sends     []*sendMsg   // posting order, until reported complete
 	unmatched []*sendMsg   // posted, not yet matched to a receive buffer
-	ready     []readyGroup // announced receive groups with unmatched buffers
+	ready     []readyGroup // announced receive groups with unmatched buffers, by msg
+	readyNext uint32       // msg of the next group to match; earlier ones are used up
 
 	// Receiver side.
 	recvs   []*recvGroup // posting order, until reported complete
@@ -90,6 +91,9 @@ func (c *Conn) usable() error {
 	case stateClosing, stateClosed:
 		return c.errf(ErrClosed, "connection is closing")
 	}
+	if c.peerClosed {
+		return c.errf(ErrClosed, "the peer closed the connection")
+	}
 	return nil
 }
 
@@ -155,7 +159,9 @@ func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
 // order: the oldest send takes the buffer of the oldest announced group whose
 // tag equals its own (docs/spec.md §3.4, as NCCL's grouped receives).
 func (c *Conn) match(f *flow) {
-	for len(f.unmatched) > 0 && len(f.ready) > 0 {
+	// Only the group numbered readyNext may take the next send: a later
+	// group's RECV_READY can overtake an earlier one on another path.
+	for len(f.unmatched) > 0 && len(f.ready) > 0 && f.ready[0].msg == f.readyNext {
 		s := f.unmatched[0]
 		g := &f.ready[0]
 		idx := -1
@@ -199,6 +205,7 @@ func (c *Conn) match(f *flow) {
 		}
 		if full {
 			f.ready = f.ready[1:]
+			f.readyNext++
 		}
 	}
 	c.completeSends(f)
@@ -214,8 +221,22 @@ func (c *Conn) onRecvReady(r *wire.RecvReady) {
 	if len(f.ready) >= c.ep.cfg.MaxPendingRecvs {
 		return
 	}
-	g := readyGroup{msg: r.Msg, n: r.N, entries: r.Entries}
-	f.ready = append(f.ready, g)
+	// RECV_READYs travel on different paths, so they arrive out of order,
+	// and a spurious retransmission (a new PSN) arrives twice: keep f.ready
+	// sorted by msg, without duplicates or groups already used up.
+	if int32(r.Msg-f.readyNext) < 0 {
+		return
+	}
+	i := len(f.ready)
+	for i > 0 && int32(f.ready[i-1].msg-r.Msg) > 0 {
+		i--
+	}
+	if i > 0 && f.ready[i-1].msg == r.Msg {
+		return
+	}
+	f.ready = append(f.ready, readyGroup{})
+	copy(f.ready[i+1:], f.ready[i:])
+	f.ready[i] = readyGroup{msg: r.Msg, n: r.N, entries: r.Entries}
 	c.match(f)
 }
 

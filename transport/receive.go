@@ -68,7 +68,7 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 		c.onPeerClose(now, cl)
 		return Placement{}
 	}
-	if c.state != stateEstablished {
+	if c.state != stateEstablished && c.state != stateClosing {
 		e.drop(DropStale)
 		return Placement{}
 	}
@@ -107,7 +107,9 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 	if d.ECN == CE {
 		c.stats.CERecv++
 	}
-	if !c.onSequenced(now, h, d.ECN, ts, h.Op == wire.OpData) {
+	if !c.onSequenced(now, h, d.ECN, ts, h.Op == wire.OpData) || c.state == stateClosing {
+		// A closing connection still acknowledges, so that the peer's
+		// sends whose data arrived complete, but places nothing.
 		return Placement{}
 	}
 	switch h.Op {
@@ -134,6 +136,7 @@ func (c *Conn) onAck(now Time, a *wire.Ack) {
 		}
 		c.onAckRecord(now, c.paths[r.Path], r)
 	}
+	c.checkPeerClosed(now)
 }
 
 // onHello handles a handshake request (docs/spec.md §3.3).

@@ -16,11 +16,18 @@ func (c *Conn) nextTimeout() Time {
 	case stateDialing:
 		return min(c.helloDue, c.deadline)
 	case stateClosing:
-		return min(c.closeDue, c.deadline)
+		t := min(c.closeDue, c.deadline)
+		if c.ackAt != 0 {
+			t = min(t, c.ackAt)
+		}
+		return t
 	case stateClosed:
 		return Never
 	}
 	t := c.lastRecv + cfg.IdleTimeout
+	if c.peerClosed {
+		t = min(t, c.graceEnd)
+	}
 	t = min(t, max(c.lastSent, c.lastRecv)+cfg.KeepAlive)
 	if c.ackAt != 0 {
 		t = min(t, c.ackAt)
@@ -67,6 +74,10 @@ func (c *Conn) onTimeout(now Time) {
 		}
 		return
 	case stateClosed:
+		return
+	}
+	if c.peerClosed && now >= c.graceEnd {
+		c.checkPeerClosed(now)
 		return
 	}
 	if now-c.lastRecv >= cfg.IdleTimeout {

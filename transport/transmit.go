@@ -89,6 +89,17 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 		c.helloDue = now + cfg.HandshakeRetry
 		return c.sendHello(buf, wire.OpHello), true
 	case stateClosing:
+		// Acknowledgements first: the peer completes its sends from them.
+		if c.ackDue || (c.ackAt != 0 && now >= c.ackAt) {
+			a := &c.ep.ack
+			a.Header = c.hdr(wire.OpAck)
+			a.RateHint = 0
+			if c.buildAck(now, a) {
+				b := a.Append(buf[:0])
+				c.stats.AcksSent++
+				return Transmit{Route: c.anyRoute(), N: len(b)}, true
+			}
+		}
 		if now < c.closeDue {
 			return Transmit{}, false
 		}

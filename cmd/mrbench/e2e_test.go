@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runMrbench runs mrbench in-process and returns its exit code and output.
+func runMrbench(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestEndToEndLocal runs small sweeps over real in-process ranks on both
+// transports and checks the output as an nccl-tests reader would, the JSON
+// against schema.json, the CSV and the plot.
+func TestEndToEndLocal(t *testing.T) {
+	for _, tc := range []struct {
+		ranks string
+		coll  string
+	}{{"2", "allreduce"}, {"4", "allreduce"}, {"4", "alltoall"}, {"3", "reducescatter"}} {
+		t.Run(tc.coll+"/np"+tc.ranks, func(t *testing.T) {
+			dir := t.TempDir()
+			jsonPath, csvPath, pngPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.png")
+			code, out, errs := runMrbench(t, "-np", tc.ranks, "--op", tc.coll, "-b", "64", "-e", "256K", "-f", "16", "-n", "3", "-w", "1",
+				"--timeout", "20s", "--json", jsonPath, "--csv", csvPath, "--plot", pngPath)
+			require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errs, out)
+			assert.Empty(t, errs, "nothing on stderr when it is not a terminal")
+
+			tables, err := parseNCCLTests(out)
+			require.NoError(t, err, out)
+			require.Len(t, tables, 2, "MetaRoCE then TCP")
+			for i, tr := range []string{"metaroce", "tcp"} {
+				tab := tables[i]
+				assert.True(t, tab.Closed, "table %d closed", i)
+				assert.Equal(t, "OK", tab.Status)
+				assert.Contains(t, tab.Header, "minBytes 64 maxBytes 262144 step: 16(factor) warmup iters: 1 iters: 3 agg iters: 1 validation: 1 graph: 0")
+				require.Len(t, tab.Rows, 4, "64 B, 1 KiB, 16 KiB, 256 KiB")
+				for _, r := range tab.Rows {
+					assert.Zero(t, r.OutOfPlace.Wrong)
+					assert.Zero(t, r.InPlace.Wrong)
+					assert.Positive(t, r.OutOfPlace.TimeUs)
+					assert.Equal(t, "float", r.Type)
+					assert.Equal(t, -1, r.Root)
+				}
+				assert.Positive(t, tab.AvgBusBW)
+				assert.Contains(t, out, "# transport: "+tr)
+			}
+
+			doc := validateReportFile(t, jsonPath)
+			tabs := doc["tables"].([]any)
+			require.Len(t, tabs, 2)
+			assert.Equal(t, "metaroce", tabs[0].(map[string]any)["transport"])
+			assert.Equal(t, float64(len(tables[0].Rows)), float64(len(tabs[0].(map[string]any)["rows"].([]any))))
+
+			csvText, err := os.ReadFile(csvPath)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSpace(string(csvText)), "\n")
+			assert.Len(t, lines, 1+8)
+			assert.Equal(t, strings.Join(csvHeader, ","), lines[0])
+
+			f, err := os.Open(pngPath)
+			require.NoError(t, err)
+			defer f.Close()
+			img, err := png.Decode(f)
+			require.NoError(t, err)
+			assert.Greater(t, img.Bounds().Dx(), 100)
+		})
+	}
+}
+
+// TestEndToEndVerboseAndLoss: -v prints per-peer counters after each table,
+// and a lossy MetaRoCE run still gets every element right.
+func TestEndToEndVerboseAndLoss(t *testing.T) {
+	code, out, errs := runMrbench(t, "-np", "2", "--transport", "metaroce", "--loss", "0.01", "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-w", "0", "-v")
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errs, out)
+	tables, err := parseNCCLTests(out)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+	for _, r := range tables[0].Rows {
+		assert.Zero(t, r.OutOfPlace.Wrong)
+		assert.Zero(t, r.InPlace.Wrong)
+	}
+	assert.Contains(t, out, "# metaroce per-peer counters:")
+	assert.Contains(t, out, "# loss: driver drops each MetaRoCE datagram with probability 0.01")
+}
+
+// TestUsageErrors: bad flags exit 2 with a message naming the flag.
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-b", "1X"}, "size \"1X\""},
+		{[]string{"-e", "8", "-b", "16"}, "max bytes 8 is below min bytes 16"},
+		{[]string{"--transport", "ib"}, "--transport \"ib\""},
+		{[]string{"--op", "gather"}, "--op \"gather\""},
+		{[]string{"-a", "4"}, "-a 4"},
+		{[]string{"--loss", "1"}, "--loss 1"},
+		{[]string{"--plot", "x.gif"}, "--plot \"x.gif\""},
+		{[]string{"extra"}, "unexpected argument"},
+	} {
+		code, _, errs := runMrbench(t, tc.args...)
+		assert.Equal(t, exitUsage, code, "%v", tc.args)
+		assert.Contains(t, errs, tc.want, "%v", tc.args)
+	}
+}
+
+func TestNetlabIsExplained(t *testing.T) {
+	code, _, errs := runMrbench(t, "--netlab")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errs, "--netlab")
+}

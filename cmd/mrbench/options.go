@@ -1,0 +1,294 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/collectives/sched"
+)
+
+// Transport and backend names accepted on the command line.
+const (
+	transportMetaRoCE = "metaroce"
+	transportTCP      = "tcp"
+	transportBoth     = "both"
+
+	backendHost = "host"
+	backendRCCL = "rccl"
+)
+
+// Defaults of the sweep run by a bare `mrbench`: 16 B to 64 MiB in steps of
+// ×4 lands on round sizes (16, 64, 256 B, …, 16 MiB, 64 MiB), twelve points
+// per table, which keeps both tables of the default run under a minute on a
+// two-core machine while still reaching the bandwidth-bound regime.
+const (
+	defaultMinBytes   = 16
+	defaultMaxBytes   = 64 << 20
+	defaultStepFactor = 4
+	defaultStepBytes  = 1 << 20
+	defaultIters      = 20
+	defaultWarmup     = 2
+	defaultRanks      = 4
+	defaultTimeout    = 60 * time.Second
+)
+
+// options is the parsed command line. Sizes are bytes; Loss is a probability
+// in [0, 1); Timeout bounds each collective.
+type options struct {
+	MinBytes, MaxBytes, StepBytes int64
+	StepFactor                    float64
+	Iters, Warmup                 int
+	Check                         int
+	DTypes                        []reduce.DType
+	Ops                           []reduce.Op
+	Average                       int
+	Blocking                      int
+	Root                          int
+	Collective                    sched.Collective
+	Ranks                         int
+	Channels                      int
+	Transports                    []string
+	Loss                          float64
+	Seed                          uint64
+	Netlab                        bool
+	JSON, CSV, Plot               string
+	Verbose                       bool
+	Timeout                       time.Duration
+	Backend                       string
+
+	// set records the flags given explicitly, by canonical name.
+	set map[string]bool
+}
+
+// sizeFlag is a flag.Value for byte counts with K/M/G suffixes.
+type sizeFlag struct{ p *int64 }
+
+func (f sizeFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return formatSize(*f.p)
+}
+
+func (f sizeFlag) Set(s string) error {
+	v, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*f.p = v
+	return nil
+}
+
+// flagAliases maps nccl-tests' long flag names (and our own spellings) to the
+// canonical short name, so that `set` is keyed one way.
+var flagAliases = map[string]string{
+	"minbytes": "b", "maxbytes": "e", "stepbytes": "i", "stepfactor": "f",
+	"iters": "n", "warmup_iters": "w", "check": "c", "datatype": "d",
+	"average": "a", "blocking": "z", "root": "r", "collective": "op",
+	"nranks": "np", "verbose": "v",
+}
+
+// errHelp is returned by parseOptions for -h/--help: usage has been printed.
+var errHelp = flag.ErrHelp
+
+// parseOptions parses args (without the program name). Usage and flag errors
+// go to stderr.
+func parseOptions(args []string, stderr io.Writer) (*options, error) {
+	o := &options{
+		MinBytes: defaultMinBytes, MaxBytes: defaultMaxBytes,
+		StepBytes: defaultStepBytes, StepFactor: defaultStepFactor,
+		Iters: defaultIters, Warmup: defaultWarmup, Check: 1, Average: 1,
+		Ranks: defaultRanks, Timeout: defaultTimeout, Seed: 1,
+		set: map[string]bool{},
+	}
+	fs := flag.NewFlagSet("mrbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var dtype, redop, coll, transport, backend string
+	sizeVar := func(p *int64, usage string, names ...string) {
+		for _, n := range names {
+			fs.Var(sizeFlag{p}, n, usage)
+		}
+	}
+	intVar := func(p *int, def int, usage string, names ...string) {
+		for _, n := range names {
+			fs.IntVar(p, n, def, usage)
+		}
+	}
+	strVar := func(p *string, def, usage string, names ...string) {
+		for _, n := range names {
+			fs.StringVar(p, n, def, usage)
+		}
+	}
+	sizeVar(&o.MinBytes, "minimum size in bytes (K/M/G suffixes)", "b", "minbytes")
+	sizeVar(&o.MaxBytes, "maximum size in bytes (K/M/G suffixes)", "e", "maxbytes")
+	sizeVar(&o.StepBytes, "size increment in bytes when no step factor is given", "i", "stepbytes")
+	for _, n := range []string{"f", "stepfactor"} {
+		fs.Float64Var(&o.StepFactor, n, defaultStepFactor, "multiplication factor between sizes")
+	}
+	intVar(&o.Iters, defaultIters, "timed iterations per size", "n", "iters")
+	intVar(&o.Warmup, defaultWarmup, "untimed warm-up iterations per size", "w", "warmup_iters")
+	intVar(&o.Check, 1, "check results: 0 off, N checked iterations", "c", "check")
+	strVar(&dtype, "float", "data type (int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double, or all)", "d", "datatype")
+	strVar(&redop, "sum", "reduction (sum prod min max avg, or all)", "o")
+	intVar(&o.Average, 1, "time reported across ranks: 0 rank 0, 1 average, 2 minimum, 3 maximum", "a", "average")
+	intVar(&o.Blocking, 0, "1: wait for each collective (host collectives always do)", "z", "blocking")
+	intVar(&o.Root, 0, "root rank of broadcast", "r", "root")
+	strVar(&coll, "allreduce", "collective: allreduce alltoall reducescatter allgather broadcast sendrecv", "op", "collective")
+	intVar(&o.Ranks, defaultRanks, "local ranks launched in this process (ignored under mpirun/torchrun/srun)", "np", "nranks")
+	intVar(&o.Channels, 0, "collective channels per peer connection (0: the library default)", "channels")
+	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
+	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the driver's random choices (drops)")
+	fs.BoolVar(&o.Netlab, "netlab", false, "run over a netlab namespace fabric (needs root)")
+	strVar(&o.JSON, "", "write the results as JSON to this file (see SCHEMA.md)", "json")
+	strVar(&o.CSV, "", "write the results as CSV to this file", "csv")
+	strVar(&o.Plot, "", "plot bus bandwidth against size to this .png or .svg file", "plot")
+	for _, n := range []string{"v", "verbose"} {
+		fs.BoolVar(&o.Verbose, n, false, "print per-peer and per-path counters after each table")
+	}
+	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "deadline of each collective and of connection setup")
+	strVar(&backend, backendHost, "host (collectives over MetaRoCE/TCP) or rccl (RCCL/NCCL on GPU buffers)", "backend")
+	fs.Usage = func() { usage(fs) }
+
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (subcommands: sim)", fs.Arg(0))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		n := f.Name
+		if a, ok := flagAliases[n]; ok {
+			n = a
+		}
+		o.set[n] = true
+	})
+	if err := o.finish(dtype, redop, coll, transport, backend); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// finish validates the numeric flags and resolves the named ones.
+func (o *options) finish(dtype, redop, coll, transport, backend string) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.set["i"] && !o.set["f"] {
+		o.StepFactor = 0 // nccl-tests: a step factor wins only when given
+	}
+	if o.StepFactor != 0 && o.StepFactor <= 1 {
+		bad("-f %g: the step factor must be > 1", o.StepFactor)
+	}
+	if o.Iters < 1 {
+		bad("-n %d: at least one iteration", o.Iters)
+	}
+	if o.Warmup < 0 {
+		bad("-w %d: warm-up iterations must be >= 0", o.Warmup)
+	}
+	if o.Check < 0 {
+		bad("-c %d: must be >= 0", o.Check)
+	}
+	if o.Average < 0 || o.Average > 3 {
+		bad("-a %d: want 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum)", o.Average)
+	}
+	if o.Blocking != 0 && o.Blocking != 1 {
+		bad("-z %d: want 0 or 1", o.Blocking)
+	}
+	if o.Ranks < 1 || o.Ranks > 256 {
+		bad("-np %d: want 1 to 256 local ranks", o.Ranks)
+	}
+	if o.Channels < 0 || o.Channels > 64 {
+		bad("--channels %d: want 0 (default) to 64", o.Channels)
+	}
+	if !(o.Loss >= 0 && o.Loss < 1) {
+		bad("--loss %g: want a probability in [0, 1)", o.Loss)
+	}
+	if o.Timeout <= 0 {
+		bad("--timeout %v: must be positive", o.Timeout)
+	}
+	if o.Root < 0 {
+		bad("-r %d: the root must be >= 0", o.Root)
+	}
+	if _, err := sweepSizes(o.MinBytes, o.MaxBytes, o.StepFactor, o.StepBytes); err != nil {
+		bad("sizes: %v", err)
+	}
+	var err error
+	if o.Collective, err = sched.ParseCollective(coll); err != nil {
+		bad("--op %q: %v", coll, err)
+	} else if o.Collective == sched.P2P {
+		bad("--op p2p: not a benchmark collective (use sendrecv)")
+	}
+	if strings.EqualFold(strings.TrimSpace(dtype), "all") {
+		o.DTypes = reduce.AllDTypes()
+	} else if dt, err := reduce.ParseDType(dtype); err != nil {
+		bad("-d %q: %v", dtype, err)
+	} else {
+		o.DTypes = []reduce.DType{dt}
+	}
+	if strings.EqualFold(strings.TrimSpace(redop), "all") {
+		o.Ops = reduce.AllOps()
+	} else if op, err := reduce.ParseOp(redop); err != nil {
+		bad("-o %q: %v", redop, err)
+	} else {
+		o.Ops = []reduce.Op{op}
+	}
+	switch strings.ToLower(transport) {
+	case transportMetaRoCE, transportTCP:
+		o.Transports = []string{strings.ToLower(transport)}
+	case transportBoth, "":
+		o.Transports = []string{transportMetaRoCE, transportTCP}
+	default:
+		bad("--transport %q: want metaroce, tcp or both", transport)
+	}
+	switch strings.ToLower(backend) {
+	case backendHost, backendRCCL:
+		o.Backend = strings.ToLower(backend)
+	default:
+		bad("--backend %q: want host or rccl", backend)
+	}
+	if o.Plot != "" {
+		if ext := plotFormat(o.Plot); ext == "" {
+			bad("--plot %q: the file name must end in .png or .svg", o.Plot)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stepLabel renders the header's "step:" field as nccl-tests does.
+func (o *options) stepLabel() string {
+	if o.StepFactor > 1 {
+		return strconv.FormatFloat(o.StepFactor, 'g', -1, 64) + "(factor)"
+	}
+	return strconv.FormatInt(o.StepBytes, 10) + "(bytes)"
+}
+
+// redOpName is the redop column for collective c: the op name for reducing
+// collectives and "none" otherwise, as nccl-tests prints.
+func redOpName(c sched.Collective, op reduce.Op) string {
+	if c.Reduces() {
+		return op.String()
+	}
+	return "none"
+}
+
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, `Usage: mrbench [flags]          sweep a collective over sizes (nccl-tests style)
+       mrbench sim SCENARIO [flags]  run a fabric-simulator scenario
+
+With no flags: all-reduce of float sums over 4 local ranks, 16 B to 64 MiB by
+×4, first over MetaRoCE, then over kernel TCP. Under mpirun, torchrun or srun
+every process joins one job and rank 0 prints. Flags follow nccl-tests (-b -e
+-f -i -n -w -c -d -o -a -z -r); note that --op selects the collective, while
+nccl-tests' long --op (the reduction) is -o here.
+
+Flags:
+`)
+	fs.PrintDefaults()
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/collectives/sched"
+)
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"0", 0, false}, {"8", 8, false}, {"1K", 1024, false}, {"1k", 1024, false}, {"64M", 64 << 20, false},
+		{"2G", 2 << 30, false}, {"1T", 1 << 40, false}, {"16MB", 16 << 20, false}, {"4KiB", 4096, false},
+		{"100B", 100, false}, {" 32 ", 32, false},
+		{"", 0, true}, {"B", 0, true}, {"K", 0, true}, {"-1", 0, true}, {"1.5M", 0, true}, {"2T", 0, true},
+		{"1X", 0, true}, {"9223372036854775807", 0, true}, {"1 M", 0, true},
+	} {
+		got, err := parseSize(tc.in)
+		if tc.err {
+			assert.Error(t, err, "%q", tc.in)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+	}
+}
+
+// FuzzParseSize: no panics, results within the limit, and formatSize's
+// output parses back to the same value.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"8", "64M", "1KiB", "2gb", "", "-3", "99999999999999999999", "1T"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseSize(s)
+		if err != nil {
+			return
+		}
+		if v < 0 || v > maxSweepBytes {
+			t.Fatalf("parseSize(%q) = %d out of range", s, v)
+		}
+		back, err := parseSize(formatSize(v))
+		if err != nil || back != v {
+			t.Fatalf("formatSize(%d) = %q parses to %d, %v", v, formatSize(v), back, err)
+		}
+	})
+}
+
+func TestSweepSizes(t *testing.T) {
+	got, err := sweepSizes(16, 64<<20, 4, 0)
+	require.NoError(t, err)
+	assert.Len(t, got, 12)
+	assert.Equal(t, int64(16), got[0])
+	assert.Equal(t, int64(64<<20), got[11])
+
+	got, err = sweepSizes(8, 20, 0, 4)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{8, 12, 16, 20}, got)
+
+	got, err = sweepSizes(8, 8, 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{8}, got)
+
+	_, err = sweepSizes(16, 8, 2, 0)
+	assert.Error(t, err)
+	_, err = sweepSizes(0, 8, 2, 0)
+	assert.Error(t, err)
+	_, err = sweepSizes(1, 1<<40, 0, 1)
+	assert.ErrorContains(t, err, "more than")
+	_, err = sweepSizes(1, 2, 1.0000001, 0)
+	assert.ErrorContains(t, err, "does not grow")
+}
+
+func TestParseOptionsDefaults(t *testing.T) {
+	o, err := parseOptions(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int64(defaultMinBytes), o.MinBytes)
+	assert.Equal(t, int64(64<<20), o.MaxBytes)
+	assert.Equal(t, float64(defaultStepFactor), o.StepFactor)
+	assert.Equal(t, sched.AllReduce, o.Collective)
+	assert.Equal(t, []reduce.DType{reduce.Float32}, o.DTypes)
+	assert.Equal(t, []reduce.Op{reduce.OpSum}, o.Ops)
+	assert.Equal(t, []string{"metaroce", "tcp"}, o.Transports)
+	assert.Equal(t, 4, o.Ranks)
+	assert.Equal(t, 1, o.Check)
+	assert.Equal(t, 1, o.Average)
+	assert.Equal(t, "4(factor)", o.stepLabel())
+}
+
+func TestParseOptionsNCCLTestsFlags(t *testing.T) {
+	o, err := parseOptions([]string{"-b", "8", "-e", "128M", "-i", "1M", "-n", "5", "-w", "0", "-c", "0", "-d", "all",
+		"-o", "max", "-a", "3", "-z", "1", "-r", "1", "--op", "broadcast", "-np", "2", "--channels", "4",
+		"--transport", "tcp", "--backend", "host"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), o.MinBytes)
+	assert.Equal(t, int64(128<<20), o.MaxBytes)
+	assert.Zero(t, o.StepFactor, "-i without -f steps by bytes, as nccl-tests")
+	assert.Equal(t, "1048576(bytes)", o.stepLabel())
+	assert.Len(t, o.DTypes, 10)
+	assert.Equal(t, []reduce.Op{reduce.OpMax}, o.Ops)
+	assert.Equal(t, sched.Broadcast, o.Collective)
+	assert.Equal(t, []string{"tcp"}, o.Transports)
+	assert.Equal(t, 3, o.Average)
+	assert.Equal(t, 4, o.Channels)
+
+	o, err = parseOptions([]string{"--minbytes", "1K", "--maxbytes", "4K", "--stepfactor", "2", "--iters", "7", "--datatype", "half"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1024), o.MinBytes)
+	assert.Equal(t, 7, o.Iters)
+	assert.Equal(t, []reduce.DType{reduce.Float16}, o.DTypes)
+
+	// Non-reducing collectives print "none" and run one op.
+	assert.Equal(t, "none", redOpName(sched.AllGather, reduce.OpMax))
+	assert.Equal(t, "max", redOpName(sched.AllReduce, reduce.OpMax))
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// plotFormat returns "png" or "svg" from path's extension, or "" when the
+// extension is neither.
+func plotFormat(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png":
+		return "png"
+	case ".svg":
+		return "svg"
+	}
+	return ""
+}
+
+// writePlot draws bus bandwidth (GB/s, out-of-place) against message size
+// (bytes, log scale) with one line per table, i.e. per transport, and saves
+// it as PNG or SVG according to path's extension.
+func writePlot(path string, title string, tables []Table) error {
+	if plotFormat(path) == "" {
+		return fmt.Errorf("plot %q: want a .png or .svg file name", path)
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "size (bytes)"
+	p.Y.Label.Text = "bus bandwidth (GB/s)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = sizeTicks{}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	var args []any
+	for _, t := range tables {
+		var pts plotter.XYs
+		for _, r := range t.Rows {
+			if r.Bytes <= 0 {
+				continue // log scale
+			}
+			pts = append(pts, plotter.XY{X: float64(r.Bytes), Y: r.OutOfPlace.BusBW})
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		label := t.Transport
+		if t.Backend != backendHost && t.Backend != "" {
+			label = t.Backend
+		}
+		args = append(args, label, pts)
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("plot %q: no rows to plot", path)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("plot %q: %w", path, err)
+	}
+	return nil
+}
+
+// sizeTicks labels a log-scaled byte axis with powers of four and binary
+// suffixes (16, 256, 4K, 64K, 1M, ...).
+type sizeTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (sizeTicks) Ticks(min, max float64) []plot.Tick {
+	var ticks []plot.Tick
+	for v := 1.0; v <= max*1.0001; v *= 4 {
+		if v < min*0.9999 {
+			continue
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: formatSize(int64(v))})
+	}
+	if len(ticks) < 2 {
+		return plot.LogTicks{}.Ticks(min, max)
+	}
+	return ticks
+}

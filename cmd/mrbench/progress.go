@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// isTerminal reports whether w is a terminal (a TCGETS ioctl succeeds on it).
+// Pipes, files and test buffers are not.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// progress is a one-line bar on a terminal's stderr. A nil *progress does
+// nothing, which is what non-terminals get, so that logs and pipes never see
+// carriage returns.
+type progress struct {
+	w     io.Writer
+	total int
+	done  int
+}
+
+// progressBarWidth is the bar's length in characters.
+const progressBarWidth = 30
+
+// newProgress returns a bar for total steps on w, or nil when w is not a
+// terminal or total is 0.
+func newProgress(w io.Writer, total int) *progress {
+	if total <= 0 || !isTerminal(w) {
+		return nil
+	}
+	return &progress{w: w, total: total}
+}
+
+// step advances the bar by one, labelled with what just finished.
+func (p *progress) step(label string) {
+	if p == nil {
+		return
+	}
+	p.done = min(p.done+1, p.total)
+	fill := p.done * progressBarWidth / p.total
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(" ", progressBarWidth-fill), p.done, p.total, label)
+}
+
+// clear erases the bar so the terminal is left clean.
+func (p *progress) clear() {
+	if p == nil {
+		return
+	}
+	fmt.Fprint(p.w, "\r\033[K")
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/gpu"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // a run failed or produced wrong results
+	exitUsage = 2
+)
+
+// rankEnv is what a launcher gives each of its ranks for one table.
+type rankEnv struct {
+	comm comm
+	// describe is the transport's header line.
+	describe string
+	// stats snapshots the rank's per-peer counters; nil where there are none.
+	stats func() []PeerSummary
+}
+
+// launcher starts the ranks of one table (in-process ranks concurrently, or
+// this process's one rank of a launched job) and runs fn on each. transport
+// names the table's transport.
+type launcher interface {
+	launch(ctx context.Context, transport string, fn func(r rankEnv) error) error
+	// source names the launcher for the header ("local", "openmpi", ...).
+	source() string
+}
+
+// run is mrbench without the process around it: it parses args, runs the
+// tables, writes stdout and stderr, and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "sim" {
+		return runSim(ctx, args[1:], stdout, stderr)
+	}
+	o, err := parseOptions(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		return exitUsage
+	}
+	if o.Netlab {
+		fmt.Fprintln(stderr, netlabMessage(os.Geteuid() == 0))
+		return exitUsage
+	}
+	var l launcher
+	var tables []string
+	switch o.Backend {
+	case backendRCCL:
+		l, err = newRCCLLauncher(o, stderr)
+		tables = []string{backendRCCL}
+	default:
+		l, err = newHostLauncher(o)
+		tables = o.Transports
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		return exitFail
+	}
+	rep := &Report{Schema: SchemaID, Command: append([]string{"mrbench"}, args...),
+		Start: time.Now().UTC().Format(time.RFC3339), Collective: o.Collective.String(),
+		Params: o.params(), Env: baseEnv()}
+	rep.Env.Launcher = l.source()
+	prog := newProgress(stderr, len(tables)*newSweep(o).points())
+	code := exitOK
+	printed := false
+	for _, tr := range tables {
+		t, isRoot, err := runTable(ctx, o, l, tr, &rep.Env, stdout, prog)
+		prog.clear()
+		printed = printed || isRoot
+		if isRoot {
+			rep.Tables = append(rep.Tables, t)
+			if t.Wrong != 0 || t.OutOfBounds != 0 {
+				code = exitFail
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mrbench: %s: %v\n", tr, err)
+			code = exitFail
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if !printed {
+		return code // a rank other than 0 of a launched job: rank 0 writes files
+	}
+	if err := writeFiles(o, rep); err != nil {
+		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		code = exitFail
+	}
+	return code
+}
+
+// writeFiles writes the --json, --csv and --plot files that were asked for.
+func writeFiles(o *options, rep *Report) error {
+	var errs []error
+	if o.JSON != "" {
+		errs = append(errs, writeJSON(o.JSON, rep))
+	}
+	if o.CSV != "" {
+		errs = append(errs, writeCSV(o.CSV, rep.Tables))
+	}
+	if o.Plot != "" && len(rep.Tables) > 0 {
+		t := rep.Tables[0]
+		title := fmt.Sprintf("%s, %d ranks, out-of-place", rep.Collective, t.Ranks)
+		if len(t.Rows) > 0 {
+			title = fmt.Sprintf("%s %s, %d ranks, out-of-place", rep.Collective, t.Rows[0].Type, t.Ranks)
+		}
+		errs = append(errs, writePlot(o.Plot, title, rep.Tables))
+	}
+	return errors.Join(errs...)
+}
+
+// runTable runs one sweep over transport and prints it. isRoot reports
+// whether rank 0 ran in this process (and so printed the table).
+func runTable(ctx context.Context, o *options, l launcher, transport string, env *Env, out io.Writer, prog *progress) (t Table, isRoot bool, err error) {
+	t = Table{Transport: transport, Backend: o.Backend, Collective: o.Collective.String(), Rows: []Row{}}
+	sw := newSweep(o)
+	var mu sync.Mutex
+	var peers []PeerSummary
+	err = l.launch(ctx, transport, func(r rankEnv) error {
+		infos, err := gatherRankInfo(ctx, r.comm, o.Timeout)
+		if err != nil {
+			return fmt.Errorf("rank %d: exchanging host names: %w", r.comm.Rank(), err)
+		}
+		root := r.comm.Rank() == 0
+		if root {
+			isRoot = true
+			t.Ranks = r.comm.Size()
+			env.Ranks = t.Ranks
+			env.Hosts = countHosts(infos)
+			writeHeader(out, o, env, r.describe, infos)
+			writeTableHeader(out)
+		}
+		onRow := func(row Row) {
+			t.Rows = append(t.Rows, row)
+			fmt.Fprintln(out, formatRow(row))
+			prog.step(fmt.Sprintf("%s %s %s", transport, row.Type, formatSize(row.Bytes)))
+		}
+		if !root {
+			onRow = nil
+		}
+		res, err := sw.run(ctx, r.comm, onRow)
+		if root {
+			t.OutOfBounds = res.OutOfBounds
+		}
+		if err == nil && o.Verbose && r.stats != nil {
+			s := r.stats()
+			mu.Lock()
+			peers = append(peers, s...)
+			mu.Unlock()
+		}
+		return err
+	})
+	t.finish()
+	if !isRoot {
+		return t, false, err
+	}
+	if err == nil {
+		writeTableFooter(out, &t)
+	} else {
+		fmt.Fprintf(out, "# FAILED: %s\n#\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	if o.Verbose {
+		sort.Slice(peers, func(i, j int) bool {
+			if peers[i].Rank != peers[j].Rank {
+				return peers[i].Rank < peers[j].Rank
+			}
+			return peers[i].Peer < peers[j].Peer
+		})
+		t.Peers = peers
+		writePeerSummary(out, transport, peers)
+	}
+	return t, true, err
+}
+
+// countHosts is the number of distinct host names among the ranks.
+func countHosts(infos []rankInfo) int {
+	seen := map[string]bool{}
+	for _, i := range infos {
+		seen[i.Host] = true
+	}
+	return len(seen)
+}
+
+// gpuSummary runs GPU discovery once per process: it may open libcuda.
+var gpuSummary = sync.OnceValue(func() string {
+	rep, err := gpu.Discover(gpu.Options{})
+	if err != nil {
+		return "discovery failed: " + err.Error()
+	}
+	s := strings.TrimPrefix(rep.Summary(), "gpu: ")
+	if n := strings.TrimPrefix(rep.FallbackNotice(), "gpu: "); n != "" && n != s {
+		s += "; " + n
+	}
+	return s
+})
+
+// baseEnv fills the fields of Env known before any rank starts.
+func baseEnv() Env {
+	return Env{CPU: reduce.Features(), GPU: gpuSummary(), GoVersion: runtime.Version(), Version: version}
+}
+
+// params copies the sweep settings into the report.
+func (o *options) params() Params {
+	return Params{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepFactor: o.StepFactor, StepBytes: o.StepBytes,
+		Iters: o.Iters, Warmup: o.Warmup, Check: o.Check, Average: o.Average, Blocking: o.Blocking,
+		Root: o.Root, Channels: o.Channels, Loss: o.Loss, TimeoutS: o.Timeout.Seconds()}
+}
+
+// averageNames explains the -a modes in the header.
+var averageNames = [...]string{"rank 0", "average over ranks", "minimum over ranks", "maximum over ranks"}
+
+// writeHeader prints nccl-tests' opening lines, then ours: the run, the
+// transport, the CPU and the GPU, each a "#" line.
+func writeHeader(w io.Writer, o *options, env *Env, describe string, infos []rankInfo) {
+	validation := 0
+	if o.Check > 0 {
+		validation = 1
+	}
+	fmt.Fprintf(w, "# nThread 1 nGpus 1 minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n",
+		o.MinBytes, o.MaxBytes, o.stepLabel(), o.Warmup, o.Iters, validation)
+	fmt.Fprintf(w, "#\n# Using devices\n")
+	for r, in := range infos {
+		dev := "[host] host memory"
+		if o.Backend == backendRCCL {
+			dev = "[gpu] device memory"
+		}
+		fmt.Fprintf(w, "#  Rank %2d Group  0 Pid %6d on %10s device %2d %s\n", r, in.Pid, in.Host, -1, dev)
+	}
+	fmt.Fprintf(w, "#\n")
+	fmt.Fprintf(w, "# mrbench %s, %s %s/%s\n", env.Version, env.GoVersion, runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(w, "# collective: %s, %d ranks on %d host(s), launcher: %s\n", o.Collective, env.Ranks, env.Hosts, env.Launcher)
+	fmt.Fprintf(w, "# transport: %s\n", describe)
+	if o.Loss > 0 {
+		fmt.Fprintf(w, "# loss: driver drops each MetaRoCE datagram with probability %g (seed %d)\n", o.Loss, o.Seed)
+	}
+	fmt.Fprintf(w, "# cpu: %s\n", env.CPU)
+	fmt.Fprintf(w, "# gpu: %s\n", env.GPU)
+	fmt.Fprintf(w, "# timing: %s of each rank's mean over %d iterations after %d warm-up; %s\n",
+		averageNames[o.Average], o.Iters, o.Warmup, blockingNote(o))
+	fmt.Fprintf(w, "#\n")
+}
+
+func blockingNote(o *options) string {
+	if o.Backend == backendRCCL {
+		if o.Blocking == 1 {
+			return "each collective waited for (-z 1)"
+		}
+		return "collectives queued, then the stream waited for (-z 0)"
+	}
+	return "host collectives return when complete (-z has no effect)"
+}
+
+// writePeerSummary prints the -v counters as "#" lines after a table.
+func writePeerSummary(w io.Writer, transport string, peers []PeerSummary) {
+	if len(peers) == 0 {
+		fmt.Fprintf(w, "# %s: no per-peer counters (the transport keeps none)\n#\n", transport)
+		return
+	}
+	fmt.Fprintf(w, "# %s per-peer counters:\n", transport)
+	fmt.Fprintf(w, "# %5s %5s %12s %12s %8s %8s %8s %8s %8s %9s\n", "rank", "peer", "pkts-sent", "pkts-recv", "retrans", "lost", "timeouts", "ecn", "pathchg", "rtt(us)")
+	for _, p := range peers {
+		fmt.Fprintf(w, "# %5d %5d %12d %12d %8d %8d %8d %8d %8d %9.1f\n", p.Rank, p.Peer, p.PacketsSent, p.PacketsRecv,
+			p.Retransmits, p.Lost, p.Timeouts, p.ECNMarks, p.PathChanges, p.RTTUs)
+		for _, q := range p.Paths {
+			state := "active"
+			if !q.Active {
+				state = "idle"
+			}
+			fmt.Fprintf(w, "#   path plane %d entropy %5d %-6s packets %10d lost %6d ecn %6d changes %4d rtt %7.1f us\n",
+				q.Plane, q.Entropy, state, q.Packets, q.Lost, q.ECNMarks, q.PathChanges, q.RTTUs)
+		}
+	}
+	fmt.Fprintf(w, "#\n")
+}
+
+// netlabMessage explains why --netlab does not run here.
+func netlabMessage(root bool) string {
+	if !root {
+		return "mrbench: --netlab builds a namespace fabric and needs root (and nftables); run as root, or drop --netlab"
+	}
+	return strings.Join([]string{
+		"mrbench: --netlab is not supported for multi-rank local runs yet: each rank would have to",
+		"run inside its own network namespace, which in-process ranks cannot. Build the fabric with",
+		"the netlab package's tests, or run one mrbench process per namespace under mpirun.",
+	}, "\n")
+}

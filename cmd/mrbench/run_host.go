@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/metaroce/metaroce/collectives"
+	"github.com/metaroce/metaroce/collectives/sched"
+)
+
+// This file is the host backend's one contact with package collectives: the
+// launcher (in-process ranks or a launched job's rank) and the adapter from
+// collectives.Comm to the sweep's comm.
+
+// hostLauncher runs tables over collectives.Comm.
+type hostLauncher struct {
+	o *options
+	// boot is this process's rank of a launched job; nil launches o.Ranks
+	// ranks in this process.
+	boot *collectives.Bootstrap
+}
+
+// newHostLauncher joins the job of mpirun, torchrun or srun when their
+// environment is present, and otherwise prepares local ranks.
+func newHostLauncher(o *options) (*hostLauncher, error) {
+	b, ok, err := collectives.BootstrapFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("launcher environment: %w", err)
+	}
+	l := &hostLauncher{o: o}
+	if ok {
+		l.boot = &b
+	}
+	return l, nil
+}
+
+func (l *hostLauncher) source() string {
+	if l.boot != nil {
+		return l.boot.Source
+	}
+	return "local"
+}
+
+// config is the collectives configuration of one table.
+func (l *hostLauncher) config(transport string) collectives.Config {
+	cfg := collectives.Config{Transport: transport, Channels: l.o.Channels, Timeout: l.o.Timeout}
+	if transport == transportMetaRoCE && l.o.Loss > 0 {
+		cfg.UDP.DropProb = l.o.Loss
+		cfg.UDP.Seed = l.o.Seed
+	}
+	return cfg
+}
+
+func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r rankEnv) error) error {
+	cfg := l.config(transport)
+	if l.boot == nil {
+		return collectives.LaunchLocal(ctx, l.o.Ranks, cfg, func(c *collectives.Comm) error {
+			return fn(hostEnv(c))
+		})
+	}
+	c, err := collectives.New(ctx, *l.boot, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(hostEnv(c))
+}
+
+func hostEnv(c *collectives.Comm) rankEnv {
+	return rankEnv{comm: hostComm{c}, describe: c.Describe(), stats: func() []PeerSummary { return peerSummaries(c) }}
+}
+
+// hostComm adapts collectives.Comm to the sweep.
+type hostComm struct{ c *collectives.Comm }
+
+func (h hostComm) Rank() int { return h.c.Rank() }
+func (h hostComm) Size() int { return h.c.Size() }
+
+func (h hostComm) Barrier(ctx context.Context) error { return h.c.Barrier(ctx) }
+
+func (h hostComm) Collective(ctx context.Context, k call, send, recv []byte) error {
+	return h.c.Run(ctx, sched.Config{Collective: k.Coll, Count: k.Count, DType: k.DType, Op: k.Op, Root: k.Root, InPlace: k.InPlace}, send, recv)
+}
+
+// peerSummaries converts the communicator's per-peer counters.
+func peerSummaries(c *collectives.Comm) []PeerSummary {
+	var out []PeerSummary
+	for _, p := range c.PeerStats() {
+		s := PeerSummary{Rank: c.Rank(), Peer: p.Rank,
+			PacketsSent: p.Conn.PacketsSent, PacketsRecv: p.Conn.PacketsRecv,
+			Retransmits: p.Conn.Retransmits, Lost: p.Conn.Lost, Timeouts: p.Conn.Timeouts,
+			ECNMarks: p.Conn.ECNMarks, PathChanges: p.Conn.PathChanges, RTTUs: float64(p.Conn.RTT) / 1e3}
+		for _, q := range p.Paths {
+			s.Paths = append(s.Paths, PathSummary{Plane: int(q.Plane), Entropy: int(q.Entropy), Active: q.Active,
+				Packets: q.PacketsSent, Lost: q.Lost, ECNMarks: q.ECNMarks, PathChanges: q.PathChanges,
+				RTTUs: float64(q.RTT) / 1e3})
+		}
+		out = append(out, s)
+	}
+	return out
+}

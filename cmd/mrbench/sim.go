@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/metaroce/metaroce/fabric/sim/scenarios"
+)
+
+// runSim is `mrbench sim SCENARIO [flags]`: one scenario of the fabric
+// simulator, printed as text tables, optionally written as JSON, CSV and
+// PNG plots.
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mrbench sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts scenarios.Options
+	var jsonPath, csvPath, plotPath string
+	var verbose bool
+	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed of the simulation")
+	fs.BoolVar(&opts.Smoke, "smoke", false, "small, fast variant (16 hosts or fewer, short runs)")
+	fs.Float64Var(&opts.LinkGbps, "link-gbps", 0, "link rate in Gb/s (0: the scenario's default, 400)")
+	fs.IntVar(&opts.MTU, "mtu", 0, "payload bytes per packet (0: 4096)")
+	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file")
+	fs.StringVar(&csvPath, "csv", "", "write the result's tables as CSV to this file")
+	fs.StringVar(&plotPath, "plot", "", "write the scenario's plots as PNG (NAME.png, NAME-2.png, ...)")
+	fs.BoolVar(&verbose, "v", false, "progress and simulator speed on stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: mrbench sim SCENARIO [flags]\n\nScenarios: %s\n\nFlags:\n", strings.Join(scenarios.Names(), " "))
+		fs.PrintDefaults()
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			fs.Usage()
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "mrbench sim: name a scenario: %s\n", strings.Join(scenarios.Names(), " "))
+		return exitUsage
+	}
+	name := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mrbench sim: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if plotPath != "" && plotFormat(plotPath) != "png" {
+		fmt.Fprintf(stderr, "mrbench sim: --plot %q: the simulator's plots are PNG files\n", plotPath)
+		return exitUsage
+	}
+	if verbose {
+		opts.Log = stderr
+	}
+	type outcome struct {
+		res *scenarios.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := scenarios.Run(name, opts)
+		done <- outcome{res, err}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", ctx.Err())
+		return exitFail
+	}
+	if o.err != nil {
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", o.err)
+		if strings.Contains(o.err.Error(), "unknown scenario") {
+			return exitUsage
+		}
+		return exitFail
+	}
+	if err := o.res.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		return exitFail
+	}
+	if err := writeSimFiles(o.res, jsonPath, csvPath, plotPath); err != nil {
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// writeSimFiles writes the files asked for; plot i > 0 goes to NAME-(i+1).png.
+func writeSimFiles(res *scenarios.Result, jsonPath, csvPath, plotPath string) error {
+	write := func(path string, f func(io.Writer) error) error {
+		var b bytes.Buffer
+		if err := f(&b); err != nil {
+			return err
+		}
+		return os.WriteFile(path, b.Bytes(), 0o644)
+	}
+	if jsonPath != "" {
+		if err := write(jsonPath, res.WriteJSON); err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+	}
+	if csvPath != "" {
+		if err := write(csvPath, res.WriteCSV); err != nil {
+			return fmt.Errorf("csv: %w", err)
+		}
+	}
+	if plotPath != "" {
+		stem := strings.TrimSuffix(plotPath, filepath.Ext(plotPath))
+		for i := range res.Plots {
+			p := plotPath
+			if i > 0 {
+				p = fmt.Sprintf("%s-%d%s", stem, i+1, filepath.Ext(plotPath))
+			}
+			if err := res.WritePNG(i, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/collectives/sched"
+)
+
+var benchCollectives = []sched.Collective{sched.AllReduce, sched.ReduceScatter, sched.AllGather, sched.AllToAll, sched.Broadcast, sched.SendRecv}
+
+// runMemSweep runs s over the in-memory reference with n ranks and returns
+// rank 0's rows.
+func runMemSweep(t *testing.T, g *memGroup, s sweep) ([]Row, sweepResult) {
+	t.Helper()
+	var rows []Row
+	var res sweepResult
+	var mu sync.Mutex
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := g.run(func(c comm) error {
+		onRow := func(r Row) { rows = append(rows, r) }
+		r, err := s.run(ctx, c, onRow)
+		if c.Rank() == 0 {
+			mu.Lock()
+			res = r
+			mu.Unlock()
+		}
+		return err
+	})
+	require.NoError(t, err)
+	return rows, res
+}
+
+func smallSweep(c sched.Collective) sweep {
+	return sweep{Coll: c, Sizes: []int64{0, 4, 64, 1000, 4096}, DTypes: []reduce.DType{reduce.Float32, reduce.Int8, reduce.Float16, reduce.Float64},
+		Ops: []reduce.Op{reduce.OpSum, reduce.OpProd, reduce.OpMin, reduce.OpMax, reduce.OpAvg}, Iters: 2, Warmup: 1, Check: 1,
+		Average: 1, Root: 1, Timeout: 10 * time.Second}
+}
+
+// TestSweepReferenceCorrect runs every collective, data type and operation
+// through the reference communicator: the checker must find nothing wrong,
+// and every row must carry the layout's sizes.
+func TestSweepReferenceCorrect(t *testing.T) {
+	for _, n := range []int{2, 3, 4} {
+		for _, c := range benchCollectives {
+			t.Run(fmt.Sprintf("%v/n%d", c, n), func(t *testing.T) {
+				s := smallSweep(c)
+				if !c.Reduces() {
+					s.Ops = []reduce.Op{reduce.OpSum}
+				}
+				rows, res := runMemSweep(t, newMemGroup(n), s)
+				require.NotEmpty(t, rows)
+				assert.Zero(t, res.OutOfBounds)
+				for _, r := range rows {
+					assert.Zero(t, r.OutOfPlace.Wrong, "%+v", r)
+					assert.Zero(t, r.InPlace.Wrong, "%+v", r)
+					assert.Positive(t, r.Bytes)
+					dt, err := reduce.ParseDType(r.Type)
+					require.NoError(t, err)
+					assert.Equal(t, r.Bytes, r.Count*int64(dt.Size()))
+					if c == sched.Broadcast {
+						assert.Equal(t, 1, r.Root)
+					} else {
+						assert.Equal(t, -1, r.Root)
+					}
+					if !c.Reduces() {
+						assert.Equal(t, "none", r.RedOp)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSweepDetectsWrongElements damages outputs in known ways: the counts
+// must match exactly, so the checker can fail.
+func TestSweepDetectsWrongElements(t *testing.T) {
+	for _, c := range benchCollectives {
+		t.Run(c.String(), func(t *testing.T) {
+			g := newMemGroup(3)
+			g.corrupt = func(rank int, k call, recv []byte) {
+				if rank == 2 && !k.InPlace && k.DType == reduce.Float32 && k.Count > 0 {
+					recv[0] ^= 0x40 // one element of rank 2's output
+				}
+			}
+			s := smallSweep(c)
+			s.Ops = []reduce.Op{reduce.OpSum}
+			s.DTypes = []reduce.DType{reduce.Float32}
+			rows, _ := runMemSweep(t, g, s)
+			require.NotEmpty(t, rows)
+			for _, r := range rows {
+				assert.Equal(t, int64(1), r.OutOfPlace.Wrong, "%+v", r)
+				assert.Zero(t, r.InPlace.Wrong, "%+v", r)
+			}
+		})
+	}
+}
+
+// TestSweepDetectsOutOfBounds writes one byte past the receive buffer.
+func TestSweepDetectsOutOfBounds(t *testing.T) {
+	g := newMemGroup(2)
+	g.corrupt = func(rank int, k call, recv []byte) {
+		if rank == 1 && !k.InPlace && k.DType == reduce.Float32 && cap(recv) > len(recv) {
+			recv[:len(recv)+1][len(recv)] = 0
+		}
+	}
+	s := smallSweep(sched.AllReduce)
+	s.DTypes, s.Ops = []reduce.DType{reduce.Float32}, []reduce.Op{reduce.OpSum}
+	rows, res := runMemSweep(t, g, s)
+	assert.Equal(t, int64(len(rows)), res.OutOfBounds)
+}
+
+// TestSweepUncheckedReportsNA: -c 0 leaves #wrong unknown (-1).
+func TestSweepUncheckedReportsNA(t *testing.T) {
+	s := smallSweep(sched.AllReduce)
+	s.Check = 0
+	s.DTypes, s.Ops = []reduce.DType{reduce.Float32}, []reduce.Op{reduce.OpSum}
+	rows, _ := runMemSweep(t, newMemGroup(2), s)
+	for _, r := range rows {
+		assert.Equal(t, int64(-1), r.OutOfPlace.Wrong)
+		assert.Contains(t, formatRow(r), "N/A")
+	}
+}
+
+func TestSweepRejectsBadRoot(t *testing.T) {
+	s := smallSweep(sched.Broadcast)
+	s.Root = 5
+	err := newMemGroup(2).run(func(c comm) error {
+		_, err := s.run(context.Background(), c, nil)
+		return err
+	})
+	assert.ErrorContains(t, err, "root 5")
+}
+
+func TestCombineTimes(t *testing.T) {
+	ts := []float64{4, 1, 7, 4}
+	get := func(r int) float64 { return ts[r] }
+	for _, tc := range []struct {
+		mode int
+		want float64
+	}{{0, 4}, {1, 4}, {2, 1}, {3, 7}} {
+		assert.Equal(t, tc.want, combineTimes(tc.mode, len(ts), get), "mode %d", tc.mode)
+	}
+}

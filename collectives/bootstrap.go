@@ -1,0 +1,220 @@
+package collectives
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"time"
+)
+
+// Bootstrap says who this process is in the job and where the rendezvous
+// is: rank 0 listens on Root, every other rank connects to it, and each
+// learns every rank's endpoint description (its per-plane addresses).
+type Bootstrap struct {
+	Rank, NRanks, LocalRank int
+	// Root is host:port of rank 0's rendezvous listener.
+	Root string
+	// Source names where these values came from: torchrun, openmpi,
+	// slurm, metaroce or local.
+	Source string
+}
+
+func (b Bootstrap) check() error {
+	if b.NRanks < 1 || b.NRanks > 1<<16 {
+		return fmt.Errorf("collectives: bootstrap (%s): %d ranks, want 1..65536", b.Source, b.NRanks)
+	}
+	if b.Rank < 0 || b.Rank >= b.NRanks {
+		return fmt.Errorf("collectives: bootstrap (%s): rank %d outside 0..%d", b.Source, b.Rank, b.NRanks-1)
+	}
+	if b.NRanks > 1 && b.Root == "" {
+		return fmt.Errorf("collectives: bootstrap (%s): no rendezvous address; set METAROCE_ROOT=host:port (or MASTER_ADDR and MASTER_PORT)", b.Source)
+	}
+	return nil
+}
+
+const (
+	bootMagic   = 0x4d52424f // "MRBO"
+	maxBlob     = 4096
+	dialBackoff = 50 * time.Millisecond
+)
+
+// exchange runs the rendezvous: it returns every rank's blob, indexed by
+// rank. It fails by the context's deadline with an error that names the
+// ranks that never showed up (at the root) or the root that never answered.
+func exchange(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	if len(blob) > maxBlob {
+		return nil, fmt.Errorf("collectives: bootstrap: endpoint description of %d bytes exceeds %d", len(blob), maxBlob)
+	}
+	if b.NRanks == 1 {
+		return [][]byte{blob}, nil
+	}
+	if b.Rank == 0 {
+		return exchangeRoot(ctx, b, blob)
+	}
+	return exchangeLeaf(ctx, b, blob)
+}
+
+func writeFrame(w io.Writer, rank, nranks int, blobs ...[]byte) error {
+	buf := binary.BigEndian.AppendUint32(nil, bootMagic)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(rank))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(nranks))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(blobs)))
+	for _, bl := range blobs {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(bl)))
+		buf = append(buf, bl...)
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// readFrame reads a frame written by writeFrame, bounding every count.
+func readFrame(r io.Reader, maxBlobs int) (rank, nranks int, blobs [][]byte, err error) {
+	var h [16]byte
+	if _, err = io.ReadFull(r, h[:]); err != nil {
+		return
+	}
+	if binary.BigEndian.Uint32(h[:]) != bootMagic {
+		return 0, 0, nil, errors.New("not a metaroce rendezvous peer (bad magic)")
+	}
+	rank = int(binary.BigEndian.Uint32(h[4:]))
+	nranks = int(binary.BigEndian.Uint32(h[8:]))
+	n := int(binary.BigEndian.Uint32(h[12:]))
+	if n > maxBlobs {
+		return 0, 0, nil, fmt.Errorf("rendezvous frame with %d entries, at most %d", n, maxBlobs)
+	}
+	for i := 0; i < n; i++ {
+		var l [4]byte
+		if _, err = io.ReadFull(r, l[:]); err != nil {
+			return
+		}
+		ln := int(binary.BigEndian.Uint32(l[:]))
+		if ln > maxBlob {
+			return 0, 0, nil, fmt.Errorf("rendezvous entry of %d bytes, at most %d", ln, maxBlob)
+		}
+		bl := make([]byte, ln)
+		if _, err = io.ReadFull(r, bl); err != nil {
+			return
+		}
+		blobs = append(blobs, bl)
+	}
+	return
+}
+
+func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", b.Root)
+	if err != nil {
+		return nil, fmt.Errorf("collectives: bootstrap: rank 0 cannot listen on %s: %w", b.Root, err)
+	}
+	defer ln.Close()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	blobs := make([][]byte, b.NRanks)
+	blobs[0] = blob
+	conns := make([]net.Conn, b.NRanks)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for have := 1; have < b.NRanks; {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
+			}
+			return nil, fmt.Errorf("collectives: bootstrap: accept on %s: %w", b.Root, err)
+		}
+		dl, _ := ctx.Deadline()
+		c.SetDeadline(dl)
+		rank, nranks, got, err := readFrame(c, 1)
+		if err != nil || len(got) != 1 {
+			b0 := fmt.Sprintf("collectives: bootstrap: bad hello from %v: %v", c.RemoteAddr(), err)
+			c.Close()
+			if ctx.Err() != nil {
+				return nil, errors.New(b0)
+			}
+			continue // a stray connection: keep waiting for the real ranks
+		}
+		switch {
+		case nranks != b.NRanks:
+			c.Close()
+			return nil, fmt.Errorf("collectives: bootstrap: rank %d from %v believes the job has %d ranks, rank 0 has %d", rank, c.RemoteAddr(), nranks, b.NRanks)
+		case rank <= 0 || rank >= b.NRanks:
+			c.Close()
+			return nil, fmt.Errorf("collectives: bootstrap: %v claims rank %d outside 1..%d", c.RemoteAddr(), rank, b.NRanks-1)
+		case conns[rank] != nil:
+			c.Close()
+			return nil, fmt.Errorf("collectives: bootstrap: rank %d joined twice (second from %v): check the launcher's rank assignment", rank, c.RemoteAddr())
+		}
+		conns[rank] = c
+		blobs[rank] = got[0]
+		have++
+	}
+	for r := 1; r < b.NRanks; r++ {
+		if err := writeFrame(conns[r], 0, b.NRanks, blobs...); err != nil {
+			return nil, fmt.Errorf("collectives: bootstrap: sending the table to rank %d: %w", r, err)
+		}
+	}
+	return blobs, nil
+}
+
+// missingErr names the ranks that have not joined.
+func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
+	var miss []int
+	for r, bl := range blobs {
+		if bl == nil {
+			miss = append(miss, r)
+		}
+	}
+	sort.Ints(miss)
+	const show = 16
+	s := fmt.Sprint(miss)
+	if len(miss) > show {
+		s = fmt.Sprintf("%v and %d more", miss[:show], len(miss)-show)
+	}
+	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT", s, b.NRanks, b.Root, cause)
+}
+
+func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
+	var d net.Dialer
+	var c net.Conn
+	var err error
+	for {
+		c, err = d.DialContext(ctx, "tcp", b.Root)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s: %w (last error: %v)", b.Rank, b.Root, ctx.Err(), err)
+		case <-time.After(dialBackoff):
+		}
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if err := writeFrame(c, b.Rank, b.NRanks, blob); err != nil {
+		return nil, fmt.Errorf("collectives: bootstrap: rank %d: sending to %s: %w", b.Rank, b.Root, err)
+	}
+	_, nranks, blobs, err := readFrame(c, b.NRanks)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (some ranks may not have started): %w", b.Rank, b.Root, err)
+	}
+	if nranks != b.NRanks || len(blobs) != b.NRanks {
+		return nil, fmt.Errorf("collectives: bootstrap: rank 0 sent a table of %d ranks, expected %d", len(blobs), b.NRanks)
+	}
+	return blobs, nil
+}

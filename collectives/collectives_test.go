@@ -1,0 +1,294 @@
+package collectives
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/stretchr/testify/require"
+)
+
+// value is the deterministic input element i of rank r: a small integer so
+// every dtype represents sums and products of up to 8 ranks exactly.
+func value(r, i int) float64 { return float64((r*7+i*3)%3 + 1) }
+
+// fill encodes values into a buffer of dtype dt.
+func fill(dt reduce.DType, n int, f func(i int) float64) []byte {
+	b := make([]byte, n*dt.Size())
+	for i := 0; i < n; i++ {
+		v := f(i)
+		p := b[i*dt.Size():]
+		switch dt {
+		case reduce.Int8, reduce.Uint8:
+			p[0] = byte(int8(v))
+		case reduce.Int32, reduce.Uint32:
+			binary.LittleEndian.PutUint32(p, uint32(int32(v)))
+		case reduce.Int64, reduce.Uint64:
+			binary.LittleEndian.PutUint64(p, uint64(int64(v)))
+		case reduce.Float16:
+			binary.LittleEndian.PutUint16(p, reduce.F32ToF16(float32(v)))
+		case reduce.BFloat16:
+			binary.LittleEndian.PutUint16(p, reduce.F32ToBF16(float32(v)))
+		case reduce.Float32:
+			binary.LittleEndian.PutUint32(p, math.Float32bits(float32(v)))
+		case reduce.Float64:
+			binary.LittleEndian.PutUint64(p, math.Float64bits(v))
+		}
+	}
+	return b
+}
+
+// reference computes rank r's expected output of a collective with the
+// dumbest possible model: elementwise over ranks, in rank order.
+func reference(coll sched.Collective, dt reduce.DType, op reduce.Op, n, r, count, root int) []byte {
+	in := func(k int, len int) []byte { return fill(dt, len, func(i int) float64 { return value(k, i) }) }
+	combine := func(blocks [][]byte) []byte {
+		out := append([]byte(nil), blocks[0]...)
+		for _, b := range blocks[1:] {
+			if err := reduce.Reduce(out, b, dt, op); err != nil {
+				panic(err)
+			}
+		}
+		if op == reduce.OpAvg {
+			if err := reduce.DivideBy(out, dt, n); err != nil {
+				panic(err)
+			}
+		}
+		return out
+	}
+	es := dt.Size()
+	switch coll {
+	case sched.AllReduce:
+		var bl [][]byte
+		for k := 0; k < n; k++ {
+			bl = append(bl, in(k, count))
+		}
+		return combine(bl)
+	case sched.ReduceScatter:
+		var bl [][]byte
+		for k := 0; k < n; k++ {
+			bl = append(bl, in(k, n*count)[r*count*es:(r+1)*count*es])
+		}
+		return combine(bl)
+	case sched.AllGather:
+		var out []byte
+		for k := 0; k < n; k++ {
+			out = append(out, in(k, count)...)
+		}
+		return out
+	case sched.AllToAll:
+		var out []byte
+		for k := 0; k < n; k++ {
+			out = append(out, in(k, n*count)[r*count*es:(r+1)*count*es]...)
+		}
+		return out
+	case sched.Broadcast:
+		return in(root, count)
+	case sched.SendRecv:
+		return in((r-1+n)%n, count)
+	}
+	panic("collective")
+}
+
+// runOne runs one collective on comm c and checks the result.
+func runOne(ctx context.Context, c *Comm, coll sched.Collective, dt reduce.DType, op reduce.Op, count int, inplace bool) error {
+	n, r := c.Size(), c.Rank()
+	inLen, outLen := count, count
+	switch coll {
+	case sched.ReduceScatter:
+		inLen = n * count
+	case sched.AllGather:
+		outLen = n * count
+	case sched.AllToAll:
+		inLen, outLen = n*count, n*count
+	}
+	send := fill(dt, inLen, func(i int) float64 { return value(r, i) })
+	recv := make([]byte, outLen*dt.Size())
+	root := n - 1
+	var err error
+	if inplace {
+		// In place: the input sits where NCCL's in-place layout puts it.
+		switch coll {
+		case sched.AllGather:
+			copy(recv[r*count*dt.Size():], send)
+		case sched.ReduceScatter:
+			recv = send
+		default:
+			copy(recv, send)
+		}
+		send = nil
+	}
+	switch coll {
+	case sched.AllReduce:
+		err = c.AllReduce(ctx, send, recv, dt, op)
+	case sched.ReduceScatter:
+		err = c.ReduceScatter(ctx, send, recv, dt, op)
+		if inplace {
+			recv = recv[r*count*dt.Size() : (r+1)*count*dt.Size()]
+		}
+	case sched.AllGather:
+		err = c.AllGather(ctx, send, recv, dt)
+	case sched.AllToAll:
+		err = c.AllToAll(ctx, send, recv, dt)
+	case sched.Broadcast:
+		err = c.Broadcast(ctx, send, recv, dt, root)
+	case sched.SendRecv:
+		err = c.SendRecv(ctx, send, recv, dt)
+	}
+	if err != nil {
+		return err
+	}
+	want := reference(coll, dt, op, n, r, count, root)
+	if string(want) != string(recv[:len(want)]) {
+		return fmt.Errorf("rank %d: %v %v %v count %d inplace %v: wrong result", r, coll, dt, op, count, inplace)
+	}
+	return nil
+}
+
+var testColls = []sched.Collective{sched.AllReduce, sched.ReduceScatter, sched.AllGather, sched.AllToAll, sched.Broadcast, sched.SendRecv}
+
+func TestCollectivesMatchReference(t *testing.T) {
+	ranks := []int{1, 2, 3, 4}
+	if !testing.Short() {
+		ranks = append(ranks, 5, 8)
+	}
+	for _, transport := range []string{TransportMetaRoCE, TransportTCP} {
+		for _, n := range ranks {
+			t.Run(fmt.Sprintf("%s/%d", transport, n), func(t *testing.T) {
+				cfg := Config{Transport: transport, Timeout: 60 * time.Second, ChunkBytes: 4096}
+				counts := []int{0, 1, 7, 1023, 5000}
+				err := LaunchLocal(context.Background(), n, cfg, func(c *Comm) error {
+					ctx := context.Background()
+					for _, coll := range testColls {
+						for _, dt := range []reduce.DType{reduce.Int8, reduce.Uint8, reduce.Int32, reduce.Uint32, reduce.Int64, reduce.Uint64, reduce.Float16, reduce.BFloat16, reduce.Float32, reduce.Float64} {
+							ops := []reduce.Op{reduce.OpSum}
+							if coll.Reduces() && (dt == reduce.Float32 || dt == reduce.Int32) {
+								ops = reduce.AllOps()
+							}
+							for _, op := range ops {
+								for _, cnt := range counts {
+									for _, ip := range []bool{false, true} {
+										if err := runOne(ctx, c, coll, dt, op, cnt, ip); err != nil {
+											return err
+										}
+									}
+								}
+							}
+						}
+					}
+					return nil
+				})
+				require.NoError(t, err)
+			})
+		}
+	}
+}
+
+func TestCollectivesUnderLoss(t *testing.T) {
+	cfg := Config{Timeout: 60 * time.Second}
+	cfg.UDP.DropProb = 0.01
+	cfg.UDP.Seed = 7
+	err := LaunchLocal(context.Background(), 4, cfg, func(c *Comm) error {
+		for _, coll := range []sched.Collective{sched.AllReduce, sched.AllToAll} {
+			for _, cnt := range []int{1, 4099, 300000} {
+				if err := runOne(context.Background(), c, coll, reduce.Float32, reduce.OpSum, cnt, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// TestRankDeathIsAnError: when one rank stops, the others get an error
+// within the deadline instead of hanging, and the first to notice names it.
+// (The others may then see the failure cascade through the ranks that gave
+// up before them.)
+func TestRankDeathIsAnError(t *testing.T) {
+	for _, transport := range []string{TransportMetaRoCE, TransportTCP} {
+		t.Run(transport, func(t *testing.T) {
+			cfg := Config{Transport: transport, Timeout: 5 * time.Second}
+			cfg.UDP.Core.IdleTimeout = 1e9 // 1 s: notice the dead peer quickly
+			var mu sync.Mutex
+			var errs []error
+			start := time.Now()
+			err := LaunchLocal(context.Background(), 3, cfg, func(c *Comm) error {
+				if c.Rank() == 2 {
+					return c.Close() // leaves without taking part
+				}
+				buf := make([]byte, 1<<20)
+				err := c.AllReduce(context.Background(), nil, buf, reduce.Float32, reduce.OpSum)
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return err
+			})
+			require.Error(t, err)
+			require.Less(t, time.Since(start), 30*time.Second, "the failure must surface within the deadline")
+			named := false
+			for _, e := range errs {
+				require.Error(t, e, "an all-reduce without rank 2 cannot succeed")
+				named = named || strings.Contains(e.Error(), "rank 2")
+			}
+			require.True(t, named, "no error names the rank that left: %v", errs)
+		})
+	}
+}
+
+func TestBootstrapFromEnv(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		ok   bool
+		want Bootstrap
+		err  string
+	}{
+		{env: map[string]string{}, ok: false},
+		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 4, LocalRank: 1, Root: "10.0.0.1:29501", Source: "torchrun"}},
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "3"}, ok: true,
+			want: Bootstrap{Rank: 3, NRanks: 4, LocalRank: 3, Root: "127.0.0.1:29517", Source: "openmpi"}},
+		{env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "METAROCE_ROOT": "node1:7000"}, ok: true,
+			want: Bootstrap{Rank: 0, NRanks: 2, Root: "node1:7000", Source: "slurm"}},
+		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "1"}, ok: true,
+			want: Bootstrap{Rank: 0, NRanks: 1, Root: "127.0.0.1:29517", Source: "metaroce"}},
+		{env: map[string]string{"RANK": "x", "WORLD_SIZE": "4"}, ok: true, err: "not a rank number"},
+		{env: map[string]string{"RANK": "5", "WORLD_SIZE": "4"}, ok: true, err: "outside"},
+	}
+	for i, tc := range cases {
+		b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+		require.Equal(t, tc.ok, ok, "case %d", i)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, "case %d", i)
+			continue
+		}
+		require.NoError(t, err, "case %d", i)
+		if ok {
+			require.Equal(t, tc.want, b, "case %d", i)
+		}
+	}
+}
+
+// TestBootstrapNamesMissingRanks: the root reports exactly which ranks
+// never joined.
+func TestBootstrapNamesMissingRanks(t *testing.T) {
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 4, Root: root, Source: "test"}, []byte("one"))
+		done <- err
+	}()
+	_, err = exchange(ctx, Bootstrap{Rank: 0, NRanks: 4, Root: root, Source: "test"}, []byte("zero"))
+	require.ErrorContains(t, err, "ranks [2 3] of 4 never joined")
+	require.Error(t, <-done)
+}

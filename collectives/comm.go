@@ -1,0 +1,185 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/collectives/sched"
+)
+
+// Comm is a communicator: this process's rank in a group, connected to
+// every other rank. A Comm is used by one goroutine at a time, and every
+// rank must call the same collectives in the same order, as with NCCL.
+type Comm struct {
+	rank, size int
+	cfg        Config
+	link       link
+	boot       Bootstrap
+
+	mu      sync.Mutex
+	plans   map[sched.Config]*sched.Plan
+	scratch []byte
+	broken  error
+}
+
+// ErrBroken is wrapped by calls on a communicator whose earlier collective
+// failed: its streams are out of step and it must be closed.
+var ErrBroken = errors.New("communicator unusable after an earlier failure")
+
+// New joins the job described by b: it opens the local endpoint, exchanges
+// descriptions through the rendezvous, and connects to every peer, all
+// within cfg.Timeout.
+func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	if cfg.UDP.Seed != 0 {
+		// A seeded run must still give every rank its own tokens and
+		// connection ids: derive the rank's seed from the job's.
+		cfg.UDP.Seed = cfg.UDP.Seed*0x9e3779b97f4a7c15 + uint64(b.Rank) + 1
+	}
+	var f linkFactory
+	if cfg.Transport == TransportTCP {
+		f, err = newTCPFactory(cfg)
+	} else {
+		f, err = newMetaroceFactory(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := exchange(ctx, b, f.blob())
+	if err != nil {
+		f.abort()
+		return nil, err
+	}
+	l, err := f.connect(ctx, b.Rank, blobs)
+	if err != nil {
+		f.abort()
+		return nil, err
+	}
+	cfg.Logf("rank %d/%d connected (%s)", b.Rank, b.NRanks, l.describe())
+	return &Comm{rank: b.Rank, size: b.NRanks, cfg: cfg, link: l, boot: b, plans: map[sched.Config]*sched.Plan{}}, nil
+}
+
+// Rank returns this process's rank.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size returns the number of ranks.
+func (c *Comm) Size() int { return c.size }
+
+// Transport returns the transport name.
+func (c *Comm) Transport() string { return c.cfg.Transport }
+
+// Describe is one line about the link: transport, planes, channels.
+func (c *Comm) Describe() string { return c.link.describe() }
+
+// PeerStats returns the transport counters of each peer connection
+// (MetaRoCE only; nil for the TCP baseline).
+func (c *Comm) PeerStats() []PeerStats { return c.link.peerStats() }
+
+// Close closes every connection of the communicator.
+func (c *Comm) Close() error { return c.link.close() }
+
+// Run executes the collective cfg describes (Rank, NRanks, Channels and
+// ChunkBytes are filled in from the communicator). send may be nil for an
+// in-place call.
+func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return fmt.Errorf("collectives: %w: %v", ErrBroken, c.broken)
+	}
+	cfg.Rank, cfg.NRanks = c.rank, c.size
+	if cfg.Channels == 0 {
+		cfg.Channels = c.cfg.Channels
+	}
+	if cfg.ChunkBytes == 0 {
+		cfg.ChunkBytes = c.cfg.ChunkBytes
+	}
+	p := c.plans[cfg]
+	if p == nil {
+		var err error
+		if p, err = sched.Build(cfg); err != nil {
+			return err
+		}
+		if len(c.plans) > 256 {
+			clear(c.plans)
+		}
+		c.plans[cfg] = p
+	}
+	if int64(len(recv)) < p.RecvBytes {
+		return fmt.Errorf("collectives: %v of %d %v: receive buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(recv), p.RecvBytes)
+	}
+	if !p.InPlace && int64(len(send)) < p.SendBytes {
+		return fmt.Errorf("collectives: %v of %d %v: send buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(send), p.SendBytes)
+	}
+	if int64(cap(c.scratch)) < p.ScratchBytes {
+		c.scratch = make([]byte, p.ScratchBytes)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	return c.execute(ctx, p, [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
+}
+
+// inPlace reports whether send aliases recv (or is nil).
+func inPlace(send, recv []byte) bool {
+	if send == nil {
+		return true
+	}
+	return len(send) > 0 && len(recv) > 0 && unsafe.SliceData(send) == unsafe.SliceData(recv)
+}
+
+func count(b []byte, dt reduce.DType) int64 { return int64(len(b) / dt.Size()) }
+
+// AllReduce reduces send over all ranks into recv on every rank. In place
+// when send is nil or starts at recv.
+func (c *Comm) AllReduce(ctx context.Context, send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: count(recv, dt), DType: dt, Op: op, InPlace: inPlace(send, recv)}, send, recv)
+}
+
+// ReduceScatter reduces send (Size × len(recv) bytes) and leaves block Rank
+// in recv.
+func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	ip := inPlace(send, recv)
+	n := count(recv, dt)
+	if ip {
+		n /= int64(c.size)
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.ReduceScatter, Count: n, DType: dt, Op: op, InPlace: ip}, send, recv)
+}
+
+// AllGather gathers every rank's send into recv (Size × len(send) bytes).
+func (c *Comm) AllGather(ctx context.Context, send, recv []byte, dt reduce.DType) error {
+	ip := inPlace(send, recv)
+	return c.Run(ctx, sched.Config{Collective: sched.AllGather, Count: count(recv, dt) / int64(c.size), DType: dt, InPlace: ip}, send, recv)
+}
+
+// AllToAll sends block j of send to rank j and receives rank j's block into
+// block j of recv.
+func (c *Comm) AllToAll(ctx context.Context, send, recv []byte, dt reduce.DType) error {
+	return c.Run(ctx, sched.Config{Collective: sched.AllToAll, Count: count(recv, dt) / int64(c.size), DType: dt, InPlace: inPlace(send, recv)}, send, recv)
+}
+
+// Broadcast copies root's send into recv on every rank.
+func (c *Comm) Broadcast(ctx context.Context, send, recv []byte, dt reduce.DType, root int) error {
+	return c.Run(ctx, sched.Config{Collective: sched.Broadcast, Count: count(recv, dt), DType: dt, Root: root, InPlace: inPlace(send, recv)}, send, recv)
+}
+
+// SendRecv is nccl-tests' sendrecv: rank r sends send to rank r+1 and
+// receives rank r-1's into recv.
+func (c *Comm) SendRecv(ctx context.Context, send, recv []byte, dt reduce.DType) error {
+	return c.Run(ctx, sched.Config{Collective: sched.SendRecv, Count: count(recv, dt), DType: dt, InPlace: inPlace(send, recv)}, send, recv)
+}
+
+// Barrier returns once every rank called it.
+func (c *Comm) Barrier(ctx context.Context) error {
+	b := make([]byte, 4)
+	return c.AllReduce(ctx, nil, b, reduce.Int32, reduce.OpSum)
+}

@@ -1,0 +1,131 @@
+package collectives
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/metaroce/metaroce/transport/udp"
+)
+
+// metaroceFactory opens the MetaRoCE endpoint of a rank.
+type metaroceFactory struct {
+	ep  *udp.Endpoint
+	cfg Config
+}
+
+func newMetaroceFactory(cfg Config) (*metaroceFactory, error) {
+	ep, err := udp.Listen(cfg.UDP)
+	if err != nil {
+		return nil, fmt.Errorf("collectives: opening the MetaRoCE endpoint: %w", err)
+	}
+	return &metaroceFactory{ep: ep, cfg: cfg}, nil
+}
+
+// blob encodes the endpoint's per-plane addresses, comma separated.
+func (f *metaroceFactory) blob() []byte {
+	var s []string
+	for _, a := range f.ep.Addrs() {
+		s = append(s, a.String())
+	}
+	return []byte(strings.Join(s, ","))
+}
+
+func parseAddrs(b []byte) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	for _, s := range strings.Split(string(b), ",") {
+		a, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return nil, fmt.Errorf("bad endpoint address %q: %w", s, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (f *metaroceFactory) abort() { f.ep.Close() }
+
+// connect joins every peer: rank r dials the ranks below it and accepts
+// the ranks above it, so each pair has exactly one connection.
+func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte) (link, error) {
+	n := len(blobs)
+	l := &metaroceLink{ep: f.ep, conns: make([]*udp.Conn, n), channels: f.cfg.Channels}
+	addrs := make([][]netip.AddrPort, n)
+	for r, b := range blobs {
+		a, err := parseAddrs(b)
+		if err != nil {
+			return nil, fmt.Errorf("collectives: rank %d's description: %w", r, err)
+		}
+		addrs[r] = a
+	}
+	for r := 0; r < rank; r++ {
+		c, err := f.ep.Dial(ctx, addrs[r])
+		if err != nil {
+			return nil, fmt.Errorf("collectives: rank %d connecting to rank %d at %v: %w", rank, r, addrs[r], err)
+		}
+		l.conns[r] = c
+	}
+	for k := rank + 1; k < n; k++ {
+		c, err := f.ep.Accept(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("collectives: rank %d waiting for ranks above it to connect: %w", rank, err)
+		}
+		peer := -1
+		if ra := c.RemoteAddrs(); len(ra) > 0 {
+			for r := rank + 1; r < n; r++ {
+				if len(addrs[r]) > 0 && addrs[r][0] == ra[0] {
+					peer = r
+				}
+			}
+		}
+		if peer < 0 || l.conns[peer] != nil {
+			c.Close()
+			return nil, fmt.Errorf("collectives: rank %d accepted a connection from %v, which is no rank of this job", rank, c.RemoteAddrs())
+		}
+		l.conns[peer] = c
+	}
+	return l, nil
+}
+
+// metaroceLink carries channel c to peer p as flow c of the one MetaRoCE
+// connection to p: all channels share that connection's paths and its
+// congestion controller.
+type metaroceLink struct {
+	ep       *udp.Endpoint
+	conns    []*udp.Conn
+	channels int
+}
+
+func (l *metaroceLink) send(peer, ch int, buf []byte) (pending, error) {
+	return l.conns[peer].Send(uint32(ch), buf, 0)
+}
+
+func (l *metaroceLink) recv(peer, ch int, buf []byte) (pending, error) {
+	return l.conns[peer].Recv(uint32(ch), [][]byte{buf}, []uint32{0})
+}
+
+func (l *metaroceLink) peerStats() []PeerStats {
+	var out []PeerStats
+	for r, c := range l.conns {
+		if c == nil {
+			continue
+		}
+		out = append(out, PeerStats{Rank: r, Conn: c.Stats(), Paths: c.PathStats()})
+	}
+	return out
+}
+
+func (l *metaroceLink) describe() string {
+	addrs := l.ep.Addrs()
+	return fmt.Sprintf("metaroce: %d plane(s) %v, %d channel(s) as flows on one connection per peer", len(addrs), addrs, l.channels)
+}
+
+func (l *metaroceLink) close() error {
+	for _, c := range l.conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	return l.ep.Close()
+}

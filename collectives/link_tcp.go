@@ -1,0 +1,271 @@
+package collectives
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// tcpFactory opens the kernel-TCP baseline: one TCP connection per (peer,
+// channel), as NCCL's socket transport uses several sockets per peer. It is
+// the comparison users run beside MetaRoCE on their own network.
+type tcpFactory struct {
+	ln  net.Listener
+	cfg Config
+}
+
+func newTCPFactory(cfg Config) (*tcpFactory, error) {
+	host := "127.0.0.1"
+	if len(cfg.UDP.Addrs) > 0 {
+		host = cfg.UDP.Addrs[0].String()
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("collectives: opening the TCP baseline listener on %s: %w", host, err)
+	}
+	return &tcpFactory{ln: ln, cfg: cfg}, nil
+}
+
+func (f *tcpFactory) blob() []byte { return []byte(f.ln.Addr().String()) }
+
+func (f *tcpFactory) abort() { f.ln.Close() }
+
+func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (link, error) {
+	n, chans := len(blobs), f.cfg.Channels
+	l := &tcpLink{streams: make([][]*tcpStream, n), channels: chans, addr: f.ln.Addr().String()}
+	for r := range l.streams {
+		l.streams[r] = make([]*tcpStream, chans)
+	}
+	stop := context.AfterFunc(ctx, func() { f.ln.Close() })
+	defer stop()
+	defer f.ln.Close()
+	var d net.Dialer
+	for r := 0; r < rank; r++ {
+		for ch := 0; ch < chans; ch++ {
+			c, err := d.DialContext(ctx, "tcp", string(blobs[r]))
+			if err != nil {
+				l.close()
+				return nil, fmt.Errorf("collectives: tcp: rank %d connecting to rank %d at %s: %w", rank, r, blobs[r], err)
+			}
+			var hello [8]byte
+			binary.BigEndian.PutUint32(hello[:], uint32(rank))
+			binary.BigEndian.PutUint32(hello[4:], uint32(ch))
+			if _, err := c.Write(hello[:]); err != nil {
+				c.Close()
+				l.close()
+				return nil, fmt.Errorf("collectives: tcp: rank %d greeting rank %d: %w", rank, r, err)
+			}
+			l.streams[r][ch] = newTCPStream(c, r)
+		}
+	}
+	for k := 0; k < (n-1-rank)*chans; k++ {
+		c, err := f.ln.Accept()
+		if err != nil {
+			l.close()
+			return nil, fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it: %w", rank, ctx.Err())
+		}
+		var hello [8]byte
+		c.SetReadDeadline(time.Now().Add(f.cfg.Timeout))
+		if _, err := io.ReadFull(c, hello[:]); err != nil {
+			c.Close()
+			l.close()
+			return nil, fmt.Errorf("collectives: tcp: rank %d: greeting from %v: %w", rank, c.RemoteAddr(), err)
+		}
+		c.SetReadDeadline(time.Time{})
+		r, ch := int(binary.BigEndian.Uint32(hello[:])), int(binary.BigEndian.Uint32(hello[4:]))
+		if r <= rank || r >= n || ch >= chans || l.streams[r][ch] != nil {
+			c.Close()
+			l.close()
+			return nil, fmt.Errorf("collectives: tcp: rank %d: unexpected greeting (rank %d, channel %d) from %v", rank, r, ch, c.RemoteAddr())
+		}
+		l.streams[r][ch] = newTCPStream(c, r)
+	}
+	return l, nil
+}
+
+type tcpLink struct {
+	streams  [][]*tcpStream
+	channels int
+	addr     string
+}
+
+func (l *tcpLink) send(peer, ch int, buf []byte) (pending, error) {
+	return l.streams[peer][ch].post(true, buf), nil
+}
+
+func (l *tcpLink) recv(peer, ch int, buf []byte) (pending, error) {
+	return l.streams[peer][ch].post(false, buf), nil
+}
+
+func (l *tcpLink) peerStats() []PeerStats { return nil }
+
+func (l *tcpLink) describe() string {
+	return fmt.Sprintf("tcp: kernel TCP baseline at %s, %d socket(s) per peer (one per channel)", l.addr, l.channels)
+}
+
+func (l *tcpLink) close() error {
+	for _, row := range l.streams {
+		for _, s := range row {
+			if s != nil {
+				s.shutdown()
+			}
+		}
+	}
+	return nil
+}
+
+// tcpOp is one send or receive on a stream.
+type tcpOp struct {
+	buf  []byte
+	done chan struct{}
+	err  error
+}
+
+func (o *tcpOp) Done() <-chan struct{} { return o.done }
+
+func (o *tcpOp) Test() (bool, error) {
+	select {
+	case <-o.done:
+		return true, o.err
+	default:
+		return false, nil
+	}
+}
+
+// tcpStream is one socket with a writer and a reader goroutine, each
+// serving its operations in posting order. A message is an 8-byte length
+// followed by the bytes.
+type tcpStream struct {
+	c      net.Conn
+	peer   int
+	sends  chan *tcpOp
+	recvs  chan *tcpOp
+	once   sync.Once
+	closed chan struct{}
+	mu     sync.Mutex
+	err    error
+}
+
+func newTCPStream(c net.Conn, peer int) *tcpStream {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+		tc.SetReadBuffer(4 << 20)
+		tc.SetWriteBuffer(4 << 20)
+	}
+	s := &tcpStream{c: c, peer: peer, sends: make(chan *tcpOp, 1024), recvs: make(chan *tcpOp, 1024), closed: make(chan struct{})}
+	go s.writer()
+	go s.reader()
+	return s
+}
+
+func (s *tcpStream) post(send bool, buf []byte) pending {
+	op := &tcpOp{buf: buf, done: make(chan struct{})}
+	q := s.recvs
+	if send {
+		q = s.sends
+	}
+	select {
+	case q <- op:
+	case <-s.closed:
+		op.err = s.failure()
+		close(op.done)
+	}
+	return op
+}
+
+func (s *tcpStream) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		return errors.New("tcp stream closed")
+	}
+	return s.err
+}
+
+func (s *tcpStream) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = fmt.Errorf("tcp connection to rank %d (%v): %w", s.peer, s.c.RemoteAddr(), err)
+	}
+	s.mu.Unlock()
+	s.shutdown()
+}
+
+func (s *tcpStream) shutdown() {
+	s.once.Do(func() {
+		close(s.closed)
+		s.c.Close()
+	})
+}
+
+func (s *tcpStream) drain(q chan *tcpOp) {
+	for {
+		select {
+		case op := <-q:
+			op.err = s.failure()
+			close(op.done)
+		default:
+			return
+		}
+	}
+}
+
+func (s *tcpStream) writer() {
+	var hdr [8]byte
+	for {
+		select {
+		case op := <-s.sends:
+			binary.BigEndian.PutUint64(hdr[:], uint64(len(op.buf)))
+			_, err := s.c.Write(hdr[:])
+			if err == nil && len(op.buf) > 0 {
+				_, err = s.c.Write(op.buf)
+			}
+			if err != nil {
+				s.fail(err)
+				op.err = s.failure()
+				close(op.done)
+				s.drain(s.sends)
+				return
+			}
+			close(op.done)
+		case <-s.closed:
+			s.drain(s.sends)
+			return
+		}
+	}
+}
+
+func (s *tcpStream) reader() {
+	var hdr [8]byte
+	for {
+		var op *tcpOp
+		select {
+		case op = <-s.recvs:
+		case <-s.closed:
+			s.drain(s.recvs)
+			return
+		}
+		_, err := io.ReadFull(s.c, hdr[:])
+		if err == nil {
+			n := binary.BigEndian.Uint64(hdr[:])
+			if n > uint64(len(op.buf)) {
+				err = fmt.Errorf("message of %d bytes for a %d-byte receive", n, len(op.buf))
+			} else {
+				_, err = io.ReadFull(s.c, op.buf[:n])
+			}
+		}
+		if err != nil {
+			s.fail(err)
+			op.err = s.failure()
+			close(op.done)
+			s.drain(s.recvs)
+			return
+		}
+		close(op.done)
+	}
+}

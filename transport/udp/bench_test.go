@@ -1,0 +1,234 @@
+package udp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/bench/baseline"
+	"github.com/metaroce/metaroce/netlab"
+	"github.com/stretchr/testify/require"
+)
+
+const benchMsg = 64 << 20 // bytes per message in goodput benchmarks
+
+// stream moves n messages of size bytes from a to b with up to inflight
+// messages outstanding and returns the elapsed time.
+func stream(b testing.TB, p *pair, n, size, inflight int) time.Duration {
+	ctx := testCtx(b)
+	msg := make([]byte, size)
+	bufs := make([][]byte, inflight)
+	for i := range bufs {
+		bufs[i] = make([]byte, size)
+	}
+	type op struct{ s, r *Request }
+	q := make([]op, 0, inflight)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if len(q) == inflight {
+			require.NoError(b, q[0].s.Wait(ctx))
+			require.NoError(b, q[0].r.Wait(ctx))
+			q = q[1:]
+		}
+		f := uint32(i % inflight)
+		rr, err := p.b.Recv(f, [][]byte{bufs[f]}, []uint32{0})
+		require.NoError(b, err)
+		sr, err := p.a.Send(f, msg, 0)
+		require.NoError(b, err)
+		q = append(q, op{sr, rr})
+	}
+	for _, o := range q {
+		require.NoError(b, o.s.Wait(ctx))
+		require.NoError(b, o.r.Wait(ctx))
+	}
+	return time.Since(start)
+}
+
+func gbps(bytes int64, d time.Duration) float64 { return float64(bytes) * 8 / d.Seconds() / 1e9 }
+
+// BenchmarkLoopbackGoodput measures one connection's goodput on loopback
+// (64 MiB messages, 4 in flight) next to raw UDP with the same datagram size
+// and kernel TCP, in the same run, and reports the ratios.
+func BenchmarkLoopbackGoodput(b *testing.B) {
+	p := newPair(b, Config{})
+	stream(b, p, 2, benchMsg, 2) // warm up windows and buffers
+	b.SetBytes(benchMsg)
+	b.ResetTimer()
+	d := stream(b, p, b.N, benchMsg, 4)
+	b.StopTimer()
+	total := int64(b.N) * benchMsg
+	mr := gbps(total, d)
+	ctx := testCtx(b)
+	bl := min(total, 1<<30)
+	u, err := baseline.MeasureUDP(ctx, baseline.UDPConfig{Size: p.ea.Config().MaxDatagram, Batch: 16}, bl)
+	require.NoError(b, err)
+	tc, err := baseline.MeasureTCP(ctx, bl, 1<<20)
+	require.NoError(b, err)
+	st := p.a.Stats()
+	b.ReportMetric(mr, "Gb/s")
+	b.ReportMetric(u.Gbps(), "udp-Gb/s")
+	b.ReportMetric(tc.Gbps(), "tcp-Gb/s")
+	b.ReportMetric(mr/u.Gbps(), "x-udp")
+	b.ReportMetric(mr/tc.Gbps(), "x-tcp")
+	b.ReportMetric(float64(st.Retransmits)/float64(b.N), "retx/op")
+}
+
+// BenchmarkLoopbackRTT measures the round trip of a 64-byte message (send,
+// echo, receive) against raw UDP ping-pong.
+func BenchmarkLoopbackRTT(b *testing.B) {
+	const size = 64
+	p := newPair(b, Config{})
+	ctx := testCtx(b)
+	msg := make([]byte, size)
+	echoBuf, backBuf := make([]byte, size), make([]byte, size)
+	// Receives are posted one round ahead, as a collective or NCCL does, so
+	// that the receiver's RECV_READY is not part of the measured latency.
+	post := func() (*Request, *Request) {
+		er, err := p.b.Recv(1, [][]byte{echoBuf}, []uint32{0})
+		require.NoError(b, err)
+		br, err := p.a.Recv(2, [][]byte{backBuf}, []uint32{0})
+		require.NoError(b, err)
+		return er, br
+	}
+	er, br := post()
+	round := func() {
+		sr, _ := p.a.Send(1, msg, 0)
+		require.NoError(b, er.Wait(ctx))
+		s2, _ := p.b.Send(2, echoBuf, 0)
+		require.NoError(b, br.Wait(ctx))
+		er, br = post()
+		require.NoError(b, sr.Wait(ctx))
+		require.NoError(b, s2.Wait(ctx))
+	}
+	for i := 0; i < 100; i++ {
+		round()
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		round()
+	}
+	rtt := time.Since(start) / time.Duration(b.N)
+	b.StopTimer()
+	u, err := baseline.MeasureUDPPingPong(ctx, size, 2000)
+	require.NoError(b, err)
+	b.ReportMetric(float64(rtt.Nanoseconds())/1e3, "rtt-µs")
+	b.ReportMetric(float64(u.Mean.Nanoseconds())/1e3, "udp-rtt-µs")
+	b.ReportMetric(float64(rtt)/float64(u.Mean), "x-udp")
+}
+
+// labTCP streams total bytes of kernel TCP from h1 to h2 through the lab.
+func labTCP(b testing.TB, lab *netlab.Lab, total int64) float64 {
+	ctx := testCtx(b)
+	var ln net.Listener
+	require.NoError(b, lab.Run(2, func() error {
+		var err error
+		ln, err = net.Listen("tcp", netip4(lab, 2)+":0")
+		return err
+	}))
+	defer ln.Close()
+	type res struct {
+		n   int64
+		d   time.Duration
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		n, d, err := baseline.SinkTCP(ctx, ln)
+		ch <- res{n, d, err}
+	}()
+	require.NoError(b, lab.Run(1, func() error {
+		return baseline.SendTCP(ctx, ln.Addr().String(), total, 1<<20)
+	}))
+	r := <-ch
+	require.NoError(b, r.err)
+	return gbps(r.n, r.d)
+}
+
+func netip4(lab *netlab.Lab, h int) string { return lab.Host(h).Addr(0).String() }
+
+// BenchmarkNetlabLoss measures goodput through a 4-link fabric whose spine
+// drops 0, 1, 5 and 10 % of the packets, next to kernel TCP through the same
+// rule. Skips unless root.
+func BenchmarkNetlabLoss(b *testing.B) {
+	for _, loss := range []float64{0, 1, 5, 10} {
+		b.Run(fmt.Sprintf("loss=%v%%", loss), func(b *testing.B) {
+			lab, p := labPair(b, 4, Config{})
+			require.NoError(b, lab.SetLoss(netlab.Link{Plane: 0, Index: netlab.AllLinks}, loss))
+			const size = 16 << 20
+			b.SetBytes(size)
+			b.ResetTimer()
+			d := stream(b, p, b.N, size, 4)
+			b.StopTimer()
+			mr := gbps(int64(b.N)*size, d)
+			tc := labTCP(b, lab, min(int64(b.N)*size, 256<<20))
+			st := p.a.Stats()
+			b.ReportMetric(mr, "Gb/s")
+			b.ReportMetric(tc, "tcp-Gb/s")
+			b.ReportMetric(mr/tc, "x-tcp")
+			b.ReportMetric(float64(st.Retransmits)/float64(st.PacketsSent), "retx-frac")
+		})
+	}
+}
+
+// BenchmarkNetlabBlackholeRecovery streams continuously through a 4-link
+// fabric, blackholes one spine link and reports how long goodput takes to
+// come back to 90 % of the remaining capacity (3/4 of the goodput before).
+// Skips unless root.
+func BenchmarkNetlabBlackholeRecovery(b *testing.B) {
+	cfg := Config{PortsPerPlane: 64}
+	cfg.Core.PathsPerPlane = 16
+	for i := 0; i < b.N; i++ {
+		lab, p := labPair(b, 4, cfg)
+		var got atomic.Int64
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			const size = 1 << 20
+			msg := make([]byte, size)
+			buf := make([]byte, size)
+			for ctx.Err() == nil {
+				rr, err := p.b.Recv(1, [][]byte{buf}, []uint32{0})
+				if err != nil {
+					return
+				}
+				sr, err := p.a.Send(1, msg, 0)
+				if err != nil {
+					return
+				}
+				if sr.Wait(ctx) != nil || rr.Wait(ctx) != nil {
+					return
+				}
+				got.Add(size)
+			}
+		}()
+		const win = 20 * time.Millisecond
+		rate := func() float64 {
+			n0 := got.Load()
+			time.Sleep(win)
+			return float64(got.Load()-n0) / win.Seconds()
+		}
+		var before float64
+		for k := 0; k < 10; k++ {
+			before += rate() / 10
+		}
+		require.NoError(b, lab.Blackhole(netlab.Link{Plane: 0, Index: 1}, true))
+		start := time.Now()
+		recovered := time.Duration(-1)
+		for time.Since(start) < 5*time.Second {
+			if rate() >= 0.9*0.75*before {
+				recovered = time.Since(start)
+				break
+			}
+		}
+		cancel()
+		<-done
+		b.ReportMetric(before*8/1e9, "before-Gb/s")
+		b.ReportMetric(float64(recovered.Microseconds())/1e3, "recovery-ms")
+		b.ReportMetric(float64(p.a.Stats().PathChanges), "path-changes")
+	}
+}

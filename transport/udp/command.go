@@ -1,0 +1,220 @@
+package udp
+
+import (
+	"github.com/metaroce/metaroce/transport"
+)
+
+// cmdKind says what a user call asks of the event loop.
+type cmdKind uint8
+
+const (
+	cmdDial cmdKind = iota + 1
+	cmdSend
+	cmdRecv
+	cmdClose
+	cmdShutdown
+	cmdFunc // run fn on the loop (statistics)
+)
+
+// command is one queued user call.
+type command struct {
+	kind cmdKind
+	conn *Conn
+	req  *Request
+	flow uint32
+	tag  uint32
+	blob []byte // cmdDial: the remote's address blob
+	fn   func()
+}
+
+// recvRef locates the buffer behind a receive cookie.
+type recvRef struct {
+	req *Request
+	idx int
+}
+
+// runCommands takes the queued commands and applies them to the core. It
+// reports whether there were any.
+func (e *Endpoint) runCommands(now transport.Time) bool {
+	if e.nCmds.Load() == 0 {
+		return false
+	}
+	e.mu.Lock()
+	cmds := e.cmds
+	e.cmds = e.spare[:0]
+	e.nCmds.Store(0)
+	e.mu.Unlock()
+	for i := range cmds {
+		e.apply(now, &cmds[i])
+		cmds[i] = command{}
+	}
+	e.spare = cmds[:0]
+	return len(cmds) > 0
+}
+
+func (e *Endpoint) apply(now transport.Time, cmd *command) {
+	c := cmd.conn
+	switch cmd.kind {
+	case cmdDial:
+		p := e.peers.known(c.remote, cmd.blob)
+		p.refs++
+		id, err := e.core.Dial(now, p.id)
+		if err != nil {
+			e.peers.release(p.id)
+			c.gone = true
+			c.err = peerErr(c.remote, err)
+			close(c.closed)
+			c.dialed <- c.err
+			return
+		}
+		c.id, c.rid, c.dialing = id, p.id, true
+		e.conns[id] = c
+	case cmdSend:
+		r := cmd.req
+		if c.gone {
+			r.finish(c.goneErr())
+			return
+		}
+		e.cookie++
+		e.sendOps[e.cookie] = r
+		if err := e.core.Send(now, c.id, cmd.flow, uint64(len(r.send)), cmd.tag, e.cookie); err != nil {
+			delete(e.sendOps, e.cookie)
+			r.finish(peerErr(c.remote, err))
+		}
+	case cmdRecv:
+		r := cmd.req
+		if c.gone {
+			r.finish(c.goneErr())
+			return
+		}
+		n := len(r.recv)
+		first := e.cookie + 1
+		for i, b := range r.recv {
+			e.cookie++
+			e.recvOps[e.cookie] = recvRef{req: r, idx: i}
+			e.recvBuf[i] = transport.RecvBuf{Cap: uint64(len(b)), Tag: r.tags[i], Cookie: e.cookie}
+		}
+		if err := e.core.PostRecv(now, c.id, cmd.flow, e.recvBuf[:n]); err != nil {
+			for k := first; k <= e.cookie; k++ {
+				delete(e.recvOps, k)
+			}
+			r.finish(peerErr(c.remote, err))
+		}
+	case cmdClose:
+		if !c.gone && c.id != 0 {
+			e.core.Close(now, c.id)
+		}
+	case cmdShutdown:
+		if !e.stopping {
+			e.stopping = true
+			e.core.Shutdown(now)
+			e.stopDeadline = now + 4*e.core.Config().HandshakeRetry + 50*transport.Millisecond
+		}
+	case cmdFunc:
+		cmd.fn()
+	}
+}
+
+// goneErr is the error of calls on a connection that is gone.
+func (c *Conn) goneErr() error {
+	if c.err != nil {
+		return c.err
+	}
+	return peerErr(c.remote, transport.ErrClosed)
+}
+
+// drainEvents hands the core's events to the requests and connections they
+// concern.
+func (e *Endpoint) drainEvents() {
+	for {
+		ev, ok := e.core.PollEvent()
+		if !ok {
+			return
+		}
+		switch ev.Kind {
+		case transport.EvConnected:
+			if c := e.conns[ev.Conn]; c != nil && c.dialing {
+				c.dialing = false
+				c.dialed <- nil
+			}
+		case transport.EvAccepted:
+			e.onAccepted(ev)
+		case transport.EvSendDone:
+			r := e.sendOps[ev.Cookie]
+			if r == nil {
+				continue
+			}
+			delete(e.sendOps, ev.Cookie)
+			if ev.Err == nil {
+				r.sizes[0] = int(ev.Len)
+			}
+			r.finish(peerErr(r.conn.remote, ev.Err))
+		case transport.EvRecvDone:
+			ref, ok := e.recvOps[ev.Cookie]
+			if !ok {
+				continue
+			}
+			delete(e.recvOps, ev.Cookie)
+			r := ref.req
+			if ev.Err != nil {
+				if r.err == nil {
+					r.err = peerErr(r.conn.remote, ev.Err)
+				}
+			} else {
+				r.sizes[ref.idx] = int(ev.Len)
+			}
+			r.left--
+			if r.left == 0 {
+				r.finish(nil)
+			}
+		case transport.EvClosed:
+			c := e.conns[ev.Conn]
+			if c == nil {
+				continue
+			}
+			delete(e.conns, ev.Conn)
+			e.peers.release(c.rid)
+			err := ev.Err
+			if err == nil {
+				err = transport.ErrClosed
+			}
+			e.connGone(c, peerErr(c.remote, err))
+		}
+	}
+}
+
+// connGone marks c gone with err and wakes whoever waits on it.
+func (e *Endpoint) connGone(c *Conn, err error) {
+	if c.gone {
+		return
+	}
+	c.gone = true
+	c.err = err
+	close(c.closed)
+	if c.dialing {
+		c.dialing = false
+		c.dialed <- err
+	}
+}
+
+// onAccepted makes a Conn for a connection a peer opened and queues it for
+// Accept, or refuses it when the peer's addresses are unusable or the queue
+// is full.
+func (e *Endpoint) onAccepted(ev transport.Event) {
+	p := e.peers.byID[ev.Remote]
+	if p == nil || p.transient || len(p.addrs) != len(e.addrs) {
+		e.logf("udp: refusing connection %d: the peer's HELLO carried no usable per-plane addresses for %d planes", ev.Conn, len(e.addrs))
+		e.core.Close(e.now(), ev.Conn)
+		return
+	}
+	c := newConn(e, p.addrs)
+	c.id, c.rid = ev.Conn, p.id
+	p.refs++
+	e.conns[c.id] = c
+	select {
+	case e.accepts <- c:
+	default:
+		e.logf("udp: refusing connection from %v: %d accepted connections wait for Accept", p.addrs, acceptQueueLen)
+		e.core.Close(e.now(), c.id)
+	}
+}

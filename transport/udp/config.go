@@ -1,0 +1,234 @@
+package udp
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// Config parameterises an Endpoint. The zero value listens on 127.0.0.1 with
+// an ephemeral port.
+type Config struct {
+	// Addrs holds one local address per plane (1..16). Default [127.0.0.1].
+	// Addresses must be specific (not 0.0.0.0 or ::): they are announced to
+	// peers in the handshake.
+	Addrs []netip.Addr
+	// Port is the listening UDP port on every plane; 0 picks an ephemeral
+	// port, the same number on each plane where it is free. With a fixed
+	// Port, the pool of a plane uses Port, Port+1, …, Port+PortsPerPlane-1.
+	Port int
+	// PortsPerPlane is the size of each plane's source-port pool, that is the
+	// number of path entropies shared by all connections (1..1024). Default 16.
+	PortsPerPlane int
+	// MaxDatagram is the largest UDP payload sent or accepted, bytes. Default:
+	// 65000 when every plane address is a loopback address (the loopback MTU
+	// is 64 KiB, so large datagrams cost one traversal each); otherwise the
+	// smallest interface MTU of the planes minus the IP and UDP headers (28
+	// bytes for IPv4, 48 for IPv6), so jumbo frames are used where configured,
+	// and 1472 when no MTU can be found. Datagrams of one destination are
+	// batched into UDP GSO sends where the kernel offers it.
+	MaxDatagram int
+	// Core holds the protocol knobs. Planes, EntropiesPerPlane, MaxDatagram,
+	// Addr and Listen are filled in by the driver. Zero fields take the
+	// driver's defaults where they differ from the core's: MinRTO 2 ms (a
+	// busy 2-core host deschedules an event loop for about a millisecond,
+	// and a tail-loss timeout shorter than that declares live paths bad),
+	// InboundRate from the interface speed where the kernel reports one
+	// (sum over planes; 0 on loopback), PathsPerPlane at most PortsPerPlane,
+	// and CC.ConnWindow half the socket receive buffer (so one sender
+	// cannot overrun the receiver's socket, which would turn into losses
+	// the ECN controller does not react to).
+	Core transport.Config
+	// Seed seeds every random choice (connection ids, tokens, entropies,
+	// fault injection). 0 draws a seed from crypto/rand, which production
+	// must use: tokens are the only proof that a packet comes from the peer.
+	Seed uint64
+	// DropProb is a test option: the probability (0..1) that a datagram is
+	// silently dropped instead of sent.
+	DropProb float64
+	// Blackhole is a test option: source-port indexes (entropies, on every
+	// plane) whose outgoing datagrams are silently dropped.
+	Blackhole []int
+	// Spin is how long the event loop keeps polling without blocking after
+	// it last did work (default 50 µs; negative disables spinning). Spinning
+	// saves the wake-up of a sleeping thread (100 µs and more on a loaded
+	// host) on every round trip.
+	Spin time.Duration
+	// Logf receives diagnostic messages; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// Defaults of Config.
+const (
+	DefaultPortsPerPlane  = 16
+	DefaultSpin           = 50 * time.Microsecond
+	DefaultMinRTO         = 2 * transport.Millisecond
+	loopbackDatagram      = 65000
+	fallbackDatagram      = 1500 - 28
+	maxPortsPerPlane      = 1024
+	acceptQueueLen        = 256
+	maxDatagramUpperBound = 65000
+)
+
+// resolved is a Config with every default applied, plus facts found while
+// applying them.
+type resolved struct {
+	Config
+	v6 []bool
+}
+
+// resolve validates cfg and fills in defaults that do not need sockets.
+func (cfg Config) resolve() (resolved, error) {
+	if len(cfg.Addrs) == 0 {
+		cfg.Addrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}
+	}
+	if len(cfg.Addrs) > wire.MaxPlanes {
+		return resolved{}, fmt.Errorf("udp: %d planes, at most %d", len(cfg.Addrs), wire.MaxPlanes)
+	}
+	r := resolved{Config: cfg}
+	r.Addrs = make([]netip.Addr, len(cfg.Addrs))
+	for i, a := range cfg.Addrs {
+		a = a.Unmap()
+		if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() {
+			return resolved{}, fmt.Errorf("udp: plane %d address %v: need a specific unicast address (it is announced to peers)", i, cfg.Addrs[i])
+		}
+		if a.Zone() != "" {
+			return resolved{}, fmt.Errorf("udp: plane %d address %v: zoned (link-local) addresses are not supported", i, a)
+		}
+		r.Addrs[i] = a
+		r.v6 = append(r.v6, a.Is6())
+	}
+	if cfg.Port < 0 || cfg.Port > 0xffff {
+		return resolved{}, fmt.Errorf("udp: port %d out of range 0..65535", cfg.Port)
+	}
+	if r.PortsPerPlane == 0 {
+		r.PortsPerPlane = DefaultPortsPerPlane
+	}
+	if r.PortsPerPlane < 1 || r.PortsPerPlane > maxPortsPerPlane {
+		return resolved{}, fmt.Errorf("udp: %d ports per plane, want 1..%d", r.PortsPerPlane, maxPortsPerPlane)
+	}
+	if cfg.Port != 0 && cfg.Port+r.PortsPerPlane-1 > 0xffff {
+		return resolved{}, fmt.Errorf("udp: ports %d..%d exceed 65535", cfg.Port, cfg.Port+r.PortsPerPlane-1)
+	}
+	if r.DropProb < 0 || r.DropProb > 1 {
+		return resolved{}, fmt.Errorf("udp: drop probability %v out of range 0..1", r.DropProb)
+	}
+	for _, b := range r.Blackhole {
+		if b < 0 || b >= r.PortsPerPlane {
+			return resolved{}, fmt.Errorf("udp: blackholed entropy %d out of range 0..%d", b, r.PortsPerPlane-1)
+		}
+	}
+	if r.MaxDatagram == 0 {
+		r.MaxDatagram = defaultDatagram(r.Addrs)
+	}
+	if r.MaxDatagram < wire.MinDatagram || r.MaxDatagram > maxDatagramUpperBound {
+		return resolved{}, fmt.Errorf("udp: max datagram %d out of range %d..%d", r.MaxDatagram, wire.MinDatagram, maxDatagramUpperBound)
+	}
+	if r.Spin == 0 {
+		r.Spin = DefaultSpin
+	}
+	c := &r.Core
+	c.Listen = true
+	c.Planes = len(r.Addrs)
+	c.EntropiesPerPlane = r.PortsPerPlane
+	c.MaxDatagram = r.MaxDatagram
+	if c.PathsPerPlane <= 0 {
+		c.PathsPerPlane = min(4, r.PortsPerPlane)
+	}
+	if c.PathsPerPlane > r.PortsPerPlane || c.PathsPerPlane > wire.MaxPathsPerPlane {
+		return resolved{}, fmt.Errorf("udp: %d paths per plane need at least as many ports per plane (have %d) and at most %d",
+			c.PathsPerPlane, r.PortsPerPlane, wire.MaxPathsPerPlane)
+	}
+	if c.MinRTO <= 0 {
+		c.MinRTO = DefaultMinRTO
+	}
+	if c.InboundRate == 0 {
+		c.InboundRate = inboundRate(r.Addrs)
+	}
+	return r, nil
+}
+
+// defaultDatagram picks MaxDatagram from the planes' interfaces (see
+// Config.MaxDatagram).
+func defaultDatagram(addrs []netip.Addr) int {
+	loop := true
+	for _, a := range addrs {
+		loop = loop && a.IsLoopback()
+	}
+	if loop {
+		return loopbackDatagram
+	}
+	best := 0
+	for _, a := range addrs {
+		ifc := interfaceOf(a)
+		if ifc == nil || ifc.MTU <= 0 {
+			return fallbackDatagram
+		}
+		hdr := 28
+		if a.Is6() {
+			hdr = 48
+		}
+		d := min(ifc.MTU-hdr, maxDatagramUpperBound)
+		if best == 0 || d < best {
+			best = d
+		}
+	}
+	if best < wire.MinDatagram {
+		return fallbackDatagram
+	}
+	return best
+}
+
+// interfaceOf returns the interface that holds address a, or nil. It looks in
+// the calling thread's network namespace.
+func interfaceOf(a netip.Addr) *net.Interface {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	for i := range ifs {
+		as, err := ifs[i].Addrs()
+		if err != nil {
+			continue
+		}
+		for _, x := range as {
+			if pfx, err := netip.ParsePrefix(x.String()); err == nil && pfx.Addr().Unmap() == a {
+				return &ifs[i]
+			}
+		}
+	}
+	return nil
+}
+
+// inboundRate sums the link speeds the kernel reports for the planes'
+// interfaces, in bytes per second; 0 when any is unknown (loopback, virtual
+// devices without a speed).
+func inboundRate(addrs []netip.Addr) uint64 {
+	var sum uint64
+	for _, a := range addrs {
+		if a.IsLoopback() {
+			return 0
+		}
+		ifc := interfaceOf(a)
+		if ifc == nil {
+			return 0
+		}
+		b, err := os.ReadFile("/sys/class/net/" + ifc.Name + "/speed")
+		if err != nil {
+			return 0
+		}
+		mbps, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || mbps <= 0 {
+			return 0
+		}
+		sum += uint64(mbps) * 1_000_000 / 8
+	}
+	return sum
+}

@@ -1,0 +1,166 @@
+package udp
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// Conn is one connection to a peer endpoint: ordered flows of messages above,
+// every plane and path entropy below. Its methods are safe for concurrent use.
+type Conn struct {
+	ep     *Endpoint
+	remote []netip.AddrPort
+	closed chan struct{} // closed once the connection is gone
+	err    error         // why it is gone; set before closed is closed
+	dialed chan error    // Dial's result, for dialed connections
+
+	// Owned by the event loop.
+	id      transport.ConnID
+	rid     transport.RemoteID
+	dialing bool
+	gone    bool
+}
+
+func newConn(e *Endpoint, remote []netip.AddrPort) *Conn {
+	return &Conn{ep: e, remote: remote, closed: make(chan struct{})}
+}
+
+// RemoteAddrs returns the peer's per-plane listening addresses.
+func (c *Conn) RemoteAddrs() []netip.AddrPort { return append([]netip.AddrPort(nil), c.remote...) }
+
+// closedErr returns the error for a call on a connection that is gone, or
+// nil while it lives.
+func (c *Conn) closedErr() error {
+	select {
+	case <-c.closed:
+		if c.err != nil {
+			return c.err
+		}
+		return peerErr(c.remote, transport.ErrClosed)
+	default:
+		return nil
+	}
+}
+
+// Send queues buf as one message on flow with tag. The peer's receive posted
+// on the same flow in the same order takes it, into the buffer whose tag
+// matches. buf must stay untouched until the request completes.
+func (c *Conn) Send(flow uint32, buf []byte, tag uint32) (*Request, error) {
+	if err := c.closedErr(); err != nil {
+		return nil, err
+	}
+	if uint64(len(buf)) > wire.MaxMessageLen {
+		return nil, fmt.Errorf("udp: message of %d bytes exceeds the %d-byte limit", len(buf), uint64(wire.MaxMessageLen))
+	}
+	r := newRequest(c, 1)
+	r.send = buf
+	if err := c.ep.enqueue(command{kind: cmdSend, conn: c, req: r, flow: flow, tag: tag}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Recv posts a grouped receive of 1..8 buffers on flow: the next messages the
+// peer sends on flow fill them, each going to the buffer whose tag equals its
+// own (tags[i] for bufs[i]). The request completes when every buffer did;
+// Sizes then says how many bytes each received. A message larger than its
+// buffer fails the request (and the peer's send) with
+// transport.ErrMessageTooLarge.
+func (c *Conn) Recv(flow uint32, bufs [][]byte, tags []uint32) (*Request, error) {
+	if len(bufs) == 0 || len(bufs) > wire.MaxRecvEntries {
+		return nil, fmt.Errorf("udp: a grouped receive takes 1..%d buffers, got %d", wire.MaxRecvEntries, len(bufs))
+	}
+	if len(tags) != len(bufs) {
+		return nil, fmt.Errorf("udp: %d receive buffers but %d tags", len(bufs), len(tags))
+	}
+	if err := c.closedErr(); err != nil {
+		return nil, err
+	}
+	r := newRequest(c, len(bufs))
+	r.recv = append([][]byte(nil), bufs...)
+	r.tags = append([]uint32(nil), tags...)
+	r.left = len(bufs)
+	if err := c.ep.enqueue(command{kind: cmdRecv, conn: c, req: r, flow: flow}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// closeWait bounds how long Close waits for the peer's acknowledgement; the
+// core gives up after 4 × HandshakeRetry on its own.
+const closeWait = 5 * time.Second
+
+// Close closes the connection: outstanding requests fail with
+// transport.ErrClosed and the peer is told. It returns once the connection is
+// gone (at most a few handshake retry intervals).
+func (c *Conn) Close() error {
+	if c.closedErr() != nil {
+		return nil
+	}
+	if err := c.ep.enqueue(command{kind: cmdClose, conn: c}); err != nil {
+		return nil
+	}
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-c.closed:
+	case <-c.ep.done:
+	case <-t.C:
+		return fmt.Errorf("udp: close of connection to %v did not finish within %v", c.remote, closeWait)
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the connection's counters; a closed
+// connection reports State "closed" and zero counters.
+func (c *Conn) Stats() transport.ConnStats {
+	ch := make(chan transport.ConnStats, 1)
+	err := c.ep.enqueue(command{kind: cmdFunc, fn: func() {
+		st, ok := transport.ConnStats{State: "closed"}, false
+		if !c.gone {
+			if st, ok = c.ep.core.Stats(c.id); !ok {
+				st = transport.ConnStats{State: "closed"}
+			}
+		}
+		ch <- st
+	}})
+	if err != nil {
+		return transport.ConnStats{State: "closed"}
+	}
+	select {
+	case st := <-ch:
+		return st
+	case <-c.ep.done:
+		return transport.ConnStats{State: "closed"}
+	}
+}
+
+// PathStats returns a snapshot of the counters of every path of the
+// connection (nil once it is closed).
+func (c *Conn) PathStats() []transport.PathStats {
+	ch := make(chan []transport.PathStats, 1)
+	err := c.ep.enqueue(command{kind: cmdFunc, fn: func() {
+		var out []transport.PathStats
+		for i := 0; !c.gone; i++ {
+			ps, ok := c.ep.core.PathStats(c.id, i)
+			if !ok {
+				break
+			}
+			out = append(out, ps)
+		}
+		ch <- out
+	}})
+	if err != nil {
+		return nil
+	}
+	select {
+	case ps := <-ch:
+		return ps
+	case <-c.ep.done:
+		return nil
+	}
+}

@@ -1,0 +1,331 @@
+package udp
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/udp/sockio"
+)
+
+// Endpoint is one MetaRoCE endpoint on real sockets: a pool of UDP sockets
+// per plane, one protocol core and the event-loop goroutine that drives both.
+// It dials and accepts connections. Its methods are safe for concurrent use.
+type Endpoint struct {
+	cfg   resolved
+	addrs []netip.AddrPort // listening address per plane
+	epoch time.Time
+
+	// Set up by Listen, then owned by the loop.
+	core    *transport.Endpoint
+	socks   []*sockio.Conn // by tag = plane*PortsPerPlane + entropy
+	poller  *sockio.Poller
+	timer   *timerFD
+	peers   *peerTable
+	conns   map[transport.ConnID]*Conn
+	sendOps map[uint64]*Request
+	recvOps map[uint64]recvRef
+	cookie  uint64
+	dropRng *rand.Rand
+	black   []bool // by entropy
+	rx      rxState
+	tx      txState
+	recvBuf [8]transport.RecvBuf
+
+	stopping     bool
+	stopDeadline transport.Time
+	lastBusy     transport.Time
+	nextSweep    transport.Time
+
+	// Command queue shared with user goroutines.
+	mu       sync.Mutex
+	cmds     []command
+	spare    []command
+	stopped  bool
+	nCmds    atomic.Int32
+	sleeping atomic.Bool
+	closing  atomic.Bool
+
+	accepts chan *Conn
+	done    chan struct{} // closed when the loop has exited and released everything
+
+	counters driverCounters
+}
+
+// driverCounters are the datapath's own counts, readable from any goroutine.
+type driverCounters struct {
+	rxDatagrams atomic.Uint64
+	txDatagrams atomic.Uint64
+	faultDrops  atomic.Uint64
+	sendErrors  atomic.Uint64
+	txDrops     atomic.Uint64
+}
+
+// EndpointStats are an endpoint's datapath counters.
+type EndpointStats struct {
+	RxDatagrams uint64 // datagrams handed to the core
+	TxDatagrams uint64 // datagrams handed to the kernel
+	FaultDrops  uint64 // datagrams dropped by DropProb or Blackhole
+	SendErrors  uint64 // datagrams the kernel refused (other than EAGAIN)
+	TxDrops     uint64 // datagrams dropped for want of a route or buffer
+	Conns       int    // connections the core holds
+	Core        transport.Counters
+}
+
+// Listen opens the sockets of every plane, starts the event loop and returns
+// the endpoint, which accepts incoming connections at once.
+func Listen(cfg Config) (*Endpoint, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	e := &Endpoint{
+		cfg:     r,
+		epoch:   time.Now(),
+		peers:   newPeerTable(),
+		conns:   make(map[transport.ConnID]*Conn),
+		sendOps: make(map[uint64]*Request),
+		recvOps: make(map[uint64]recvRef),
+		accepts: make(chan *Conn, acceptQueueLen),
+		done:    make(chan struct{}),
+		black:   make([]bool, r.PortsPerPlane),
+	}
+	for _, b := range r.Blackhole {
+		e.black[b] = true
+	}
+	if err := e.openSockets(); err != nil {
+		e.release()
+		return nil, err
+	}
+	blob, err := EncodeAddrs(nil, e.addrs)
+	if err != nil {
+		e.release()
+		return nil, err
+	}
+	r.Core.Addr = blob
+	if r.Core.CC.ConnWindow <= 0 {
+		r.Core.CC.ConnWindow = max(e.socks[0].RcvBuf()/4, 4*r.MaxDatagram)
+	}
+	seed, err := seedBytes(r.Seed)
+	if err != nil {
+		e.release()
+		return nil, err
+	}
+	e.cfg.Core = r.Core
+	e.core = transport.NewEndpoint(r.Core, rand.New(rand.NewChaCha8(seed)))
+	e.dropRng = rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:16])))
+	e.rx.init()
+	e.tx.init(len(e.socks), r.MaxDatagram)
+	go e.run()
+	return e, nil
+}
+
+// seedBytes expands Config.Seed, or draws 32 random bytes when it is 0.
+func seedBytes(s uint64) ([32]byte, error) {
+	var b [32]byte
+	if s == 0 {
+		if _, err := crand.Read(b[:]); err != nil {
+			return b, fmt.Errorf("udp: random seed: %w", err)
+		}
+		return b, nil
+	}
+	x := rand.New(rand.NewPCG(s, s^0x6a09e667f3bcc908))
+	for i := 0; i < 32; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], x.Uint64())
+	}
+	return b, nil
+}
+
+// openSockets opens PortsPerPlane sockets per plane, registers them with a
+// new poller and creates the loop's timer.
+func (e *Endpoint) openSockets() error {
+	r := &e.cfg
+	n := r.PortsPerPlane
+	for p, a := range r.Addrs {
+		for i := 0; i < n; i++ {
+			port := 0
+			switch {
+			case r.Port != 0:
+				port = r.Port + i
+			case p > 0:
+				port = int(e.socks[i].LocalAddr().Port()) // same number as plane 0 where free
+			}
+			s, err := sockio.Open(sockio.Config{Local: netip.AddrPortFrom(a, uint16(port))})
+			if err != nil && r.Port == 0 && port != 0 {
+				s, err = sockio.Open(sockio.Config{Local: netip.AddrPortFrom(a, 0)})
+			}
+			if err != nil {
+				return fmt.Errorf("udp: plane %d socket %d: %w", p, i, err)
+			}
+			e.socks = append(e.socks, s)
+		}
+		e.addrs = append(e.addrs, e.socks[p*n].LocalAddr())
+	}
+	var err error
+	if e.poller, err = sockio.NewPoller(); err != nil {
+		return err
+	}
+	for tag, s := range e.socks {
+		if err := e.poller.Add(s.Fd(), int32(tag)); err != nil {
+			return err
+		}
+	}
+	if e.timer, err = newTimerFD(); err != nil {
+		return err
+	}
+	return e.poller.Add(e.timer.fd, timerTag)
+}
+
+// release closes the poller, timer and sockets (the loop's last act, or a
+// failed Listen's cleanup).
+func (e *Endpoint) release() {
+	if e.poller != nil {
+		e.poller.Close()
+	}
+	if e.timer != nil {
+		e.timer.close()
+	}
+	for _, s := range e.socks {
+		s.Close()
+	}
+}
+
+// Addrs returns the listening address of every plane, to hand to peers.
+func (e *Endpoint) Addrs() []netip.AddrPort { return append([]netip.AddrPort(nil), e.addrs...) }
+
+// Config returns the effective configuration (defaults filled in, the core's
+// included).
+func (e *Endpoint) Config() Config { return e.cfg.Config }
+
+// Dial connects to the endpoint whose per-plane listening addresses are
+// remote (one per local plane, of the same address family). It returns when
+// the handshake completes, fails (within Core.HandshakeTimeout) or ctx ends.
+func (e *Endpoint) Dial(ctx context.Context, remote []netip.AddrPort) (*Conn, error) {
+	if len(remote) != len(e.addrs) {
+		return nil, fmt.Errorf("udp: dial needs %d plane addresses (one per local plane), got %d", len(e.addrs), len(remote))
+	}
+	remote = append([]netip.AddrPort(nil), remote...)
+	for i, a := range remote {
+		a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+		remote[i] = a
+		if !a.IsValid() || a.Port() == 0 || a.Addr().IsUnspecified() {
+			return nil, fmt.Errorf("udp: dial plane %d: invalid remote address %v", i, a)
+		}
+		if a.Addr().Is6() != e.addrs[i].Addr().Is6() {
+			return nil, fmt.Errorf("udp: dial plane %d: remote %v and local %v differ in address family", i, a, e.addrs[i])
+		}
+	}
+	blob, err := EncodeAddrs(nil, remote)
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(e, remote)
+	c.dialed = make(chan error, 1)
+	if err := e.enqueue(command{kind: cmdDial, conn: c, blob: blob}); err != nil {
+		return nil, err
+	}
+	select {
+	case err := <-c.dialed:
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	case <-ctx.Done():
+		e.enqueue(command{kind: cmdClose, conn: c})
+		return nil, ctx.Err()
+	case <-e.done:
+		return nil, ErrEndpointClosed
+	}
+}
+
+// Accept returns the next connection a peer opened to this endpoint. At most
+// 256 accepted connections wait for Accept; more are refused.
+func (e *Endpoint) Accept(ctx context.Context) (*Conn, error) {
+	select {
+	case c := <-e.accepts:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-e.done:
+		return nil, ErrEndpointClosed
+	}
+}
+
+// Close closes every connection (telling the peers), stops the event loop and
+// closes the sockets. Outstanding requests fail with ErrEndpointClosed or the
+// connection's close error. It returns when everything is released, within
+// about 4 × Core.HandshakeRetry.
+func (e *Endpoint) Close() error {
+	if !e.closing.Swap(true) {
+		if err := e.enqueue(command{kind: cmdShutdown}); err != nil {
+			<-e.done
+			return nil
+		}
+	}
+	<-e.done
+	return nil
+}
+
+// Stats returns the endpoint's counters.
+func (e *Endpoint) Stats() EndpointStats {
+	s := EndpointStats{
+		RxDatagrams: e.counters.rxDatagrams.Load(),
+		TxDatagrams: e.counters.txDatagrams.Load(),
+		FaultDrops:  e.counters.faultDrops.Load(),
+		SendErrors:  e.counters.sendErrors.Load(),
+		TxDrops:     e.counters.txDrops.Load(),
+	}
+	ch := make(chan EndpointStats, 1)
+	err := e.enqueue(command{kind: cmdFunc, fn: func() {
+		s.Core = e.core.Counters()
+		s.Conns = e.core.NumConns()
+		ch <- s
+	}})
+	if err != nil {
+		return s
+	}
+	select {
+	case s = <-ch:
+	case <-e.done:
+	}
+	return s
+}
+
+// enqueue hands a command to the loop and wakes it if it sleeps. The wake-up
+// happens under the lock so that it can never reach a poller the loop has
+// already closed.
+func (e *Endpoint) enqueue(c command) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return ErrEndpointClosed
+	}
+	e.cmds = append(e.cmds, c)
+	e.nCmds.Add(1)
+	if e.sleeping.Load() {
+		if err := e.poller.Wake(); err != nil && !errors.Is(err, sockio.ErrClosed) {
+			e.logf("udp: wake event loop: %v", err)
+		}
+	}
+	return nil
+}
+
+func (e *Endpoint) logf(format string, args ...any) {
+	if e.cfg.Logf != nil {
+		e.cfg.Logf(format, args...)
+	}
+}
+
+// now is the loop's clock: monotonic nanoseconds, starting at one second so
+// that no event happens at the core's "unset" time 0.
+func (e *Endpoint) now() transport.Time {
+	return transport.Time(time.Since(e.epoch)) + transport.Second
+}

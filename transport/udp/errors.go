@@ -1,0 +1,49 @@
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// ErrEndpointClosed is returned by calls on a closed Endpoint, and fails the
+// requests that were outstanding when it closed.
+var ErrEndpointClosed = errors.New("udp: endpoint closed")
+
+// PeerError is a connection-level failure (usually wrapping a
+// *transport.ConnError) together with the peer's per-plane addresses, so that
+// a user with many connections knows which peer failed. errors.Is and
+// errors.As see through it to the core's error.
+type PeerError struct {
+	Peer []netip.AddrPort
+	Err  error
+}
+
+func (e *PeerError) Error() string {
+	var b strings.Builder
+	b.WriteString("metaroce/udp: peer ")
+	for i, a := range e.Peer {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(a.String())
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *PeerError) Unwrap() error { return e.Err }
+
+// peerErr wraps err with the peer's addresses unless it is nil or already a
+// PeerError.
+func peerErr(peer []netip.AddrPort, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *PeerError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &PeerError{Peer: peer, Err: err}
+}

@@ -1,0 +1,78 @@
+package udp
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Request is one asynchronous Send or Recv. It completes exactly once; after
+// Done is closed, Test, Wait and Sizes report its outcome. The buffers it was
+// given belong to the endpoint until it completes.
+type Request struct {
+	done     chan struct{}
+	finished atomic.Bool
+	err      error
+	sizes    []int
+
+	// Owned by the event loop until completion.
+	conn *Conn
+	send []byte   // Send: the message
+	recv [][]byte // Recv: the posted buffers
+	tags []uint32 // Recv: their tags
+	left int      // Recv: buffers not yet completed
+}
+
+func newRequest(c *Conn, n int) *Request {
+	return &Request{done: make(chan struct{}), conn: c, sizes: make([]int, n)}
+}
+
+// Done is closed when the request completes.
+func (r *Request) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the request completes and returns its error, or returns
+// ctx.Err() if ctx ends first (the request then stays outstanding and its
+// buffers stay lent).
+func (r *Request) Wait(ctx context.Context) error {
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		select {
+		case <-r.done:
+			return r.err
+		default:
+		}
+		return ctx.Err()
+	}
+}
+
+// Test reports without blocking whether the request completed, and its error.
+func (r *Request) Test() (done bool, err error) {
+	if !r.finished.Load() {
+		return false, nil
+	}
+	return true, r.err
+}
+
+// Sizes returns the bytes received in each buffer (Recv) or the bytes sent
+// (Send, one entry). It is valid after completion; before, it is nil.
+func (r *Request) Sizes() []int {
+	if !r.finished.Load() {
+		return nil
+	}
+	return r.sizes
+}
+
+// finish completes r with err (the first error wins for grouped receives);
+// it is called by the event loop only, once.
+func (r *Request) finish(err error) {
+	if r.finished.Load() {
+		return
+	}
+	if r.err == nil {
+		r.err = err
+	}
+	r.send, r.recv = nil, nil
+	r.finished.Store(true)
+	close(r.done)
+}

@@ -1,0 +1,102 @@
+package udp
+
+import (
+	"errors"
+	"net/netip"
+
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/udp/sockio"
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// rxBatch is the number of receive buffers, each sockio.MaxDatagram bytes
+// (the size GRO needs): one recvmmsg call fills at most this many.
+const rxBatch = 64
+
+// rxRounds bounds the recvmmsg calls per socket per loop iteration, so that a
+// flood on one socket does not delay transmission and timers.
+const rxRounds = 4
+
+// rxState holds the preallocated receive buffers.
+type rxState struct {
+	msgs  []sockio.Msg
+	hello wire.Hello
+}
+
+func (r *rxState) init() {
+	const slot = 1 << 16
+	back := make([]byte, rxBatch*slot)
+	r.msgs = make([]sockio.Msg, rxBatch)
+	for i := range r.msgs {
+		r.msgs[i].Buf = back[i*slot : (i+1)*slot : (i+1)*slot]
+	}
+}
+
+// readSocket reads what socket tag holds and feeds every datagram to the
+// core; it returns the number of datagrams.
+func (e *Endpoint) readSocket(tag int32, now transport.Time) int {
+	s := e.socks[tag]
+	plane := uint8(int(tag) / e.cfg.PortsPerPlane)
+	total := 0
+	for round := 0; round < rxRounds; round++ {
+		got, err := s.ReadBatch(e.rx.msgs)
+		if err != nil {
+			if !errors.Is(err, sockio.ErrWouldBlock) {
+				e.logf("udp: read from %v: %v", s.LocalAddr(), err)
+			}
+			break
+		}
+		for i := 0; i < got; i++ {
+			m := &e.rx.msgs[i]
+			if m.Trunc {
+				continue
+			}
+			segs := m.Segments()
+			for k := 0; k < segs; k++ {
+				e.handle(now, m.Addr, plane, transport.ECN(m.ECN), m.Segment(k))
+			}
+			total += segs
+		}
+		if got < len(e.rx.msgs) {
+			break
+		}
+	}
+	e.counters.rxDatagrams.Add(uint64(total))
+	return total
+}
+
+// handle passes one datagram to the core and copies a placed payload into
+// its posted buffer.
+func (e *Endpoint) handle(now transport.Time, src netip.AddrPort, plane uint8, ecn transport.ECN, data []byte) {
+	var from transport.RemoteID
+	if len(data) >= 2 && wire.Opcode(data[1]) == wire.OpHello {
+		from = e.helloPeer(now, src, data)
+	} else {
+		from = e.peers.fromSource(src, now)
+	}
+	pl := e.core.HandleDatagram(now, transport.Datagram{From: from, Plane: plane, ECN: ecn, Data: data})
+	if !pl.OK {
+		return
+	}
+	ref, ok := e.recvOps[pl.Cookie]
+	if !ok {
+		return // cannot happen: the core places only into posted buffers
+	}
+	copy(ref.req.recv[ref.idx][pl.Offset:], pl.Payload)
+}
+
+// helloPeer identifies the sender of a HELLO by the listening addresses in
+// its address blob, so that the connection the core may accept routes to
+// them; a HELLO without a usable blob is attributed to its source address
+// (and its connection refused in onAccepted).
+func (e *Endpoint) helloPeer(now transport.Time, src netip.AddrPort, data []byte) transport.RemoteID {
+	h := &e.rx.hello
+	if _, err := wire.ParseHello(h, data); err != nil {
+		return e.peers.fromSource(src, now)
+	}
+	addrs, err := DecodeAddrs(h.Addr)
+	if err != nil {
+		return e.peers.fromSource(src, now)
+	}
+	return e.peers.known(addrs, h.Addr).id
+}

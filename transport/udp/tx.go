@@ -1,0 +1,186 @@
+package udp
+
+import (
+	"errors"
+	"net/netip"
+
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/udp/sockio"
+)
+
+const (
+	// txSlots is the number of 64 KiB send buffers: datagrams (or GSO runs
+	// of datagrams) queued before the batch is flushed to the kernel.
+	txSlots = 64
+	// txBudget bounds the datagrams produced per loop iteration, so that
+	// received ACKs are processed between bursts.
+	txBudget = 256
+	// gsoLimit is the most bytes one GSO send may carry (an IPv4 datagram's
+	// 65535 bytes less the IP and UDP headers).
+	gsoLimit = 65535 - 20 - 8
+	// blockedRetries bounds how often a flush waits (1 ms each) for a
+	// socket that refuses data with EAGAIN before dropping the rest.
+	blockedRetries = 100
+)
+
+// txQueue is the pending batch of one socket.
+type txQueue struct {
+	msgs []sockio.Msg
+}
+
+// txState holds the send buffers and the per-socket batches.
+type txState struct {
+	scratch []byte // PollTransmit writes here
+	slots   [][]byte
+	used    int
+	queues  []txQueue
+	dirty   []int32
+}
+
+func (t *txState) init(nsocks, maxDatagram int) {
+	const slot = 1 << 16
+	t.scratch = make([]byte, max(maxDatagram, 1<<16))
+	back := make([]byte, txSlots*slot)
+	t.slots = make([][]byte, txSlots)
+	for i := range t.slots {
+		t.slots[i] = back[i*slot : (i+1)*slot : (i+1)*slot]
+	}
+	t.queues = make([]txQueue, nsocks)
+	for i := range t.queues {
+		t.queues[i].msgs = make([]sockio.Msg, 0, txSlots)
+	}
+	t.dirty = make([]int32, 0, nsocks)
+}
+
+// transmit moves the core's datagrams to the sockets. It returns how many it
+// produced and whether the budget ran out (more may be waiting).
+func (e *Endpoint) transmit(now transport.Time) (int, bool) {
+	n := 0
+	for n < txBudget {
+		tx, ok := e.core.PollTransmit(now, e.tx.scratch)
+		if !ok {
+			break
+		}
+		n++
+		e.queue(&tx)
+	}
+	e.flush()
+	return n, n == txBudget
+}
+
+// queue copies one datagram (header and payload) into a send buffer of the
+// socket its route names, appending it to the previous datagram of that
+// socket as a GSO segment where possible.
+func (e *Endpoint) queue(tx *transport.Transmit) {
+	ports := e.cfg.PortsPerPlane
+	plane, ent := int(tx.Route.Plane), int(tx.Route.Entropy)
+	if plane >= len(e.addrs) || ent >= ports {
+		e.counters.txDrops.Add(1)
+		return
+	}
+	if e.black[ent] || (e.cfg.DropProb > 0 && e.dropRng.Float64() < e.cfg.DropProb) {
+		e.counters.faultDrops.Add(1)
+		return
+	}
+	dst, ok := e.peers.dest(tx.Route.Remote, plane)
+	if !ok {
+		e.counters.txDrops.Add(1)
+		return
+	}
+	var payload []byte
+	if pr := tx.Payload; pr.Len > 0 {
+		r := e.sendOps[pr.Cookie]
+		if r == nil || pr.Offset+uint64(pr.Len) > uint64(len(r.send)) {
+			e.counters.txDrops.Add(1) // cannot happen: the core sends only live messages
+			return
+		}
+		payload = r.send[pr.Offset : pr.Offset+uint64(pr.Len)]
+	}
+	size := tx.N + len(payload)
+	tag := plane*ports + ent
+	q := &e.tx.queues[tag]
+	if k := len(q.msgs); k > 0 && e.socks[tag].GSO() {
+		m := &q.msgs[k-1]
+		if m.Addr == dst && canAppend(m, size) {
+			if m.Seg == 0 {
+				m.Seg = m.N
+			}
+			e.put(m, tx.N, payload)
+			return
+		}
+	}
+	if e.tx.used == len(e.tx.slots) {
+		e.flush()
+	}
+	if len(q.msgs) == 0 {
+		e.tx.dirty = append(e.tx.dirty, int32(tag))
+	}
+	q.msgs = append(q.msgs, sockio.Msg{Buf: e.tx.slots[e.tx.used], Addr: dst})
+	e.tx.used++
+	e.put(&q.msgs[len(q.msgs)-1], tx.N, payload)
+}
+
+// canAppend reports whether a datagram of size bytes may extend m as one more
+// GSO segment: every segment but the last has m's segment size, and the run
+// stays within the kernel's limits.
+func canAppend(m *sockio.Msg, size int) bool {
+	seg := m.Seg
+	if seg == 0 {
+		seg = m.N
+	}
+	return m.N%seg == 0 && size <= seg && m.N/seg < sockio.MaxSegments && m.N+size <= gsoLimit
+}
+
+// put appends header scratch[:hdr] and payload to m's buffer.
+func (e *Endpoint) put(m *sockio.Msg, hdr int, payload []byte) {
+	n := copy(m.Buf[m.N:], e.tx.scratch[:hdr])
+	n += copy(m.Buf[m.N+n:], payload)
+	m.N += n
+}
+
+// flush hands every pending batch to the kernel and frees the send buffers.
+// A socket that refuses data (EAGAIN) is waited for, up to blockedRetries
+// milliseconds; a datagram the kernel rejects is counted and skipped, like a
+// loss on the wire.
+func (e *Endpoint) flush() {
+	for _, tag := range e.tx.dirty {
+		q := &e.tx.queues[tag]
+		s := e.socks[tag]
+		msgs := q.msgs
+		sent := 0
+		for tries := 0; len(msgs) > 0; {
+			n, err := s.WriteBatch(msgs)
+			for _, m := range msgs[:n] {
+				sent += m.Segments()
+			}
+			msgs = msgs[n:]
+			if err == nil {
+				break
+			}
+			if errors.Is(err, sockio.ErrWouldBlock) {
+				if tries++; tries > blockedRetries {
+					e.logf("udp: socket %v stayed full; dropping %d datagrams", s.LocalAddr(), len(msgs))
+					e.counters.txDrops.Add(uint64(len(msgs)))
+					break
+				}
+				s.WaitWritable(1)
+				continue
+			}
+			e.counters.sendErrors.Add(uint64(msgs[0].Segments()))
+			e.sendErrorf(msgs[0].Addr, err)
+			msgs = msgs[1:]
+		}
+		e.counters.txDatagrams.Add(uint64(sent))
+		clear(q.msgs)
+		q.msgs = q.msgs[:0]
+	}
+	e.tx.dirty = e.tx.dirty[:0]
+	e.tx.used = 0
+}
+
+// sendErrorf logs a refused send, at most once per 1024 errors.
+func (e *Endpoint) sendErrorf(dst netip.AddrPort, err error) {
+	if e.counters.sendErrors.Load()%1024 == 1 {
+		e.logf("udp: send to %v: %v", dst, err)
+	}
+}
