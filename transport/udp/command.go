@@ -173,7 +173,10 @@ func (e *Endpoint) drainEvents() {
 				continue
 			}
 			delete(e.conns, ev.Conn)
-			e.peers.release(c.rid)
+			// Keep the peer's addresses until the next transmit pass:
+			// the core may still owe it a datagram (the reply to its
+			// CLOSE) that leaves after this event.
+			e.laterRelease = append(e.laterRelease, c.rid)
 			err := ev.Err
 			if err == nil {
 				err = transport.ErrClosed

@@ -22,7 +22,10 @@ import (
 type Endpoint struct {
 	cfg   resolved
 	addrs []netip.AddrPort // listening address per plane
-	epoch time.Time
+	// laterRelease holds peers of connections that closed during this
+	// loop turn; they are released after the turn's transmit pass.
+	laterRelease []transport.RemoteID
+	epoch        time.Time
 
 	// Set up by Listen, then owned by the loop.
 	core    *transport.Endpoint

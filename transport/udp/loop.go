@@ -47,6 +47,10 @@ func (e *Endpoint) run() {
 		e.drainEvents()
 		sent, more := e.transmit(now)
 		busy = busy || sent > 0
+		for _, id := range e.laterRelease {
+			e.peers.release(id)
+		}
+		e.laterRelease = e.laterRelease[:0]
 		e.drainEvents()
 		if e.stopping && (e.core.NumConns() == 0 || now >= e.stopDeadline) {
 			return

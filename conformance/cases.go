@@ -1,0 +1,380 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// silence is how long the tester listens to conclude that the IUT sent
+// nothing (an absence can only be observed over a window).
+const silence = 300 * time.Millisecond
+
+// completionWait bounds the wait for a receive the tester completed.
+const completionWait = 3 * time.Second
+
+// Cases returns the suite in run order.
+func Cases() []*Case {
+	return []*Case{
+		{ID: "handshake", Spec: "§2.8", Level: Mandatory, Title: "HELLO answered by HELLO_ACK echoing conn and token", Run: caseHandshake},
+		{ID: "forged-token", NeedsControl: true, Spec: "§2.1", Level: Mandatory, Title: "DATA with a wrong token is dropped silently", Run: caseForgedToken},
+		{ID: "unknown-conn", Spec: "§2.7", Level: Mandatory, Title: "DATA to an unknown conn id draws NACK UnknownConn", Run: caseUnknownConn},
+		{ID: "sack", NeedsControl: true, Spec: "§2.5", Level: Mandatory, Title: "ACK after PSNs 0,1,3,5,6: cum 2, SACK bits {0,2,3}", Run: caseSack},
+		{ID: "reorder", NeedsControl: true, Spec: "§2.4", Level: Mandatory, Title: "segments in reverse order place identical bytes", Run: caseReorder},
+		{ID: "out-of-bounds", NeedsControl: true, Spec: "§2.7", Level: Mandatory, Title: "DATA beyond the posted capacity is rejected unwritten", Run: caseOutOfBounds},
+		{ID: "duplicate", NeedsControl: true, Spec: "§2.5", Level: Mandatory, Title: "duplicate DATA is acknowledged, placed once", Run: caseDuplicate},
+		{ID: "close", Spec: "§2.10", Level: Mandatory, Title: "CLOSE answered by CLOSE with REPLY", Run: caseClose},
+	}
+}
+
+// open connects and turns a setup failure into a verdict.
+func open(ctx context.Context, e *Env) (*peer, string) {
+	p, err := e.connect(ctx)
+	if err != nil {
+		return nil, "setup: " + err.Error()
+	}
+	return p, ""
+}
+
+// post posts a one-buffer receive of capacity bytes on flow and waits for its
+// RECV_READY. skip is true when the IUT has no control channel.
+func post(ctx context.Context, e *Env, p *peer, flow uint32, capacity uint64) (wire.RecvReady, bool, string) {
+	if err := e.IUT.PostRecv(ctx, flow, []uint64{capacity}, []uint32{7}); err != nil {
+		if errors.Is(err, ErrNoControl) {
+			return wire.RecvReady{}, false, ""
+		}
+		return wire.RecvReady{}, false, "post receive: " + err.Error()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var got wire.RecvReady
+	ok := p.wait(wctx, nil, func() bool {
+		for _, r := range p.ready {
+			if r.Flow == flow {
+				got = r
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		return got, false, fmt.Sprintf("no RECV_READY for flow %d", flow)
+	}
+	if got.N != 1 || got.Entries[0].Capacity != capacity {
+		return got, false, fmt.Sprintf("RECV_READY entries %d capacity %d, posted 1 × %d", got.N, got.Entries[0].Capacity, capacity)
+	}
+	return got, true, ""
+}
+
+// setup is open + post; a non-empty reason means the case ends with v.
+func setup(ctx context.Context, e *Env, flow uint32, capacity uint64) (p *peer, rr wire.RecvReady, v Verdict, reason string) {
+	p, why := open(ctx, e)
+	if p == nil {
+		return nil, rr, Fail, why
+	}
+	rr, ok, why := post(ctx, e, p, flow, capacity)
+	if !ok {
+		p.closeSock()
+		if why == "" {
+			return nil, rr, Skip, "needs a control channel"
+		}
+		return nil, rr, Fail, why
+	}
+	return p, rr, Pass, ""
+}
+
+func (e *Env) payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(e.Rng.Uint32())
+	}
+	return b
+}
+
+// checkBytes compares a completion against the message sent.
+func checkBytes(c Completion, want []byte) string {
+	if c.Err != "" {
+		return "receive failed: " + c.Err
+	}
+	if len(c.Sizes) != 1 || c.Sizes[0] != len(want) {
+		return fmt.Sprintf("sizes %v, want [%d]", c.Sizes, len(want))
+	}
+	if !bytes.Equal(c.Bufs[0][:len(want)], want) {
+		for i := range want {
+			if c.Bufs[0][i] != want[i] {
+				return fmt.Sprintf("byte %d is %#x, want %#x", i, c.Bufs[0][i], want[i])
+			}
+		}
+	}
+	return ""
+}
+
+func caseHandshake(ctx context.Context, e *Env) (Verdict, string) {
+	p, err := newPeer(e.IUT, e.Rng)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	defer p.closeSock()
+	ack, err := p.handshake(ctx)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	e.IUT.Accept(ctx)
+	switch {
+	case ack.DstConn != p.localConn || ack.Token != p.localTok:
+		return Fail, fmt.Sprintf("HELLO_ACK dst_conn %#x token %#x, sent src_conn %#x token %#x", ack.DstConn, ack.Token, p.localConn, p.localTok)
+	case ack.SrcTok == 0:
+		return Fail, "HELLO_ACK src_token is 0"
+	case ack.SrcConn == 0:
+		return Fail, "HELLO_ACK src_conn is 0"
+	}
+	return Pass, fmt.Sprintf("HELLO_ACK dst_conn %#x token echoed, src_conn %#x, nonzero token, max_dgram %d", ack.DstConn, ack.SrcConn, ack.MaxDgram)
+}
+
+func caseForgedToken(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 2
+	msg := e.payload(100)
+	p, rr, v, why := setup(ctx, e, flow, 4096)
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	forged := p.data(flow, rr.Msg, uint64(len(msg)), 0, bytes.Repeat([]byte{0x5a}, len(msg)), 0, wire.FlagAckReq)
+	forged[8] ^= 0x80 // flip a token bit
+	p.psn = 0
+	nAcks := len(p.acks)
+	p.send(forged)
+	p.quiet(ctx, silence)
+	if len(p.acks) != nAcks {
+		return Fail, fmt.Sprintf("forged DATA acknowledged: cum %d", p.acks[len(p.acks)-1].Cum)
+	}
+	if len(p.comps) > 0 {
+		return Fail, "forged DATA completed the receive"
+	}
+	p.send(p.data(flow, rr.Msg, uint64(len(msg)), 0, msg, 0, wire.FlagAckReq))
+	c, ok := p.awaitCompletion(ctx, flow, completionWait)
+	if !ok {
+		return Fail, "genuine DATA after the forged one did not complete the receive"
+	}
+	if bad := checkBytes(c, msg); bad != "" {
+		return Fail, "after forged DATA: " + bad
+	}
+	return Pass, "forged DATA (token bit 63 flipped) drew no ACK in 300 ms; genuine DATA on the same PSN placed intact"
+}
+
+func caseUnknownConn(ctx context.Context, e *Env) (Verdict, string) {
+	p, err := newPeer(e.IUT, e.Rng)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	defer p.closeSock()
+	p.remoteConn, p.remoteTok = e.Rng.Uint32()|0x80000000, e.Rng.Uint64()
+	p.localConn = 0
+	p.send(p.data(1, 0, 16, 0, make([]byte, 16), -1, wire.FlagAckReq))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if !p.wait(wctx, nil, func() bool { return len(p.nacks) > 0 }) {
+		return Fail, fmt.Sprintf("no NACK for DATA to conn %#x", p.remoteConn)
+	}
+	n := p.nacks[0]
+	switch {
+	case n.Reason != wire.NackUnknownConn:
+		return Fail, fmt.Sprintf("NACK reason %v", n.Reason)
+	case n.DstConn != 0:
+		return Fail, fmt.Sprintf("NACK dst_conn %#x, want 0", n.DstConn)
+	case n.Token != p.remoteTok:
+		return Fail, fmt.Sprintf("NACK token %#x, want echo %#x", n.Token, p.remoteTok)
+	case n.Value != uint64(p.remoteConn):
+		return Fail, fmt.Sprintf("NACK value %#x, want conn %#x", n.Value, p.remoteConn)
+	}
+	return Pass, fmt.Sprintf("NACK UnknownConn, dst_conn 0, token %#x echoed, value %#x", n.Token, n.Value)
+}
+
+func caseSack(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 4
+	p, rr, v, why := setup(ctx, e, flow, 1<<16)
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	msg := e.payload(8 * p.seg)
+	seg := func(i int) []byte { return msg[i*p.seg : (i+1)*p.seg] }
+	for _, i := range []int{0, 1, 3, 5, 6} {
+		fl := wire.Flags(0)
+		if i == 6 {
+			fl = wire.FlagAckReq
+		}
+		p.send(p.data(flow, rr.Msg, uint64(len(msg)), i*p.seg, seg(i), int64(i), fl))
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var rec wire.AckRecord
+	covers := func(r wire.AckRecord) bool {
+		return wire.PSN(6).Less(r.Cum) || r.Sack.Has(int(wire.PSN(6).Diff(r.Cum))-1)
+	}
+	if !p.wait(wctx, nil, func() bool {
+		for _, r := range p.acks {
+			if covers(r) {
+				rec = r
+				return true
+			}
+		}
+		return false
+	}) {
+		return Fail, "no ACK record for path 0 covering PSN 6"
+	}
+	var want wire.SackBitmap
+	want.Set(0)
+	want.Set(2)
+	want.Set(3)
+	if rec.Cum != 2 || rec.Sack != want {
+		return Fail, fmt.Sprintf("ACK cum %d SACK bits %v, want cum 2 bits [0 2 3]", rec.Cum, sackBits(&rec.Sack))
+	}
+	for _, i := range []int{2, 4, 7} {
+		p.send(p.data(flow, rr.Msg, uint64(len(msg)), i*p.seg, seg(i), int64(i), wire.FlagAckReq))
+	}
+	p.psn = 8
+	c, ok := p.awaitCompletion(ctx, flow, completionWait)
+	if !ok {
+		return Fail, "ACK right, but the receive did not complete after PSNs 2, 4, 7"
+	}
+	if bad := checkBytes(c, msg); bad != "" {
+		return Fail, bad
+	}
+	return Pass, "ACK path 0: cum 2, SACK bits {0,2,3}; message completed after filling the holes"
+}
+
+func caseReorder(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 5
+	p, rr, v, why := setup(ctx, e, flow, 1<<16)
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	msg := e.payload(5*p.seg + p.seg/3)
+	n := (len(msg) + p.seg - 1) / p.seg
+	for i := n - 1; i >= 0; i-- {
+		end := min(len(msg), (i+1)*p.seg)
+		p.send(p.data(flow, rr.Msg, uint64(len(msg)), i*p.seg, msg[i*p.seg:end], -1, wire.FlagAckReq))
+	}
+	c, ok := p.awaitCompletion(ctx, flow, completionWait)
+	if !ok {
+		return Fail, "receive did not complete"
+	}
+	if bad := checkBytes(c, msg); bad != "" {
+		return Fail, bad
+	}
+	return Pass, fmt.Sprintf("%d bytes in %d segments sent last-first, placed identically", len(msg), n)
+}
+
+func caseOutOfBounds(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 6
+	capacity := uint64(2048)
+	p, rr, v, why := setup(ctx, e, flow, capacity)
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	off := int(capacity) + p.seg - int(capacity)%p.seg // first segment boundary past the capacity
+	pl := e.payload(64)
+	p.send(p.data(flow, rr.Msg, uint64(off+len(pl)), off, pl, -1, wire.FlagAckReq))
+	c, ok := p.awaitCompletion(ctx, flow, completionWait)
+	if !ok {
+		return Fail, fmt.Sprintf("no completion after DATA at offset %d beyond capacity %d", off, capacity)
+	}
+	if c.Err == "" {
+		return Fail, fmt.Sprintf("receive completed without error, sizes %v", c.Sizes)
+	}
+	for i, b := range c.Bufs[0] {
+		if b != GuardByte {
+			return Fail, fmt.Sprintf("buffer byte %d written (%#x) by a rejected packet", i, b)
+		}
+	}
+	nack := "no NACK"
+	for _, n := range p.nacks {
+		if n.Flow == flow {
+			nack = fmt.Sprintf("NACK %v value %d", n.Reason, n.Value)
+		}
+	}
+	return Pass, fmt.Sprintf("offset %d > capacity %d: receive failed (%s), %s, all %d guard bytes intact", off, capacity, c.Err, nack, capacity)
+}
+
+func caseDuplicate(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 7
+	p, rr, v, why := setup(ctx, e, flow, 1<<16)
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	msg := e.payload(2 * p.seg)
+	first := p.data(flow, rr.Msg, uint64(len(msg)), 0, msg[:p.seg], -1, wire.FlagAckReq)
+	p.send(first)
+	p.send(first)
+	// The same content again under a fresh PSN, as a retransmission is sent.
+	p.send(p.data(flow, rr.Msg, uint64(len(msg)), 0, msg[:p.seg], -1, wire.FlagAckReq|wire.FlagRetransmit))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if !p.wait(wctx, nil, func() bool { return len(p.acks) > 0 && p.acks[len(p.acks)-1].Cum == 2 }) {
+		return Fail, "no ACK with cum 2 after PSN 0, duplicate PSN 0, retransmission PSN 1"
+	}
+	p.quiet(ctx, silence)
+	if _, done := p.awaitCompletion(ctx, flow, 0); done {
+		return Fail, "receive completed with one of two segments: the duplicate was counted"
+	}
+	p.send(p.data(flow, rr.Msg, uint64(len(msg)), p.seg, msg[p.seg:], -1, wire.FlagAckReq))
+	c, ok := p.awaitCompletion(ctx, flow, completionWait)
+	if !ok {
+		return Fail, "receive did not complete after the second segment"
+	}
+	if bad := checkBytes(c, msg); bad != "" {
+		return Fail, bad
+	}
+	return Pass, "duplicate PSN 0 and retransmitted segment 0 (PSN 1) acknowledged (cum 2), counted once; message intact"
+}
+
+func caseClose(ctx context.Context, e *Env) (Verdict, string) {
+	p, why := open(ctx, e)
+	if p == nil {
+		return Fail, why
+	}
+	defer p.closeSock()
+	c := wire.Close{Header: p.hdr(wire.OpClose), Reason: wire.CloseNormal}
+	pkt := c.Append(nil)
+	var reply *wire.Close
+	for try := 0; try < 5 && reply == nil; try++ {
+		p.send(pkt)
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		p.wait(wctx, nil, func() bool {
+			for i := range p.close {
+				if p.close[i].Flags&wire.FlagReply != 0 {
+					reply = &p.close[i]
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+	}
+	if reply == nil {
+		return Fail, fmt.Sprintf("no CLOSE with REPLY (%d other CLOSE seen)", len(p.close))
+	}
+	if reply.DstConn != p.localConn || reply.Token != p.localTok {
+		return Fail, fmt.Sprintf("CLOSE REPLY dst_conn %#x token %#x, want %#x %#x", reply.DstConn, reply.Token, p.localConn, p.localTok)
+	}
+	return Pass, fmt.Sprintf("CLOSE REPLY to conn %#x with token echoed, reason %v", reply.DstConn, reply.Reason)
+}
+
+// sackBits lists the set bits of s, lowest first.
+func sackBits(s *wire.SackBitmap) []int {
+	var out []int
+	for i := 0; i < wire.SackBits; i++ {
+		if s.Has(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}

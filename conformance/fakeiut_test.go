@@ -1,0 +1,223 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/metaroce/metaroce/conformance"
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// fakeIUT is a deliberately small receiver written with the wire package
+// alone: one connection at a time, one path, one-buffer receives. With
+// wrongSack set it reports PSN cum+2 as received in every ACK, which the
+// sack case must catch.
+type fakeIUT struct {
+	wrongSack bool
+
+	sock     *net.UDPConn
+	comps    chan conformance.Completion
+	accepted chan struct{}
+	done     chan struct{}
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex
+	peer     *net.UDPAddr
+	peerConn uint32
+	peerTok  uint64
+	seg      int
+	txPSN    wire.PSN
+	cum      wire.PSN
+	got      map[wire.PSN]bool
+	recvs    map[uint32]*fakeRecv
+	nextMsg  map[uint32]uint32
+}
+
+// fakeRecv is one posted receive of the fake.
+type fakeRecv struct {
+	msg    uint32
+	buf    []byte
+	chunks map[uint64]bool
+	msgLen uint64
+}
+
+const (
+	fakeConn = 0x1234
+	fakeTok  = 0x0badc0ffee
+)
+
+func newFakeIUT(wrongSack bool) (*fakeIUT, error) {
+	s, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	f := &fakeIUT{wrongSack: wrongSack, sock: s, comps: make(chan conformance.Completion, 16),
+		accepted: make(chan struct{}, 16), done: make(chan struct{})}
+	f.wg.Add(1)
+	go f.loop()
+	return f, nil
+}
+
+func (f *fakeIUT) Close() {
+	close(f.done)
+	f.sock.Close()
+	f.wg.Wait()
+}
+
+func (f *fakeIUT) ListenAddr() netip.AddrPort {
+	return netip.MustParseAddrPort(f.sock.LocalAddr().String())
+}
+
+func (f *fakeIUT) Accept(ctx context.Context) error {
+	select {
+	case <-f.accepted:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (f *fakeIUT) PostRecv(_ context.Context, flow uint32, caps []uint64, tags []uint32) error {
+	if len(caps) != 1 {
+		return errors.New("fake IUT takes one buffer per receive")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.peer == nil {
+		return errors.New("fake IUT: no connection")
+	}
+	buf := make([]byte, caps[0])
+	for i := range buf {
+		buf[i] = conformance.GuardByte
+	}
+	r := &fakeRecv{msg: f.nextMsg[flow], buf: buf, chunks: map[uint64]bool{}}
+	f.nextMsg[flow]++
+	f.recvs[flow] = r
+	rr := wire.RecvReady{Header: f.hdr(wire.OpRecvReady), Flow: flow, Msg: r.msg, N: 1}
+	rr.PSN = f.txPSN
+	f.txPSN++
+	rr.Entries[0] = wire.RecvEntry{Capacity: caps[0], Tag: tags[0]}
+	_, err := f.sock.WriteToUDP(rr.Append(nil), f.peer)
+	return err
+}
+
+func (f *fakeIUT) Send(context.Context, uint32, []byte, uint32) error {
+	return errors.New("fake IUT does not send")
+}
+
+func (f *fakeIUT) Completions() <-chan conformance.Completion { return f.comps }
+
+func (f *fakeIUT) hdr(op wire.Opcode) wire.Header {
+	return wire.Header{Op: op, DstConn: f.peerConn, Token: f.peerTok}
+}
+
+func (f *fakeIUT) loop() {
+	defer f.wg.Done()
+	b := make([]byte, 65536)
+	for {
+		select {
+		case <-f.done:
+			return
+		default:
+		}
+		f.sock.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		n, from, err := f.sock.ReadFromUDP(b)
+		if err != nil {
+			continue
+		}
+		f.mu.Lock()
+		f.handle(b[:n], from)
+		f.mu.Unlock()
+	}
+}
+
+func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
+	var h wire.Header
+	if _, err := wire.ParseHeader(&h, b); err != nil {
+		return
+	}
+	if h.Op == wire.OpHello {
+		var hl wire.Hello
+		if _, err := wire.ParseHello(&hl, b); err != nil {
+			return
+		}
+		fresh := f.peer == nil || f.peerConn != hl.SrcConn
+		f.peer, f.peerConn, f.peerTok = from, hl.SrcConn, hl.SrcTok
+		f.seg = int(min(1200, hl.MaxDgram)) - wire.DataHeaderLen
+		if fresh {
+			f.txPSN, f.cum, f.got = 0, 0, map[wire.PSN]bool{}
+			f.recvs, f.nextMsg = map[uint32]*fakeRecv{}, map[uint32]uint32{}
+			f.accepted <- struct{}{}
+		}
+		ack := wire.Hello{Header: f.hdr(wire.OpHelloAck), SrcConn: fakeConn, SrcTok: fakeTok, Planes: 1, Paths: 1, MaxDgram: 1200}
+		f.sock.WriteToUDP(ack.Append(nil), from)
+		return
+	}
+	if h.DstConn != fakeConn {
+		if h.Op.Sequenced() {
+			nk := wire.Nack{Header: wire.Header{Token: h.Token}, Reason: wire.NackUnknownConn, Value: uint64(h.DstConn)}
+			f.sock.WriteToUDP(nk.Append(nil), from)
+		}
+		return
+	}
+	if h.Token != fakeTok || f.peer == nil {
+		return
+	}
+	switch h.Op {
+	case wire.OpClose:
+		c := wire.Close{Header: f.hdr(wire.OpClose)}
+		c.Flags = wire.FlagReply
+		f.sock.WriteToUDP(c.Append(nil), f.peer)
+	case wire.OpData:
+		var d wire.Data
+		if _, err := wire.ParseData(&d, b); err != nil {
+			return
+		}
+		f.got[d.PSN] = true
+		for f.got[f.cum] {
+			f.cum++
+		}
+		f.place(&d)
+		f.ack()
+	}
+}
+
+// place writes d into its receive, once per segment.
+func (f *fakeIUT) place(d *wire.Data) {
+	r := f.recvs[d.Flow]
+	if r == nil || r.msg != d.Msg || r.chunks[d.Offset] {
+		return
+	}
+	if d.MsgLen > uint64(len(r.buf)) {
+		delete(f.recvs, d.Flow)
+		f.comps <- conformance.Completion{Flow: d.Flow, Bufs: [][]byte{r.buf}, Err: "message larger than the posted buffer"}
+		return
+	}
+	r.chunks[d.Offset] = true
+	r.msgLen = d.MsgLen
+	copy(r.buf[d.Offset:], d.Payload)
+	if uint64(len(r.chunks)) == (d.MsgLen+uint64(f.seg)-1)/uint64(f.seg) {
+		delete(f.recvs, d.Flow)
+		f.comps <- conformance.Completion{Flow: d.Flow, Sizes: []int{int(d.MsgLen)}, Bufs: [][]byte{r.buf}}
+	}
+}
+
+// ack sends the path-0 record: cum and the SACK bitmap of what lies beyond.
+func (f *fakeIUT) ack() {
+	a := wire.Ack{Header: f.hdr(wire.OpAck), N: 1}
+	rec := &a.Records[0]
+	rec.Cum = f.cum
+	for p := range f.got {
+		if d := p.Diff(f.cum); d > 0 {
+			rec.Sack.Set(int(d) - 1)
+		}
+	}
+	if f.wrongSack && rec.Sack.Count() > 0 {
+		rec.Sack.Set(1)
+	}
+	f.sock.WriteToUDP(a.Append(nil), f.peer)
+}

@@ -1,0 +1,289 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// testerMaxDgram is the max_dgram the tester announces, bytes. It is small so
+// that a message of a few kilobytes spans several segments.
+const testerMaxDgram = 1200
+
+// pollInterval bounds one socket read, so waits can also watch the IUT's
+// completions and their own deadline.
+const pollInterval = 10 * time.Millisecond
+
+// rxPath is what the tester received on one of the IUT's paths: cumulative
+// PSN and SACK bitmap, exactly what it must acknowledge.
+type rxPath struct {
+	cum  wire.PSN
+	sack wire.SackBitmap
+}
+
+// receive records psn and reports whether it was new.
+func (r *rxPath) receive(psn wire.PSN) bool {
+	d := psn.Diff(r.cum)
+	if d < 0 || d > wire.SackBits || (d > 0 && r.sack.Has(int(d)-1)) {
+		return false
+	}
+	if d > 0 {
+		r.sack.Set(int(d) - 1)
+		return true
+	}
+	n := 1 + r.sack.TrailingOnes()
+	r.cum = r.cum.Add(uint32(n))
+	r.sack.Shift(n)
+	return true
+}
+
+// peer is the tester's side of one connection to the IUT. It is driven by
+// one goroutine: every wait reads the socket, acknowledges the IUT's
+// sequenced packets and records what it saw.
+type peer struct {
+	sock       *net.UDPConn
+	iut        IUT
+	dst        *net.UDPAddr
+	localConn  uint32
+	localTok   uint64
+	remoteConn uint32
+	remoteTok  uint64
+	seg        int      // payload bytes per DATA segment
+	psn        wire.PSN // next PSN on the tester's path 0
+
+	rx    map[uint16]*rxPath
+	ready map[[2]uint32]wire.RecvReady // RECV_READY by (flow, msg)
+	acks  []wire.AckRecord             // records for the tester's path 0, arrival order
+	nacks []wire.Nack
+	close []wire.Close
+	comps []Completion
+	buf   []byte
+}
+
+// newPeer opens a UDP socket next to the IUT's address family.
+func newPeer(iut IUT, rng *rand.Rand) (*peer, error) {
+	la := netip.IPv4Unspecified()
+	ia := iut.ListenAddr()
+	if ia.Addr().Is4() || ia.Addr().Is4In6() {
+		la = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		if !ia.Addr().Unmap().IsLoopback() {
+			la = netip.IPv4Unspecified()
+		}
+	} else if ia.Addr().IsLoopback() {
+		la = netip.IPv6Loopback()
+	}
+	s, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(la, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("conformance: tester socket: %w", err)
+	}
+	return &peer{
+		sock: s, iut: iut, dst: net.UDPAddrFromAddrPort(ia),
+		localConn: rng.Uint32() | 1, localTok: rng.Uint64() | 1,
+		rx: map[uint16]*rxPath{}, ready: map[[2]uint32]wire.RecvReady{},
+		buf: make([]byte, 65536),
+	}, nil
+}
+
+func (p *peer) closeSock() { p.sock.Close() }
+
+// send writes one datagram to the IUT.
+func (p *peer) send(b []byte) error {
+	_, err := p.sock.WriteToUDP(b, p.dst)
+	return err
+}
+
+// hdr returns a header addressed to the IUT's connection.
+func (p *peer) hdr(op wire.Opcode) wire.Header {
+	return wire.Header{Op: op, DstConn: p.remoteConn, Token: p.remoteTok}
+}
+
+// handshake sends HELLO until the matching HELLO_ACK arrives and returns it.
+func (p *peer) handshake(ctx context.Context) (wire.Hello, error) {
+	var ack wire.Hello
+	local := netip.MustParseAddrPort(p.sock.LocalAddr().String())
+	if local.Addr().IsUnspecified() {
+		local = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), local.Port())
+	}
+	h := wire.Hello{Header: wire.Header{Op: wire.OpHello}, SrcConn: p.localConn, SrcTok: p.localTok,
+		Planes: 1, Paths: 1, MaxDgram: testerMaxDgram, Addr: udpAddrBlob(local)}
+	pkt := h.Append(nil)
+	got := false
+	for try := 0; try < 10 && !got; try++ {
+		if err := p.send(pkt); err != nil {
+			return ack, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		p.wait(wctx, func(b []byte) {
+			var x wire.Hello
+			if wire.PeekOpcode(b) == wire.OpHelloAck {
+				if _, err := wire.ParseHello(&x, b); err == nil && !got {
+					ack, got = x, true
+					ack.Addr = append([]byte(nil), x.Addr...)
+				}
+			}
+		}, func() bool { return got })
+		cancel()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if !got {
+		return ack, errors.New("no HELLO_ACK")
+	}
+	p.remoteConn, p.remoteTok = ack.SrcConn, ack.SrcTok
+	p.seg = int(min(testerMaxDgram, ack.MaxDgram)) - wire.DataHeaderLen
+	return ack, nil
+}
+
+// wait reads packets until done reports true or ctx ends; each datagram is
+// processed (acknowledged, recorded) and then offered to raw when non-nil.
+// It returns whether done became true.
+func (p *peer) wait(ctx context.Context, raw func([]byte), done func() bool) bool {
+	for {
+		p.drainCompletions()
+		if done() {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		dl := time.Now().Add(pollInterval)
+		if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+			dl = d
+		}
+		p.sock.SetReadDeadline(dl)
+		n, _, err := p.sock.ReadFromUDP(p.buf)
+		if err != nil {
+			continue
+		}
+		b := p.buf[:n]
+		p.process(b)
+		if raw != nil {
+			raw(b)
+		}
+	}
+}
+
+// quiet waits for d, still processing packets, and returns.
+func (p *peer) quiet(ctx context.Context, d time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	p.wait(wctx, nil, func() bool { return false })
+}
+
+func (p *peer) drainCompletions() {
+	ch := p.iut.Completions()
+	if ch == nil {
+		return
+	}
+	for {
+		select {
+		case c := <-ch:
+			p.comps = append(p.comps, c)
+		default:
+			return
+		}
+	}
+}
+
+// process records one datagram from the IUT and acknowledges it when it is
+// sequenced and addressed to this connection.
+func (p *peer) process(b []byte) {
+	var h wire.Header
+	if _, err := wire.ParseHeader(&h, b); err != nil {
+		return
+	}
+	if h.Op == wire.OpNack {
+		var n wire.Nack
+		if _, err := wire.ParseNack(&n, b); err == nil {
+			p.nacks = append(p.nacks, n)
+		}
+	}
+	if h.Op == wire.OpClose {
+		var c wire.Close
+		if _, err := wire.ParseClose(&c, b); err == nil {
+			p.close = append(p.close, c)
+		}
+	}
+	if h.DstConn != p.localConn || h.Token != p.localTok {
+		return
+	}
+	switch h.Op {
+	case wire.OpAck:
+		var a wire.Ack
+		if _, err := wire.ParseAck(&a, b); err == nil {
+			for i := 0; i < a.N; i++ {
+				if a.Records[i].Path == 0 {
+					p.acks = append(p.acks, a.Records[i])
+				}
+			}
+		}
+	case wire.OpRecvReady:
+		var r wire.RecvReady
+		if _, err := wire.ParseRecvReady(&r, b); err == nil {
+			p.ready[[2]uint32{r.Flow, r.Msg}] = r
+		}
+	}
+	if h.Op.Sequenced() {
+		r := p.rx[h.Path]
+		if r == nil {
+			r = &rxPath{}
+			p.rx[h.Path] = r
+		}
+		r.receive(h.PSN)
+		a := wire.Ack{Header: p.hdr(wire.OpAck), N: 1}
+		a.Records[0] = wire.AckRecord{Path: h.Path, Cum: r.cum, Sack: r.sack}
+		p.send(a.Append(nil))
+	}
+}
+
+// awaitReady waits for the IUT's RECV_READY of (flow, msg).
+func (p *peer) awaitReady(ctx context.Context, flow, msg uint32) (wire.RecvReady, bool) {
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	k := [2]uint32{flow, msg}
+	ok := p.wait(wctx, nil, func() bool { _, ok := p.ready[k]; return ok })
+	return p.ready[k], ok
+}
+
+// awaitCompletion waits up to d for a completion on flow and removes it.
+func (p *peer) awaitCompletion(ctx context.Context, flow uint32, d time.Duration) (Completion, bool) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	idx := -1
+	p.wait(wctx, nil, func() bool {
+		for i, c := range p.comps {
+			if c.Flow == flow {
+				idx = i
+				return true
+			}
+		}
+		return false
+	})
+	if idx < 0 {
+		return Completion{}, false
+	}
+	c := p.comps[idx]
+	p.comps = append(p.comps[:idx], p.comps[idx+1:]...)
+	return c, true
+}
+
+// data builds one DATA segment of msg at offset, taking the next PSN unless
+// psn is given (≥ 0).
+func (p *peer) data(flow, msg uint32, msgLen uint64, off int, payload []byte, psn int64, fl wire.Flags) []byte {
+	d := wire.Data{Header: p.hdr(wire.OpData), Flow: flow, Msg: msg, Offset: uint64(off), MsgLen: msgLen, Payload: payload}
+	d.Flags = fl
+	if psn >= 0 {
+		d.PSN = wire.PSN(psn)
+	} else {
+		d.PSN = p.psn
+		p.psn++
+	}
+	return d.Append(nil)
+}

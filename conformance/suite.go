@@ -1,0 +1,56 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// caseTimeout bounds one case, handshake included.
+const caseTimeout = 10 * time.Second
+
+// Env is what a case gets: the IUT and a seeded random source for ids and
+// payloads, so a run is reproducible.
+type Env struct {
+	IUT IUT
+	Rng *rand.Rand
+}
+
+// connect opens a fresh tester connection: handshake, then IUT.Accept. A
+// failure here is reported by the caller as a failed case.
+func (e *Env) connect(ctx context.Context) (*peer, error) {
+	p, err := newPeer(e.IUT, e.Rng)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.handshake(ctx); err != nil {
+		p.closeSock()
+		return nil, err
+	}
+	if err := e.IUT.Accept(ctx); err != nil && !errors.Is(err, ErrNoControl) {
+		p.closeSock()
+		return nil, fmt.Errorf("IUT accept: %w", err)
+	}
+	return p, nil
+}
+
+// Run runs cases in order against iut and returns one result each. seed
+// makes connection ids, tokens and payloads reproducible.
+func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
+	env := &Env{IUT: iut, Rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	rs := make([]Result, 0, len(cases))
+	_, addrOnly := iut.(AddrIUT)
+	for _, c := range cases {
+		if addrOnly && c.NeedsControl {
+			rs = append(rs, Result{Case: c, Verdict: Skip, Evidence: "needs a control channel"})
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, caseTimeout)
+		v, ev := c.Run(cctx, env)
+		cancel()
+		rs = append(rs, Result{Case: c, Verdict: v, Evidence: ev})
+	}
+	return rs
+}
