@@ -5,7 +5,7 @@ FUZZTIME  ?= 3s
 BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
 
-.PHONY: all build test vet unit fuzz bench run help clean
+.PHONY: all build test vet unit fuzz bench run help clean conformance mpirun-check
 
 all: build ## Build every package and command
 
@@ -25,8 +25,18 @@ unit: ## Unit and integration tests (netlab tests need root and nftables)
 fuzz: ## Every fuzz target for FUZZTIME (default 3s)
 	scripts/fuzz.sh $(FUZZTIME)
 
-bench: ## Benchmarks with side-by-side comparison tables
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./transport/... ./bench/...
+bench: build ## Benchmarks, each printed beside its baseline (ours vs TCP, raw UDP, RoCEv2)
+	$(GO) test -run '^$$' -bench . -benchtime 200ms ./transport/wire/
+	$(GO) test -run '^$$' -bench SumVsCopy -count 2 ./collectives/reduce/
+	$(GO) test -run '^$$' -bench 'UDPRaw|UDPGSO|TCP$$|PingPong' -benchtime 10x ./bench/baseline/
+	$(GO) test -run '^$$' -bench . -benchtime 4x ./transport/udp/
+	$(BUILD)/mrbench sim loss --smoke
+
+conformance: ## Run the conformance suite against our own datapath
+	$(GO) run ./cmd/mrconform --self
+
+mpirun-check: build ## mrbench as a 4-process Open MPI job (skips without mpirun)
+	sh cmd/mrbench/testdata/mpirun.sh $(BUILD)/mrbench
 
 run: build ## Build and run mrbench's default sweep
 	$(BUILD)/mrbench
