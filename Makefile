@@ -5,7 +5,7 @@ FUZZTIME  ?= 3s
 BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
 
-.PHONY: all build test vet unit fuzz bench run help clean conformance mpirun-check
+.PHONY: all build test vet unit fuzz bench run help clean conformance mpirun-check figures-core
 
 all: build ## Build every package and command
 
@@ -31,6 +31,9 @@ bench: build ## Benchmarks, each printed beside its baseline (ours vs TCP, raw U
 	$(GO) test -run '^$$' -bench 'UDPRaw|UDPGSO|TCP$$|PingPong' -benchtime 10x ./bench/baseline/
 	$(GO) test -run '^$$' -bench . -benchtime 4x ./transport/udp/
 	$(BUILD)/mrbench sim loss --smoke
+
+figures-core: ## Print the protocol core's figures (goodput vs loss, blackhole, incast)
+	METAROCE_FIGURES=1 $(GO) test -count=1 -run TestReportFigures -v ./transport/transporttest/
 
 conformance: ## Run the conformance suite against our own datapath
 	$(GO) run ./cmd/mrconform --self

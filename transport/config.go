@@ -16,7 +16,7 @@ type Config struct {
 	PathsPerPlane int
 	// EntropiesPerPlane is the size of each plane's source-port pool that
 	// paths draw their entropy from; it must be ≥ PathsPerPlane so a bad
-	// path can move to a fresh port. Default 4096.
+	// path can move to a fresh port. Default 64.
 	EntropiesPerPlane int
 	// MaxDatagram is the largest UDP payload this endpoint sends or accepts,
 	// bytes, ≥ 576. Default 4096+DataHeaderLen (a 4 KiB payload).
@@ -57,7 +57,7 @@ type Config struct {
 	ActiveWindow Time
 	// MaxConns bounds connections (established plus handshaking). Default 4096.
 	MaxConns int
-	// MaxFlowsPerConn bounds flows per connection. Default 4096.
+	// MaxFlowsPerConn bounds flows per connection. Default 1024.
 	MaxFlowsPerConn int
 	// MaxPendingRecvs bounds posted receive groups per flow. Default 4096.
 	MaxPendingRecvs int

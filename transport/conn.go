@@ -73,6 +73,7 @@ type Conn struct {
 	lastData   Time // last DATA received (rate-hint activity)
 	lastAck    Time // last ACK that acknowledged something
 	ackDue     bool
+	hintDue    bool // an ACK must go even with nothing to acknowledge, for its rate hint
 	ackAt      Time // when a held-back ACK must go
 
 	peerPlanes int
@@ -227,7 +228,6 @@ func (c *Conn) onPeerClose(now Time, cl *wire.Close) {
 		c.ep.ctrlClose(c, true)
 		return
 	}
-	c.ep.ctrlClose(c, true)
 	if c.peerClosed {
 		return
 	}
@@ -255,6 +255,9 @@ func (c *Conn) checkPeerClosed(now Time) {
 	} else {
 		err = c.errf(ErrClosed, "peer closed the connection: %v", c.closeRsn)
 	}
+	// The reply goes only now: until it arrives the peer keeps
+	// acknowledging, which is what completes our last sends.
+	c.ep.ctrlClose(c, true)
 	c.fail(now, err)
 }
 

@@ -243,20 +243,41 @@ func (e *Endpoint) Shutdown(now Time) {
 	}
 }
 
-// activeSenders returns how many connections sent DATA within ActiveWindow,
-// recomputed at most every ActiveWindow/4 (docs/spec.md §3.5).
+// activeSenders returns how many connections are expected to send to us:
+// those that sent DATA within ActiveWindow and those for which receives are
+// posted and not complete (docs/spec.md §3.5). It is recomputed at most
+// every ActiveWindow/4, and at once after a connection became active
+// (markActive), so that the first hints of an incast already divide the
+// inbound rate among all its senders.
 func (e *Endpoint) activeSenders(now Time) int {
 	if now-e.activeAt < e.cfg.ActiveWindow/4 && e.activeCount > 0 {
 		return e.activeCount
 	}
 	n := 0
 	for _, c := range e.order {
-		if c.lastData != 0 && now-c.lastData < e.cfg.ActiveWindow {
+		if c.lastData != 0 && now-c.lastData < e.cfg.ActiveWindow || c.expectsData() {
 			n++
 		}
 	}
 	e.activeAt, e.activeCount = now, max(n, 1)
 	return e.activeCount
+}
+
+// markActive invalidates the cached active-sender count: c just became
+// active (its first DATA after a quiet ActiveWindow, or a receive posted).
+// Before this fix the count lagged by up to ActiveWindow/4 = 250 µs, so an
+// incast's first hints offered the whole inbound rate to every sender.
+func (e *Endpoint) markActive() { e.activeAt = -Never }
+
+// expectsData reports whether receives are posted on c and not complete:
+// the receiver knows these senders will send, before their DATA arrives.
+func (c *Conn) expectsData() bool {
+	for _, f := range c.flows {
+		if len(f.recvs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // rateHint is the fair share of the inbound capacity for one active sender,

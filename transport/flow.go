@@ -152,6 +152,15 @@ func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
 	}
 	f.recvs = append(f.recvs, g)
 	c.ctrlQ = append(c.ctrlQ, rr)
+	if c.ep.cfg.InboundRate > 0 {
+		// Receiver-driven incast control (docs/spec.md §3.5): the sender
+		// learns its fair share from an ACK that leaves before this
+		// RECV_READY (ACKs go first in poll), so its first packets are
+		// already paced at the share instead of a full initial window.
+		c.ep.markActive()
+		c.hintDue = true
+		c.ackDue = true
+	}
 	return nil
 }
 
@@ -271,6 +280,9 @@ func (c *Conn) onPktAcked(s *sendMsg) {
 // place handles a DATA packet for this connection and returns where its
 // payload goes (docs/spec.md §3.4).
 func (c *Conn) place(now Time, d *wire.Data) Placement {
+	if c.lastData == 0 || now-c.lastData >= c.ep.cfg.ActiveWindow {
+		c.ep.markActive()
+	}
 	c.lastData = now
 	c.stats.BytesRecv += uint64(len(d.Payload))
 	f := c.flows[d.Flow]

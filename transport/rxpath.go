@@ -166,6 +166,16 @@ func (c *Conn) buildAck(now Time, a *wire.Ack) bool {
 		r.pending = 0
 		r.urgent = false
 	}
+	if a.N == 0 && c.hintDue {
+		// Nothing to acknowledge, but the rate hint must go: carry the
+		// true (possibly empty) state of the peer's path 0, which
+		// acknowledges nothing and declares nothing lost.
+		if r := c.rxPathFor(0); r != nil {
+			r.record(now, &a.Records[0])
+			a.N = 1
+		}
+	}
+	c.hintDue = false
 	c.ackDue = false
 	c.ackAt = 0
 	return a.N > 0

@@ -73,17 +73,29 @@ type pathState struct {
 // follows the rate hint. Losses do not change windows: on a lossy fabric a
 // drop says nothing about queues, and ECN already does.
 type AIMD struct {
-	cfg   Config
-	paths []pathState
-	hint  uint64 // bytes/s, 0 = none
-	srtt  int64  // connection-wide smoothed RTT, ns
-	sum   float64
+	cfg    Config
+	paths  []pathState
+	hint   uint64 // bytes/s, 0 = none
+	srtt   int64  // connection-wide smoothed RTT, ns
+	minRTT int64  // smallest RTT sample, ns (0 = none yet)
+	sum    float64
+
+	// The connection's share of the hint (docs/spec.md §3.5): the hint
+	// divides the receiver's inbound rate exactly, so a queue built before
+	// the hints arrived (or by pacing bursts) would never drain at 100%.
+	// ECN marks therefore also scale the paced rate down, DCTCP-style once
+	// per RTT over all paths, and unmarked rounds restore it.
+	rateScale   float64 // 1/64..1
+	connAlpha   float64
+	connAcked   int
+	connMarked  int
+	connRoundAt int64
 }
 
 // NewAIMD returns a controller with no paths.
 func NewAIMD(cfg Config) *AIMD {
 	cfg.fill()
-	return &AIMD{cfg: cfg, srtt: cfg.InitRTT}
+	return &AIMD{cfg: cfg, srtt: cfg.InitRTT, rateScale: 1}
 }
 
 // AddPath implements Controller.
@@ -130,17 +142,35 @@ func (a *AIMD) ConnWindow() int {
 	return int(w)
 }
 
-// PacingRate implements Controller.
+// PacingRate implements Controller: the hint scaled by the ECN rate
+// factor, capped by the line rate.
 func (a *AIMD) PacingRate() uint64 {
-	r := a.hint
+	r := uint64(float64(a.hint) * a.rateScale)
+	if a.hint > 0 && r == 0 {
+		r = 1
+	}
 	if a.cfg.LineRate > 0 && (r == 0 || r > a.cfg.LineRate) {
 		r = a.cfg.LineRate
 	}
 	return r
 }
 
-// Burst is the number of bytes the pacer lets out back to back.
-func (a *AIMD) Burst() int { return a.cfg.PacingBurst }
+// Burst is the number of bytes the pacer lets out back to back: at most
+// PacingBurst, and under a hint at most a quarter of the hinted
+// bandwidth-delay product (at least one packet), so that N senders that
+// start together put about BDP/4 into the receiver's queue, not
+// N × PacingBurst.
+func (a *AIMD) Burst() int {
+	b := a.cfg.PacingBurst
+	if r := a.PacingRate(); a.hint > 0 && r > 0 {
+		rtt := a.minRTT
+		if rtt <= 0 {
+			rtt = a.srtt
+		}
+		b = min(b, max(a.cfg.MSS, int(float64(r)*float64(rtt)/1e9/4)))
+	}
+	return b
+}
 
 // SRTT is the connection-wide smoothed RTT in nanoseconds.
 func (a *AIMD) SRTT() int64 { return a.srtt }
@@ -158,7 +188,11 @@ func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rt
 			ps.srtt += (rtt - ps.srtt) / 8
 		}
 		a.srtt += (rtt - a.srtt) / 8
+		if a.minRTT == 0 || rtt < a.minRTT {
+			a.minRTT = rtt
+		}
 	}
+	a.onAckRate(now, ackedPkts, markedPkts)
 	ps.ackedRound += ackedPkts
 	ps.markedRound += markedPkts
 	old := ps.cwnd
@@ -192,6 +226,30 @@ func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rt
 	}
 	ps.cwnd = clamp(ps.cwnd, float64(a.cfg.MinWindow), float64(a.cfg.MaxWindow))
 	a.sum += ps.cwnd - old
+}
+
+// onAckRate runs the connection-wide ECN round that scales the paced rate:
+// once per smoothed RTT, a round with marks multiplies the scale by
+// 1 − max(alpha, f)/2 (f the round's marked fraction, alpha its EWMA with
+// gain 1/G); a round without marks adds 1/16 back, up to 1 (a faster
+// return, half the distance per round, oscillated under 32-sender incast).
+func (a *AIMD) onAckRate(now int64, acked, marked int) {
+	a.connAcked += acked
+	a.connMarked += marked
+	if now < a.connRoundAt || a.connAcked == 0 {
+		return
+	}
+	f := float64(a.connMarked) / float64(a.connAcked)
+	g := 1 / float64(a.cfg.G)
+	a.connAlpha = (1-g)*a.connAlpha + g*f
+	if a.connMarked > 0 {
+		a.rateScale *= 1 - max(a.connAlpha, f)/2
+	} else {
+		a.rateScale += 1.0 / 16
+	}
+	a.rateScale = clamp(a.rateScale, 1.0/64, 1)
+	a.connAcked, a.connMarked = 0, 0
+	a.connRoundAt = now + a.srtt
 }
 
 // OnLoss implements Controller: a loss is not a congestion signal.

@@ -1,0 +1,58 @@
+package transport
+
+import (
+	"fmt"
+
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// CheckFootprint returns an error when any queue or table of e exceeds the
+// bound the core promises (bounded memory, docs/spec.md §3): per path at
+// most wire.SackBits packets outstanding and consistent in-flight counts;
+// retransmissions waiting at most what the paths can have outstanding;
+// sequenced control packets, announced receive groups and receive paths
+// within their configured limits.
+func CheckFootprint(e *Endpoint) error {
+	cfg := &e.cfg
+	if len(e.ctrl) > 1024 {
+		return fmt.Errorf("endpoint control queue holds %d packets", len(e.ctrl))
+	}
+	if len(e.conns) > cfg.MaxConns || len(e.order) != len(e.conns) {
+		return fmt.Errorf("%d connections, %d in order (max %d)", len(e.conns), len(e.order), cfg.MaxConns)
+	}
+	for _, c := range e.order {
+		sum := 0
+		for _, p := range c.paths {
+			out := int(p.outstanding())
+			if out > wire.SackBits || out > len(p.recs) && out > 0 {
+				return fmt.Errorf("%v path %d: %d packets outstanding", c, p.id, out)
+			}
+			if p.inflight < 0 || p.inflightPkts < 0 || p.inflightPkts > out {
+				return fmt.Errorf("%v path %d: inflight %d bytes %d packets, %d outstanding", c, p.id, p.inflight, p.inflightPkts, out)
+			}
+			sum += p.inflight
+		}
+		if sum != c.inflight {
+			return fmt.Errorf("%v: connection inflight %d, paths sum to %d", c, c.inflight, sum)
+		}
+		if len(c.retxQ) > len(c.paths)*wire.SackBits {
+			return fmt.Errorf("%v: %d retransmissions queued for %d paths", c, len(c.retxQ), len(c.paths))
+		}
+		if len(c.flows) > cfg.MaxFlowsPerConn {
+			return fmt.Errorf("%v: %d flows", c, len(c.flows))
+		}
+		maxCtrl := 4*cfg.MaxPendingRecvs + len(c.flows)*(cfg.MaxPendingRecvs+cfg.MaxPendingSends)
+		if len(c.ctrlQ) > maxCtrl {
+			return fmt.Errorf("%v: %d control packets queued (bound %d)", c, len(c.ctrlQ), maxCtrl)
+		}
+		for _, f := range c.flows {
+			if len(f.ready) > cfg.MaxPendingRecvs || len(f.recvs) > cfg.MaxPendingRecvs || len(f.sends) > cfg.MaxPendingSends {
+				return fmt.Errorf("%v flow %d: %d ready, %d receives, %d sends", c, f.id, len(f.ready), len(f.recvs), len(f.sends))
+			}
+		}
+		if len(c.rxPaths) > maxRxPaths {
+			return fmt.Errorf("%v: %d receive paths", c, len(c.rxPaths))
+		}
+	}
+	return nil
+}
