@@ -1,0 +1,136 @@
+// Package backend defines the small transport interface the NCCL net plugin is
+// written against. The plugin's C ABI layer (handles, versions, logging,
+// error mapping) knows nothing about sockets; a Backend moves the bytes.
+//
+// The first implementation runs over kernel TCP (package tcpnet). The MetaRoCE
+// UDP datapath plugs in behind the same interface.
+//
+// Contract, mirroring the NCCL net-plugin semantics:
+//
+//   - Nothing blocks. Accept and Dialer.Step return (nil, nil) while the
+//     connection is not ready; Isend and Irecv return (nil, nil) when they
+//     cannot start now (for example all request slots are busy). The caller
+//     retries later.
+//   - Connections are one-directional: a SendConn (from Dial) pairs with one
+//     RecvConn (from Listener.Accept).
+//   - Matching is in posting order. Each Irecv of n buffers consumes the next
+//     n sends of the connection; the tag of each send chooses which of the n
+//     buffers it lands in. A send larger than the chosen buffer fails the
+//     receive with an error wrapping ErrInvalidUsage.
+//   - Buffers passed to Isend/Irecv stay valid and untouched by the caller until
+//     Test reports the request done or the connection is closed. They usually
+//     live in C (pinned host) memory.
+//   - All methods are safe for concurrent use across connections; the data
+//     path of one connection is driven by one caller at a time.
+package backend
+
+import "errors"
+
+// HandleSize is the largest listen handle, in bytes, that NCCL carries from
+// the receiver to the sender (NCCL_NET_HANDLE_MAXSIZE).
+const HandleSize = 128
+
+// MaxRecvs is the largest number of buffers in one grouped receive the plugin
+// advertises (ncclNetProperties.maxRecvs).
+const MaxRecvs = 8
+
+// Error categories. Backends wrap one of them (fmt.Errorf("...: %w", ErrX)) so
+// the ABI layer can map the failure to an ncclResult_t in one place. An error
+// that wraps none of them is reported as a system error.
+var (
+	// ErrInvalidUsage: the caller broke the contract in a way a user can fix,
+	// e.g. a message larger than the posted receive.
+	ErrInvalidUsage = errors.New("invalid usage")
+	// ErrInvalidArgument: malformed input such as a garbage listen handle.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrInternal: the caller misused the plugin (unknown handle, bad state).
+	ErrInternal = errors.New("internal error")
+	// ErrRemote: the peer reported or caused the failure.
+	ErrRemote = errors.New("remote error")
+	// ErrClosed: the connection or listener was closed locally.
+	ErrClosed = errors.New("closed")
+)
+
+// Device describes one network device (a local interface and address) that
+// a Backend can listen and connect on.
+type Device struct {
+	// Name is the NIC name reported to NCCL (its topology key); unique per device.
+	Name string
+	// IfName is the kernel interface name, e.g. "eth0" or "lo".
+	IfName string
+	// PCIPath is the sysfs path of the PCI device, or "" if not a PCI NIC.
+	PCIPath string
+	// SpeedMbps is the link speed in Mbit/s (> 0).
+	SpeedMbps int
+	// LatencyUs is the expected one-way network latency in microseconds.
+	LatencyUs float32
+	// Addr is the local IP address (textual) listeners bind to.
+	Addr string
+	// Planes is the number of independent network planes reached through the
+	// device, and Paths the number of paths (sockets, flows) per connection.
+	Planes, Paths int
+}
+
+// Backend is a transport that moves messages between hosts.
+type Backend interface {
+	// Name identifies the backend in logs ("tcp", "udp").
+	Name() string
+	// Devices lists the usable devices; index i is NCCL device i.
+	Devices() []Device
+	// Listen opens a listener on device dev. Its Handle is what the sender
+	// needs to connect.
+	Listen(dev int) (Listener, error)
+	// Dial starts a non-blocking connection to the listener described by
+	// handle from device dev. A malformed handle fails with ErrInvalidArgument.
+	Dial(dev int, handle []byte) (Dialer, error)
+	// Close releases backend-wide resources; connections must be closed first.
+	Close() error
+}
+
+// Listener accepts one or more receiving connections.
+type Listener interface {
+	// Handle returns the connection handle (≤ HandleSize bytes).
+	Handle() []byte
+	// Accept returns the next established connection, or (nil, nil) if none
+	// is ready yet. It never blocks.
+	Accept() (RecvConn, error)
+	// Close stops listening; connections already accepted stay open.
+	Close() error
+}
+
+// Dialer is a connection attempt in progress.
+type Dialer interface {
+	// Step advances the attempt without blocking: (conn, nil) when connected,
+	// (nil, nil) when not yet, (nil, err) when it failed for good.
+	Step() (SendConn, error)
+	// Abort cancels the attempt and releases its resources.
+	Abort()
+}
+
+// SendConn is the sending end of a connection.
+type SendConn interface {
+	// Isend queues buf to be sent with tag. (nil, nil) means "retry later".
+	Isend(buf []byte, tag int32) (Request, error)
+	// Close tears the connection down; outstanding requests fail.
+	Close() error
+}
+
+// RecvConn is the receiving end of a connection.
+type RecvConn interface {
+	// Irecv posts a grouped receive of len(bufs) buffers (1..MaxRecvs), with
+	// tags[i] naming the tag whose message lands in bufs[i]. The capacity of
+	// each buffer is len(bufs[i]). (nil, nil) means "retry later".
+	Irecv(bufs [][]byte, tags []int32) (Request, error)
+	// Close tears the connection down; outstanding requests fail.
+	Close() error
+}
+
+// Request is an operation in flight.
+type Request interface {
+	// Test polls the request without blocking. When done, a receive writes
+	// the received byte count of each of its n buffers into sizes[:n] and a
+	// send writes its size into sizes[0]; sizes may be shorter (or nil), in
+	// which case only what fits is written. After done or an error the
+	// request is released and must not be tested again.
+	Test(sizes []int) (done bool, err error)
+}

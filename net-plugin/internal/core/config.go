@@ -1,0 +1,82 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+	"github.com/metaroce/metaroce/net-plugin/internal/tcpnet"
+)
+
+// Config is the plugin configuration, read from METAROCE_* variables.
+type Config struct {
+	// Backend names the transport (METAROCE_BACKEND, default "tcp").
+	Backend string
+	// IfNames selects devices (METAROCE_IFNAMES, NCCL_SOCKET_IFNAME syntax).
+	IfNames string
+	// Socks is the TCP backend's sockets per connection (METAROCE_TCP_SOCKS, 2).
+	Socks int
+	// Timeout bounds connection setup and dead-peer detection
+	// (METAROCE_TIMEOUT_MS, 30000).
+	Timeout time.Duration
+	// Threads is the Go scheduler's thread count, GOMAXPROCS (METAROCE_THREADS, 2).
+	Threads int
+}
+
+// DefaultThreads is GOMAXPROCS when METAROCE_THREADS is unset: the plugin
+// shares the host with NCCL's own busy-polling proxy threads.
+const DefaultThreads = 2
+
+// ConfigFromEnv reads the configuration through getenv, rejecting malformed
+// values with an error that names the variable.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{Backend: "tcp", Socks: tcpnet.DefaultConfig.Socks, Timeout: tcpnet.DefaultConfig.Timeout, Threads: DefaultThreads}
+	if v := strings.TrimSpace(getenv("METAROCE_BACKEND")); v != "" {
+		c.Backend = strings.ToLower(v)
+	}
+	c.IfNames = getenv("METAROCE_IFNAMES")
+	ints := []struct {
+		name     string
+		min, max int
+		set      func(int)
+	}{
+		{"METAROCE_TCP_SOCKS", 1, tcpnet.MaxSocks, func(v int) { c.Socks = v }},
+		{"METAROCE_TIMEOUT_MS", 100, 3600_000, func(v int) { c.Timeout = time.Duration(v) * time.Millisecond }},
+		{"METAROCE_THREADS", 1, 256, func(v int) { c.Threads = v }},
+	}
+	for _, iv := range ints {
+		s := strings.TrimSpace(getenv(iv.name))
+		if s == "" {
+			continue
+		}
+		v, err := strconv.Atoi(s)
+		if err != nil || v < iv.min || v > iv.max {
+			return c, fmt.Errorf("%s=%q: want an integer in %d..%d: %w", iv.name, s, iv.min, iv.max, backend.ErrInvalidUsage)
+		}
+		iv.set(v)
+	}
+	return c, nil
+}
+
+// Backends maps METAROCE_BACKEND values to constructors. A new transport
+// registers itself here.
+var Backends = map[string]func(Config) (backend.Backend, error){
+	"tcp": func(c Config) (backend.Backend, error) {
+		return tcpnet.New(tcpnet.Config{IfNames: c.IfNames, Socks: c.Socks, Timeout: c.Timeout})
+	},
+}
+
+// newBackend builds the configured backend.
+func newBackend(c Config) (backend.Backend, error) {
+	mk, ok := Backends[c.Backend]
+	if !ok {
+		names := make([]string, 0, len(Backends))
+		for n := range Backends {
+			names = append(names, n)
+		}
+		return nil, fmt.Errorf("METAROCE_BACKEND=%q is not available in this build (have %v): %w", c.Backend, names, backend.ErrInvalidUsage)
+	}
+	return mk(c)
+}

@@ -1,0 +1,450 @@
+// Package core is the NCCL net plugin without cgo: reference-counted
+// initialisation, integer handle tables for every object NCCL holds, the
+// non-blocking connect/accept bookkeeping, the isend/irecv/test contract and
+// error mapping. The c-shared package main only converts C types and calls
+// in here, so all of this is testable with plain `go test`.
+package core
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+)
+
+// Version is the plugin's release, shown in the init log line.
+const Version = "0.1.0"
+
+// Table capacities. Requests: enough for 1024 comms with 256 sends each in
+// flight; comms: NCCL opens one per channel, peer and direction.
+const (
+	maxCtx     = 4096
+	maxListen  = 16384
+	maxComms   = 65536
+	maxMRs     = 1 << 18
+	maxReqs    = 1 << 18
+	maxPending = 16384
+)
+
+// Pointer kinds accepted by RegMr (NCCL_PTR_*).
+const (
+	PtrHost = 0x1
+	PtrCUDA = 0x2
+)
+
+// Props are a device's properties in ABI-neutral form; the C layer writes
+// them into the version's ncclNetProperties struct.
+type Props struct {
+	Name, PCIPath       string
+	GUID                uint64
+	SpeedMbps, Port     int
+	LatencyUs           float32
+	MaxComms, MaxRecvs  int
+	MaxP2pBytes         uint64
+	MaxCollBytes        uint64
+	MaxMultiRequestSize int
+	RailID, PlaneID     int16
+	Dev                 int // vProps = {1, {Dev}}
+}
+
+type mr struct {
+	comm       Handle
+	base, size uintptr
+}
+
+type req struct {
+	comm Handle
+	r    backend.Request
+	n    int // size entries Test writes: 1 for a send, the group size for a receive
+}
+
+type pending struct {
+	d   backend.Dialer
+	dev int
+}
+
+// Plugin is one plugin instance. The process uses a single global instance
+// (Global); tests create their own.
+type Plugin struct {
+	getenv func(string) string
+
+	mu     sync.Mutex // guards the fields below and serialises init/finalize
+	refs   int        // live Init contexts plus the legacy (≤ v10) init
+	legacy bool       // a ≤ v10 init happened (never finalized)
+	cfg    Config
+	be     backend.Backend
+
+	ctxs    *table[uint64]
+	listens *table[backend.Listener]
+	sends   *table[backend.SendConn]
+	recvs   *table[backend.RecvConn]
+	mrs     *table[mr]
+	reqs    *table[req]
+
+	dialMu  sync.Mutex
+	pending map[string]pending // listen handle bytes -> connect in progress
+}
+
+// New returns an uninitialised plugin reading its configuration via getenv.
+func New(getenv func(string) string) *Plugin {
+	return &Plugin{
+		getenv:  getenv,
+		ctxs:    newTable[uint64](KindCtx, maxCtx),
+		listens: newTable[backend.Listener](KindListen, maxListen),
+		sends:   newTable[backend.SendConn](KindSend, maxComms),
+		recvs:   newTable[backend.RecvConn](KindRecv, maxComms),
+		mrs:     newTable[mr](KindMR, maxMRs),
+		reqs:    newTable[req](KindReq, maxReqs),
+		pending: map[string]pending{},
+	}
+}
+
+// Init initialises the plugin for one communicator (v11/v12 semantics) and
+// returns its context handle. The backend is created on the first call and
+// kept afterwards: a Go c-shared library is never unloaded, so a later
+// dlopen + init reuses it. abi is the ABI version in use (for the log).
+func (p *Plugin) Init(abi int, commID uint64) (Handle, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.setupLocked(abi); err != nil {
+		return 0, err
+	}
+	h, ok := p.ctxs.add(commID)
+	if !ok {
+		return 0, fmt.Errorf("more than %d communicators use the plugin at once: %w", maxCtx, backend.ErrInternal)
+	}
+	p.refs++
+	return h, nil
+}
+
+// InitLegacy is init for ABI v6..v10, which NCCL calls once per process.
+func (p *Plugin) InitLegacy(abi int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.setupLocked(abi); err != nil {
+		return err
+	}
+	if !p.legacy {
+		p.legacy = true
+		p.refs++
+	}
+	return nil
+}
+
+func (p *Plugin) setupLocked(abi int) error {
+	if p.be != nil {
+		return nil
+	}
+	cfg, err := ConfigFromEnv(p.getenv)
+	if err != nil {
+		return err
+	}
+	be, err := newBackend(cfg)
+	if err != nil {
+		return err
+	}
+	if len(be.Devices()) == 0 {
+		return fmt.Errorf("backend %s found no network device; set METAROCE_IFNAMES: %w", be.Name(), backend.ErrInvalidUsage)
+	}
+	p.cfg, p.be = cfg, be
+	var devs []string
+	for _, d := range be.Devices() {
+		devs = append(devs, fmt.Sprintf("%s (%s %s, %d Mb/s, %d plane(s), %d path(s)/conn, pci %s)", d.Name, d.IfName, d.Addr, d.SpeedMbps, d.Planes, d.Paths, orNone(d.PCIPath)))
+	}
+	Logf(LogInfo, SubsysInit|SubsysNet, "NET/MetaRoCE : MetaRoCE net plugin %s, ABI v%d, backend %s, %d thread(s), device(s): %s", Version, abi, be.Name(), cfg.Threads, strings.Join(devs, "; "))
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Finalize releases one Init context. State is kept for a later Init.
+func (p *Plugin) Finalize(ctx Handle) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.ctxs.remove(ctx); !ok {
+		return internalf("finalize of unknown context %#x", uint64(ctx))
+	}
+	p.refs--
+	return nil
+}
+
+// Refs returns the number of live initialisations (for tests and logs).
+func (p *Plugin) Refs() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refs
+}
+
+// Live returns the number of live handles of every kind except contexts;
+// zero after a clean shutdown.
+func (p *Plugin) Live() int {
+	p.dialMu.Lock()
+	n := len(p.pending)
+	p.dialMu.Unlock()
+	return n + p.listens.len() + p.sends.len() + p.recvs.len() + p.mrs.len() + p.reqs.len()
+}
+
+func (p *Plugin) backendFor(ctx Handle) (backend.Backend, error) {
+	if ctx != 0 {
+		if _, ok := p.ctxs.get(ctx); !ok {
+			return nil, internalf("unknown plugin context %#x", uint64(ctx))
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.be == nil {
+		return nil, internalf("plugin used before init")
+	}
+	return p.be, nil
+}
+
+// Devices returns the number of devices.
+func (p *Plugin) Devices() (int, error) {
+	be, err := p.backendFor(0)
+	if err != nil {
+		return 0, err
+	}
+	return len(be.Devices()), nil
+}
+
+// Properties describes device dev.
+func (p *Plugin) Properties(dev int) (Props, error) {
+	be, err := p.backendFor(0)
+	if err != nil {
+		return Props{}, err
+	}
+	devs := be.Devices()
+	if dev < 0 || dev >= len(devs) {
+		return Props{}, internalf("device %d out of range 0..%d", dev, len(devs)-1)
+	}
+	d := devs[dev]
+	return Props{
+		Name: d.Name, PCIPath: d.PCIPath, GUID: uint64(dev), SpeedMbps: d.SpeedMbps,
+		LatencyUs: d.LatencyUs, MaxComms: 65536, MaxRecvs: backend.MaxRecvs,
+		MaxP2pBytes: 1 << 40, MaxCollBytes: 512 << 20, MaxMultiRequestSize: 1,
+		RailID: -1, PlaneID: -1, Dev: dev,
+	}, nil
+}
+
+// Listen opens a listener on dev and copies its handle into handle
+// (NCCL_NET_HANDLE_MAXSIZE bytes).
+func (p *Plugin) Listen(ctx Handle, dev int, handle []byte) (Handle, error) {
+	be, err := p.backendFor(ctx)
+	if err != nil {
+		return 0, err
+	}
+	l, err := be.Listen(dev)
+	if err != nil {
+		return 0, err
+	}
+	hb := l.Handle()
+	if len(hb) > len(handle) {
+		_ = l.Close()
+		return 0, internalf("listen handle of %d bytes does not fit %d", len(hb), len(handle))
+	}
+	clear(handle)
+	copy(handle, hb)
+	h, ok := p.listens.add(l)
+	if !ok {
+		_ = l.Close()
+		return 0, fmt.Errorf("more than %d listeners open: %w", maxListen, backend.ErrInternal)
+	}
+	return h, nil
+}
+
+// Connect advances a non-blocking connect to the listener in handle. It
+// returns 0 (and no error) while the connection is not ready; NCCL calls
+// again with the same handle bytes, which key the attempt in progress.
+func (p *Plugin) Connect(ctx Handle, dev int, handle []byte) (Handle, error) {
+	be, err := p.backendFor(ctx)
+	if err != nil {
+		return 0, err
+	}
+	key := string(handle)
+	p.dialMu.Lock()
+	pd, ok := p.pending[key]
+	if !ok {
+		if len(p.pending) >= maxPending {
+			p.dialMu.Unlock()
+			return 0, fmt.Errorf("more than %d connects in progress: %w", maxPending, backend.ErrInternal)
+		}
+		d, err := be.Dial(dev, handle)
+		if err != nil {
+			p.dialMu.Unlock()
+			return 0, err
+		}
+		pd = pending{d: d, dev: dev}
+		p.pending[key] = pd
+	}
+	p.dialMu.Unlock()
+
+	sc, err := pd.d.Step()
+	if err == nil && sc == nil {
+		return 0, nil
+	}
+	p.dialMu.Lock()
+	delete(p.pending, key)
+	p.dialMu.Unlock()
+	if err != nil {
+		pd.d.Abort()
+		return 0, err
+	}
+	h, ok := p.sends.add(sc)
+	if !ok {
+		_ = sc.Close()
+		return 0, fmt.Errorf("more than %d send connections: %w", maxComms, backend.ErrInternal)
+	}
+	return h, nil
+}
+
+// Accept advances a non-blocking accept; 0 means "call again".
+func (p *Plugin) Accept(listen Handle) (Handle, error) {
+	l, ok := p.listens.get(listen)
+	if !ok {
+		return 0, internalf("accept on unknown listen comm %#x", uint64(listen))
+	}
+	rc, err := l.Accept()
+	if err != nil || rc == nil {
+		return 0, err
+	}
+	h, ok := p.recvs.add(rc)
+	if !ok {
+		_ = rc.Close()
+		return 0, fmt.Errorf("more than %d receive connections: %w", maxComms, backend.ErrInternal)
+	}
+	return h, nil
+}
+
+// CloseListen closes a listener.
+func (p *Plugin) CloseListen(listen Handle) error {
+	l, ok := p.listens.remove(listen)
+	if !ok {
+		return internalf("close of unknown listen comm %#x", uint64(listen))
+	}
+	return l.Close()
+}
+
+// RegMr registers host memory [base, base+size) for comm. Only host memory
+// is supported: the plugin advertises ptrSupport = NCCL_PTR_HOST.
+func (p *Plugin) RegMr(comm Handle, base, size uintptr, typ int) (Handle, error) {
+	if !p.isComm(comm) {
+		return 0, internalf("regMr on unknown comm %#x", uint64(comm))
+	}
+	if typ != PtrHost {
+		return 0, internalf("regMr of memory type %#x: only host memory (NCCL_PTR_HOST) is supported", typ)
+	}
+	h, ok := p.mrs.add(mr{comm: comm, base: base, size: size})
+	if !ok {
+		return 0, fmt.Errorf("more than %d memory registrations: %w", maxMRs, backend.ErrInternal)
+	}
+	return h, nil
+}
+
+// DeregMr releases a registration.
+func (p *Plugin) DeregMr(comm, mh Handle) error {
+	m, ok := p.mrs.remove(mh)
+	if !ok {
+		return internalf("deregMr of unknown memory handle %#x", uint64(mh))
+	}
+	if m.comm != comm {
+		return internalf("deregMr of memory handle %#x on comm %#x, registered on %#x", uint64(mh), uint64(comm), uint64(m.comm))
+	}
+	return nil
+}
+
+func (p *Plugin) isComm(h Handle) bool {
+	switch h.Kind() {
+	case KindSend:
+		_, ok := p.sends.get(h)
+		return ok
+	case KindRecv:
+		_, ok := p.recvs.get(h)
+		return ok
+	}
+	return false
+}
+
+// Isend starts sending buf with tag; 0 means "retry later".
+func (p *Plugin) Isend(comm Handle, buf []byte, tag int32) (Handle, error) {
+	sc, ok := p.sends.get(comm)
+	if !ok {
+		return 0, internalf("isend on unknown send comm %#x", uint64(comm))
+	}
+	r, err := sc.Isend(buf, tag)
+	if err != nil || r == nil {
+		return 0, err
+	}
+	return p.track(comm, r, 1)
+}
+
+// Irecv posts a grouped receive; 0 means "retry later".
+func (p *Plugin) Irecv(comm Handle, bufs [][]byte, tags []int32) (Handle, error) {
+	rc, ok := p.recvs.get(comm)
+	if !ok {
+		return 0, internalf("irecv on unknown recv comm %#x", uint64(comm))
+	}
+	if len(bufs) < 1 || len(bufs) > backend.MaxRecvs {
+		return 0, internalf("irecv of %d buffers (maxRecvs is %d)", len(bufs), backend.MaxRecvs)
+	}
+	r, err := rc.Irecv(bufs, tags)
+	if err != nil || r == nil {
+		return 0, err
+	}
+	return p.track(comm, r, len(bufs))
+}
+
+func (p *Plugin) track(comm Handle, r backend.Request, n int) (Handle, error) {
+	h, ok := p.reqs.add(req{comm: comm, r: r, n: n})
+	if !ok {
+		// The backend request stays in flight; completing it is impossible
+		// without a handle, so report the exhaustion as fatal.
+		return 0, fmt.Errorf("more than %d requests in flight: %w", maxReqs, backend.ErrInternal)
+	}
+	return h, nil
+}
+
+// Test polls a request. When done it returns the number n of size entries
+// written to sizes (1 for a send, the group size for a receive; sizes must
+// hold backend.MaxRecvs entries). When done or failed the handle is released.
+func (p *Plugin) Test(rh Handle, sizes []int) (done bool, n int, err error) {
+	rq, ok := p.reqs.get(rh)
+	if !ok {
+		return false, 0, internalf("test of unknown request %#x", uint64(rh))
+	}
+	done, err = rq.r.Test(sizes)
+	if done || err != nil {
+		p.reqs.remove(rh)
+	}
+	return done, rq.n, err
+}
+
+// CloseSend closes a send comm and forgets its requests and registrations.
+func (p *Plugin) CloseSend(comm Handle) error {
+	sc, ok := p.sends.remove(comm)
+	if !ok {
+		return internalf("closeSend of unknown send comm %#x", uint64(comm))
+	}
+	p.forget(comm)
+	return sc.Close()
+}
+
+// CloseRecv closes a receive comm and forgets its requests and registrations.
+func (p *Plugin) CloseRecv(comm Handle) error {
+	rc, ok := p.recvs.remove(comm)
+	if !ok {
+		return internalf("closeRecv of unknown recv comm %#x", uint64(comm))
+	}
+	p.forget(comm)
+	return rc.Close()
+}
+
+func (p *Plugin) forget(comm Handle) {
+	p.reqs.removeIf(func(r req) bool { return r.comm == comm })
+	p.mrs.removeIf(func(m mr) bool { return m.comm == comm })
+}
