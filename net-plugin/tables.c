@@ -116,19 +116,22 @@ static ncclResult_t finalize_v12(void* ctx) { return metaroce_net_finalize(H(ctx
 
 static ncclResult_t devices(int* ndev) { return metaroce_net_devices(ndev); }
 
-static ncclResult_t out_handle(ncclResult_t r, uintptr_t h, void** out) {
-  if (out) *out = (void*)h;
-  return r;
-}
+/* OUT calls a Go export that fills a uintptr_t handle, then stores the
+ * handle (NULL on failure or "not yet") in the caller's out-pointer. */
+#define OUT(out, call)                 \
+  do {                                 \
+    uintptr_t h = 0;                   \
+    ncclResult_t r_ = (call);          \
+    if (out) *(out) = (void*)h;        \
+    return r_;                         \
+  } while (0)
 static ncclResult_t listen_ctx(void* ctx, int dev, void* handle, void** listenComm) {
-  uintptr_t h = 0;
-  return out_handle(metaroce_net_listen(H(ctx), dev, handle, &h), h, listenComm);
+  OUT(listenComm, metaroce_net_listen(H(ctx), dev, handle, &h));
 }
 static ncclResult_t listen_legacy(int dev, void* handle, void** listenComm) { return listen_ctx(NULL, dev, handle, listenComm); }
 
 static ncclResult_t connect_ctx(void* ctx, int dev, void* handle, void** sendComm) {
-  uintptr_t h = 0;
-  return out_handle(metaroce_net_connect(H(ctx), dev, handle, &h), h, sendComm);
+  OUT(sendComm, metaroce_net_connect(H(ctx), dev, handle, &h));
 }
 static ncclResult_t connect_v12(void* ctx, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v12_t** devComm) {
   (void)devComm; return connect_ctx(ctx, dev, handle, sendComm);
@@ -142,8 +145,7 @@ static ncclResult_t connect_v7(int dev, void* handle, void** sendComm, ncclNetDe
 static ncclResult_t connect_v6(int dev, void* handle, void** sendComm) { return connect_ctx(NULL, dev, handle, sendComm); }
 
 static ncclResult_t accept_v6(void* listenComm, void** recvComm) {
-  uintptr_t h = 0;
-  return out_handle(metaroce_net_accept(H(listenComm), &h), h, recvComm);
+  OUT(recvComm, metaroce_net_accept(H(listenComm), &h));
 }
 static ncclResult_t accept_v7(void* listenComm, void** recvComm, ncclNetDeviceHandle_v7_t** devComm) {
   (void)devComm; return accept_v6(listenComm, recvComm);
@@ -152,8 +154,7 @@ static ncclResult_t accept_v7(void* listenComm, void** recvComm, ncclNetDeviceHa
 /* ---- memory registration ---- */
 
 static ncclResult_t regmr(void* comm, void* data, size_t size, int type, void** mhandle) {
-  uintptr_t h = 0;
-  return out_handle(metaroce_net_reg_mr(H(comm), data, size, type, &h), h, mhandle);
+  OUT(mhandle, metaroce_net_reg_mr(H(comm), data, size, type, &h));
 }
 static ncclResult_t regmr_int(void* comm, void* data, int size, int type, void** mhandle) {
   if (size < 0) { if (mhandle) *mhandle = NULL; return ncclInternalError; }
@@ -169,8 +170,7 @@ static ncclResult_t deregmr(void* comm, void* mhandle) { return metaroce_net_der
 
 static ncclResult_t isend_v12(void* comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
   (void)mhandle; (void)phandle;
-  uintptr_t h = 0;
-  return out_handle(metaroce_net_isend(H(comm), data, size, tag, &h), h, request);
+  OUT(request, metaroce_net_isend(H(comm), data, size, tag, &h));
 }
 static ncclResult_t isend_v9(void* comm, void* data, size_t size, int tag, void* mhandle, void** request) {
   return isend_v12(comm, data, size, tag, mhandle, NULL, request);
@@ -182,8 +182,7 @@ static ncclResult_t isend_int(void* comm, void* data, int size, int tag, void* m
 
 static ncclResult_t irecv_v12(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles, void** request) {
   (void)mhandles; (void)phandles;
-  uintptr_t h = 0;
-  return out_handle(metaroce_net_irecv(H(comm), n, data, sizes, tags, &h), h, request);
+  OUT(request, metaroce_net_irecv(H(comm), n, data, sizes, tags, &h));
 }
 static ncclResult_t irecv_v9(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** request) {
   return irecv_v12(comm, n, data, sizes, tags, mhandles, NULL, request);

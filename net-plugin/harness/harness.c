@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -507,8 +508,10 @@ static void run_bench_send(int rfd, int waitfd) {
 }
 
 int main(int argc, char** argv) {
-  int forced = 0, a = 1;
-  if (argc > 2 && strcmp(argv[1], "-v") == 0) { forced = atoi(argv[2]); a = 3; }
+  int forced = 0, a = 1, sendRole = 0, sendFds[2] = {-1, -1};
+  pid_t child = -1;
+  if (argc > 3 && strcmp(argv[a], "-r") == 0) { sendRole = 1; sendFds[0] = atoi(argv[a + 1]); sendFds[1] = atoi(argv[a + 2]); a += 3; }
+  if (argc > a + 1 && strcmp(argv[a], "-v") == 0) { forced = atoi(argv[a + 1]); a += 2; }
   if (argc - a != 2) { fprintf(stderr, "usage: %s [-v VERSION] LIBRARY data|kill|oversize|garbage|bench\n", argv[0]); return 2; }
   const char* path = argv[a];
   const char* sc = argv[a + 1];
@@ -524,11 +527,30 @@ int main(int argc, char** argv) {
     return 0;
   }
   int pfd[2], back[2];
-  if (pipe(pfd) != 0 || pipe(back) != 0) die("pipe");
-  /* fork before loading: a Go runtime must not be forked */
-  pid_t child = fork();
-  if (child < 0) die("fork");
-  int sender = child == 0;
+  int sender = 0;
+  if (sendRole) {
+    /* re-executed sender: the pipe ends arrive as fd numbers */
+    sender = 1;
+    pfd[0] = sendFds[0]; back[0] = sendFds[1];
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+  } else {
+    if (pipe(pfd) != 0 || pipe(back) != 0) die("pipe");
+    /* The sender is a fresh exec of this program, never a plain fork: with
+     * LD_PRELOAD the Go runtime is already running here and must not be
+     * forked. */
+    child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+      close(pfd[1]); close(back[1]);
+      char f0[16], f1[16], fv[16];
+      snprintf(f0, sizeof f0, "%d", pfd[0]);
+      snprintf(f1, sizeof f1, "%d", back[0]);
+      snprintf(fv, sizeof fv, "%d", forced);
+      execl("/proc/self/exe", argv[0], "-r", f0, f1, "-v", fv, path, sc, (char*)NULL);
+      _exit(127);
+    }
+    close(pfd[0]); close(back[0]);
+  }
   role = sender ? "send" : "recv";
   load(path, forced);
   p_init();

@@ -1,0 +1,197 @@
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// built holds the artifacts shared by every test of this package.
+var built struct {
+	once              sync.Once
+	dir, lib, harness string
+	err               error
+}
+
+// repoRoot is the module root, two levels above this package.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// build compiles the plugin (SONAME libnccl-net.so), a copy whose SONAME
+// reads librccl-net.so, and the C harness.
+func build(t testing.TB) (dir, lib, harness string) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed: cannot build the C harness")
+	}
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "metaroce-harness")
+		if built.err != nil {
+			return
+		}
+		root := repoRoot()
+		built.lib = filepath.Join(built.dir, "libnccl-net.so")
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libnccl-net.so", "-o", built.lib, "./net-plugin")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		// Same length names: retarget the SONAME for the RCCL variant.
+		b, err := os.ReadFile(built.lib)
+		if err != nil {
+			built.err = err
+			return
+		}
+		old, repl := []byte("libnccl-net.so\x00"), []byte("librccl-net.so\x00")
+		if n := bytes.Count(b, old); n != 1 {
+			built.err = fmt.Errorf("SONAME string found %d times", n)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(built.dir, "librccl-net.so"), bytes.Replace(b, old, repl, 1), 0o755); err != nil {
+			built.err = err
+			return
+		}
+		built.harness = filepath.Join(built.dir, "nccl-net-harness")
+		cc := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-I", filepath.Join(root, "include"), "-o", built.harness, filepath.Join(root, "net-plugin", "harness", "harness.c"), "-ldl")
+		if out, err := cc.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("gcc: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir, built.lib, built.harness
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// run executes the harness with a deadline and returns stdout, stderr and
+// the exit error.
+func run(t testing.TB, env []string, args ...string) (string, string, error) {
+	t.Helper()
+	_, _, h := build(t)
+	cmd := exec.Command(h, args...)
+	cmd.Env = append(append(os.Environ(), "METAROCE_IFNAMES==lo", "NCCL_DEBUG=WARN"), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), errb.String(), err
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("harness %v did not finish\nstdout:\n%s\nstderr:\n%s", args, out.String(), errb.String())
+		return "", "", nil
+	}
+}
+
+func TestEveryABIVersion(t *testing.T) {
+	_, lib, _ := build(t)
+	for v := 12; v >= 6; v-- {
+		t.Run("v"+strconv.Itoa(v), func(t *testing.T) {
+			out, errOut, err := run(t, nil, "-v", strconv.Itoa(v), lib, "data")
+			if err != nil {
+				t.Fatalf("harness failed: %v\n%s\n%s", err, out, errOut)
+			}
+			want := fmt.Sprintf("RESULT ok version=%d reload=1", v)
+			if !strings.Contains(out, want) || !strings.Contains(out, "RESULT data groups=96 n=3") {
+				t.Fatalf("missing %q in\n%s\n%s", want, out, errOut)
+			}
+		})
+	}
+}
+
+func TestLoadedByNameLikeNCCLAndRCCL(t *testing.T) {
+	dir, _, _ := build(t)
+	for _, tc := range []struct{ name, preload, open string }{
+		{"nccl-soname", "libnccl-net.so", "libnccl-net.so"},
+		{"rccl-soname", "librccl-net.so", "librccl-net.so"},
+		{"static-plugin", "libnccl-net.so", "STATIC"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := run(t, []string{"LD_PRELOAD=" + filepath.Join(dir, tc.preload)}, tc.open, "data")
+			if err != nil || !strings.Contains(out, "RESULT ok version=12 reload=1") {
+				t.Fatalf("harness: %v\n%s\n%s", err, out, errOut)
+			}
+		})
+	}
+}
+
+func TestPeerKilledMidTransfer(t *testing.T) {
+	_, lib, _ := build(t)
+	out, errOut, err := run(t, nil, lib, "kill")
+	if err != nil {
+		t.Fatalf("harness: %v\n%s\n%s", err, out, errOut)
+	}
+	m := regexp.MustCompile(`RESULT kill rc=(\d+) ms=(\d+)`).FindStringSubmatch(out)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("no failure reported:\n%s\n%s", out, errOut)
+	}
+	if !strings.Contains(errOut, "peer 127.0.0.1:") {
+		t.Fatalf("error does not name the peer:\n%s", errOut)
+	}
+}
+
+func TestOversizeSendIsInvalidUsage(t *testing.T) {
+	_, lib, _ := build(t)
+	out, errOut, err := run(t, nil, lib, "oversize")
+	if err != nil || !strings.Contains(out, "RESULT oversize rc=5") {
+		t.Fatalf("harness: %v\n%s\n%s", err, out, errOut)
+	}
+	if !strings.Contains(errOut, "truncated") {
+		t.Fatalf("no actionable warning:\n%s", errOut)
+	}
+}
+
+func TestGarbageHandles(t *testing.T) {
+	_, lib, _ := build(t)
+	for _, v := range []string{"12", "6"} {
+		out, errOut, err := run(t, nil, "-v", v, lib, "garbage")
+		if err != nil || !strings.Contains(out, "RESULT garbage rc=4") {
+			t.Fatalf("v%s: %v\n%s\n%s", v, err, out, errOut)
+		}
+	}
+}
+
+// BenchmarkTwoProcess reports loopback goodput with 8 outstanding 512 KiB
+// sends and the small-message isend→test latency.
+func BenchmarkTwoProcess(b *testing.B) {
+	_, lib, _ := build(b)
+	for range b.N {
+		out, errOut, err := run(b, nil, lib, "bench")
+		if err != nil {
+			b.Fatalf("%v\n%s\n%s", err, out, errOut)
+		}
+		if m := regexp.MustCompile(`goodput_GBps=([\d.]+)`).FindStringSubmatch(out); m != nil {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			b.ReportMetric(v, "GB/s")
+		}
+		if m := regexp.MustCompile(`isend_test_latency_us=([\d.]+)`).FindStringSubmatch(out); m != nil {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			b.ReportMetric(v, "us/isend")
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+)
+
+func TestTableHandles(t *testing.T) {
+	tb := newTable[int](KindSend, 2)
+	a, ok := tb.add(1)
+	if !ok || a.Kind() != KindSend || a <= 1 {
+		t.Fatalf("add: %#x %v", uint64(a), ok)
+	}
+	b, _ := tb.add(2)
+	if _, ok := tb.add(3); ok {
+		t.Fatal("table over capacity")
+	}
+	if v, ok := tb.remove(a); !ok || v != 1 {
+		t.Fatal("remove")
+	}
+	c, _ := tb.add(4)
+	for name, h := range map[string]Handle{"stale": a, "wrong kind": makeHandle(KindRecv, b.gen(), b.idx()), "garbage": 0xdeadbeef, "zero": 0} {
+		if _, ok := tb.get(h); ok {
+			t.Fatalf("%s handle accepted", name)
+		}
+	}
+	if v, _ := tb.get(c); v != 4 || tb.len() != 2 {
+		t.Fatal("reuse")
+	}
+	tb.removeIf(func(v int) bool { return v == 2 })
+	if tb.len() != 1 {
+		t.Fatal("removeIf")
+	}
+}
+
+func TestCodeMapping(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Result
+	}{
+		{nil, Success},
+		{fmt.Errorf("x: %w", backend.ErrInvalidUsage), InvalidUsage},
+		{fmt.Errorf("x: %w", backend.ErrInvalidArgument), InvalidArgument},
+		{fmt.Errorf("x: %w", backend.ErrInternal), InternalError},
+		{fmt.Errorf("x: %w", backend.ErrRemote), RemoteError},
+		{errors.New("connection reset"), SystemError},
+	} {
+		if got := Code(tc.err); got != tc.want {
+			t.Errorf("Code(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	c, err := ConfigFromEnv(env(nil))
+	if err != nil || c.Backend != "tcp" || c.Threads != DefaultThreads || c.Socks != 2 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = ConfigFromEnv(env(map[string]string{"METAROCE_THREADS": "4", "METAROCE_TCP_SOCKS": "8", "METAROCE_BACKEND": "TCP"}))
+	if err != nil || c.Threads != 4 || c.Socks != 8 || c.Backend != "tcp" {
+		t.Fatalf("set: %+v %v", c, err)
+	}
+	for _, bad := range []map[string]string{{"METAROCE_THREADS": "0"}, {"METAROCE_TCP_SOCKS": "9"}, {"METAROCE_TIMEOUT_MS": "soon"}} {
+		if _, err := ConfigFromEnv(env(bad)); !errors.Is(err, backend.ErrInvalidUsage) {
+			t.Fatalf("%v: %v", bad, err)
+		}
+	}
+	p := New(env(map[string]string{"METAROCE_BACKEND": "carrier-pigeon"}))
+	if _, err := p.Init(12, 1); !errors.Is(err, backend.ErrInvalidUsage) {
+		t.Fatalf("unknown backend: %v", err)
+	}
+}
+
+func TestDebugFilter(t *testing.T) {
+	for _, tc := range []struct {
+		level, subsys string
+		ask           Level
+		flags         uint64
+		want          bool
+	}{
+		{"", "", LogWarn, SubsysNet, false},
+		{"WARN", "", LogWarn, SubsysNet, true},
+		{"WARN", "", LogInfo, SubsysInit, false},
+		{"info", "", LogInfo, SubsysInit | SubsysNet, true},
+		{"INFO", "", LogInfo, SubsysNet, false},
+		{"INFO", "NET", LogInfo, SubsysNet, true},
+		{"INFO", "^NET", LogInfo, SubsysNet, false},
+		{"INFO", "^NET", LogWarn, SubsysNet, true},
+		{"TRACE", "ALL", LogTrace, SubsysNet, true},
+	} {
+		ConfigureLog(tc.level, tc.subsys, func(Level, uint64, string) {})
+		if got := Enabled(tc.ask, tc.flags); got != tc.want {
+			t.Errorf("NCCL_DEBUG=%q SUBSYS=%q level %d flags %#x: %v", tc.level, tc.subsys, tc.ask, tc.flags, got)
+		}
+	}
+	ConfigureLog("", "", nil)
+}
+
+func FuzzParseDebugSubsys(f *testing.F) {
+	for _, s := range []string{"", "INIT,NET", "^NET", "ALL", "bogus,,net"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m := ParseDebugSubsys(s)
+		if len(s) > 0 && s[0] == '^' && ParseDebugSubsys(s[1:]) != ^m && s[1:] != "" {
+			t.Fatalf("%q: inversion mismatch", s)
+		}
+	})
+}
+
+func poll(t *testing.T, what string, step func() bool) {
+	t.Helper()
+	end := time.Now().Add(20 * time.Second)
+	for !step() {
+		if time.Now().After(end) {
+			t.Fatalf("%s: no progress", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestTwoPluginsLoopback runs a receiver and a sender plugin instance (as
+// two processes would) and checks that every handle is released at the end.
+func TestTwoPluginsLoopback(t *testing.T) {
+	env := func(k string) string {
+		if k == "METAROCE_IFNAMES" {
+			return "=lo"
+		}
+		return ""
+	}
+	rp, sp := New(env), New(env)
+	rctx, err := rp.Init(12, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, err := sp.Init(12, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rp.Devices(); n != 1 {
+		t.Fatalf("devices %d", n)
+	}
+	pr, err := rp.Properties(0)
+	if err != nil || pr.MaxRecvs != backend.MaxRecvs || pr.Name != "metaroce_lo" {
+		t.Fatalf("props %+v %v", pr, err)
+	}
+	handle := make([]byte, backend.HandleSize)
+	lc, err := rp.Listen(rctx, 0, handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc, rc Handle
+	poll(t, "connect/accept", func() bool {
+		if sc == 0 {
+			sc, err = sp.Connect(sctx, 0, handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rc == 0 {
+			rc, err = rp.Accept(lc)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sc != 0 && rc != 0
+	})
+	if err := rp.CloseListen(lc); err != nil {
+		t.Fatal(err)
+	}
+	mh, err := rp.RegMr(rc, 0x1000, 64, PtrHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.RegMr(rc, 0x1000, 64, PtrCUDA); Code(err) != InternalError {
+		t.Fatalf("CUDA memory: %v", err)
+	}
+	a, b := make([]byte, 5), make([]byte, 0)
+	rr, err := rp.Irecv(rc, [][]byte{a, b}, []int32{7, 8})
+	if err != nil || rr == 0 {
+		t.Fatal(err)
+	}
+	s1, _ := sp.Isend(sc, nil, 8)
+	s2, _ := sp.Isend(sc, []byte("hello"), 7)
+	sizes := make([]int, backend.MaxRecvs)
+	for _, s := range []Handle{s1, s2} {
+		poll(t, "send", func() bool { d, _, err := sp.Test(s, sizes); return err == nil && d })
+	}
+	var n int
+	poll(t, "recv", func() bool {
+		d, k, err := rp.Test(rr, sizes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = k
+		return d
+	})
+	if n != 2 || sizes[0] != 5 || sizes[1] != 0 || string(a) != "hello" {
+		t.Fatalf("n=%d sizes=%v data=%q", n, sizes[:2], a)
+	}
+	if _, _, err := rp.Test(rr, sizes); Code(err) != InternalError {
+		t.Fatal("completed request still valid")
+	}
+	if err := rp.DeregMr(rc, mh); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.CloseSend(sc); err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.CloseRecv(rc); err != nil {
+		t.Fatal(err)
+	}
+	if rp.Live() != 0 || sp.Live() != 0 {
+		t.Fatalf("handles left: %d %d", rp.Live(), sp.Live())
+	}
+	if rp.Finalize(rctx) != nil || sp.Finalize(sctx) != nil || rp.Refs() != 0 {
+		t.Fatal("finalize")
+	}
+	if Code(rp.Finalize(rctx)) != InternalError {
+		t.Fatal("double finalize accepted")
+	}
+	// Re-init after the last finalize reuses the retained backend.
+	if c, err := rp.Init(11, 3); err != nil || rp.Refs() != 1 || rp.Finalize(c) != nil {
+		t.Fatal("re-init")
+	}
+}
