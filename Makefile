@@ -5,14 +5,38 @@ FUZZTIME  ?= 3s
 BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
 
-.PHONY: all build test vet unit fuzz bench run help clean conformance mpirun-check figures-core
+.PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance mpirun-check figures-core
 
 all: build ## Build every package and command
 
-build: ## Build every Go package and binary into build/
+build: ## Build every Go package, mrbench, mrconform, the net plugin and its harness into build/
 	$(GO) build ./...
 	@mkdir -p $(BUILD)
-	@if [ -d cmd/mrbench ] && ls cmd/mrbench/*.go >/dev/null 2>&1; then $(GO) build -o $(BUILD)/mrbench ./cmd/mrbench; fi
+	$(GO) build -o $(BUILD)/mrbench ./cmd/mrbench
+	$(GO) build -o $(BUILD)/mrconform ./cmd/mrconform
+	$(MAKE) --no-print-directory plugin harness
+
+PLUGIN_SRC := $(shell find net-plugin include -name '*.go' -o -name '*.c' -o -name '*.h' | grep -v harness)
+PLUGINS := $(BUILD)/libnccl-net-metaroce.so $(BUILD)/libnccl-net.so $(BUILD)/librccl-net.so
+
+plugin: $(PLUGINS) ## The c-shared NCCL/RCCL net plugin, under each name NCCL and RCCL load
+
+$(PLUGINS): $(PLUGIN_SRC)
+	@mkdir -p $(BUILD)
+	$(GO) build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,$(notdir $@) -o $@ ./net-plugin
+	rm -f $(basename $@).h
+
+harness: $(BUILD)/nccl-net-harness ## The C harness that loads the plugin as NCCL does
+
+$(BUILD)/nccl-net-harness: net-plugin/harness/harness.c include/metaroce/nccl_net.h
+	@mkdir -p $(BUILD)
+	gcc -O2 -Wall -Wextra -Iinclude -o $@ net-plugin/harness/harness.c -ldl
+
+install: plugin ## Install the plugin, its header and a pkg-config file under PREFIX
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/metaroce $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(PLUGINS) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/metaroce/nccl_net.h $(DESTDIR)$(PREFIX)/include/metaroce/
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: metaroce-net\nDescription: MetaRoCE NCCL/RCCL net plugin\nVersion: 0.1.0\nLibs: -L$${libdir} -lnccl-net-metaroce\nCflags: -I$${includedir}\n' $(PREFIX) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/metaroce-net.pc
 
 test: vet unit fuzz ## Vet, unit tests, then each fuzz target for FUZZTIME
 
