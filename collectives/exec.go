@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
 )
 
@@ -101,7 +100,7 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 					i = j
 				}
 			default:
-				if err := runLocal(p, s, bufs); err != nil {
+				if err := sched.RunLocal(p, s, bufs); err != nil {
 					return err
 				}
 				finish(i)
@@ -131,28 +130,6 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 // rangeOf returns the bytes of r.
 func rangeOf(bufs [3][]byte, r sched.Range) []byte {
 	return bufs[r.Buf][r.Off:r.End()]
-}
-
-// runLocal executes a reduce, copy or scale step.
-func runLocal(p *sched.Plan, s *sched.Step, bufs [3][]byte) error {
-	switch s.Kind {
-	case sched.KindReduce:
-		dst := rangeOf(bufs, s.Dst)
-		other := s.Src2
-		switch {
-		case s.Dst == s.Src:
-		case s.Dst == s.Src2:
-			other = s.Src // every op is commutative
-		default:
-			copy(dst, rangeOf(bufs, s.Src))
-		}
-		return reduce.Reduce(dst, rangeOf(bufs, other), p.DType, p.Op)
-	case sched.KindCopy:
-		copy(rangeOf(bufs, s.Dst), rangeOf(bufs, s.Src))
-	case sched.KindScale:
-		return reduce.DivideBy(rangeOf(bufs, s.Dst), p.DType, s.Divisor)
-	}
-	return nil
 }
 
 func (c *Comm) stepErr(p *sched.Plan, s *sched.Step, err error) error {

@@ -141,23 +141,8 @@ func (e *executor) run(r, i int) (int, error) {
 		}
 		delete(e.mail, key)
 		copy(st.bytes(s.Dst), data)
-	case KindReduce:
-		dst := st.bytes(s.Dst)
-		other := s.Src2
-		switch {
-		case s.Dst == s.Src:
-		case s.Dst == s.Src2:
-			other = s.Src // all ops are commutative
-		default:
-			copy(dst, st.bytes(s.Src))
-		}
-		if err := reduce.Reduce(dst, st.bytes(other), st.p.DType, st.p.Op); err != nil {
-			return 0, fmt.Errorf("sched: rank %d step %d: %w", r, i, err)
-		}
-	case KindCopy:
-		copy(st.bytes(s.Dst), st.bytes(s.Src))
-	case KindScale:
-		if err := reduce.DivideBy(st.bytes(s.Dst), st.p.DType, s.Divisor); err != nil {
+	default:
+		if err := RunLocal(st.p, s, st.bufs); err != nil {
 			return 0, fmt.Errorf("sched: rank %d step %d: %w", r, i, err)
 		}
 	}
@@ -184,4 +169,31 @@ func (e *executor) deadlock() error {
 		}
 	}
 	return fmt.Errorf("%w: no step can run%s", ErrDeadlock, b.String())
+}
+
+// RunLocal executes a step that needs no peer (reduce, copy or scale) on a
+// rank's buffers, indexed by BufferID. Every executor shares it, so that the
+// in-memory reference and the transport executors compute alike. Send and
+// recv steps are not local; RunLocal rejects them.
+func RunLocal(p *Plan, s *Step, bufs [3][]byte) error {
+	bytes := func(r Range) []byte { return bufs[r.Buf][r.Off:r.End()] }
+	switch s.Kind {
+	case KindReduce:
+		dst := bytes(s.Dst)
+		other := s.Src2
+		switch {
+		case s.Dst == s.Src:
+		case s.Dst == s.Src2:
+			other = s.Src // every op is commutative
+		default:
+			copy(dst, bytes(s.Src))
+		}
+		return reduce.Reduce(dst, bytes(other), p.DType, p.Op)
+	case KindCopy:
+		copy(bytes(s.Dst), bytes(s.Src))
+		return nil
+	case KindScale:
+		return reduce.DivideBy(bytes(s.Dst), p.DType, s.Divisor)
+	}
+	return fmt.Errorf("sched: %v is not a local step", s.Kind)
 }
