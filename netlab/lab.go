@@ -217,10 +217,18 @@ func switchSysctls(seed uint32) error {
 	return writeSysctl(seedKey, strconv.FormatUint(uint64(seed), 10))
 }
 
-// vethPair creates a veth pair with each end directly in its namespace.
-func vethPair(nsA, a, nsB, b string) error {
-	_, err := run("", "ip", "link", "add", "name", a, "netns", nsA, "type", "veth", "peer", "name", b, "netns", nsB)
+// vethPair creates a veth pair with each end directly in its namespace and
+// with the given MAC addresses, so that neighbour entries can be static.
+func vethPair(nsA, a, macA, nsB, b, macB string) error {
+	_, err := run("", "ip", "link", "add", "name", a, "address", macA, "netns", nsA,
+		"type", "veth", "peer", "name", b, "address", macB, "netns", nsB)
 	return err
+}
+
+// mac returns a locally administered MAC address for end (1 or 2) of link
+// `link` of plane p; link 254 and 255 are the host links of hosts 1 and 2.
+func mac(p, link, end int) string {
+	return fmt.Sprintf("02:6d:%02x:%02x:%02x:00", p, link, end)
 }
 
 // ipBatch runs `ip -n ns -batch -` with the given commands, one a line.
@@ -233,23 +241,27 @@ func (l *Lab) buildPlane(p int) error {
 	h1, h2 := l.hostNS(1), l.hostNS(2)
 	s1, s2 := l.switchNS(p, 1), l.switchNS(p, 2)
 	hif := "p" + strconv.Itoa(p)
-	if err := vethPair(h1, hif, s1, "h"); err != nil {
+	if err := vethPair(h1, hif, mac(p, 254, 1), s1, "h", mac(p, 254, 2)); err != nil {
 		return err
 	}
-	if err := vethPair(h2, hif, s2, "h"); err != nil {
+	if err := vethPair(h2, hif, mac(p, 255, 1), s2, "h", mac(p, 255, 2)); err != nil {
 		return err
 	}
 	for i := 0; i < l.links; i++ {
-		if err := vethPair(s1, fmt.Sprintf("a%d", i), s2, fmt.Sprintf("b%d", i)); err != nil {
+		if err := vethPair(s1, fmt.Sprintf("a%d", i), mac(p, i, 1), s2, fmt.Sprintf("b%d", i), mac(p, i, 2)); err != nil {
 			return err
 		}
 	}
+	// Every neighbour entry is static: the first packets of a test then
+	// never wait on ARP, which on a loaded machine can take longer than a
+	// test's patience and lose whole bursts.
 	net1 := fmt.Sprintf("198.18.%d", p)
 	net2 := fmt.Sprintf("198.18.%d", 128+p)
 	spine := func(i, end int) string { return fmt.Sprintf("198.19.%d.%d", p, 4*i+end) }
 	if err := ipBatch(h1, []string{
 		fmt.Sprintf("addr add %s.2/24 dev %s", net1, hif),
 		"link set dev " + hif + " up",
+		fmt.Sprintf("neigh replace %s.1 lladdr %s dev %s nud permanent", net1, mac(p, 254, 2), hif),
 		fmt.Sprintf("route add %s.0/24 via %s.1 dev %s", net2, net1, hif),
 	}); err != nil {
 		return err
@@ -257,6 +269,7 @@ func (l *Lab) buildPlane(p int) error {
 	if err := ipBatch(h2, []string{
 		fmt.Sprintf("addr add %s.2/24 dev %s", net2, hif),
 		"link set dev " + hif + " up",
+		fmt.Sprintf("neigh replace %s.1 lladdr %s dev %s nud permanent", net2, mac(p, 255, 2), hif),
 		fmt.Sprintf("route add %s.0/24 via %s.1 dev %s", net1, net2, hif),
 	}); err != nil {
 		return err
@@ -267,16 +280,19 @@ func (l *Lab) buildPlane(p int) error {
 		if side == 1 {
 			local, peer, dev, far, near = 2, 1, "b", net1, net2
 		}
+		hostLink := 254 + side
 		lines := []string{
 			fmt.Sprintf("addr add %s.1/24 dev h", near),
 			"link set dev h up",
+			fmt.Sprintf("neigh replace %s.2 lladdr %s dev h nud permanent", near, mac(p, hostLink, 1)),
 		}
 		route := fmt.Sprintf("route add %s.0/24", far)
 		for i := 0; i < l.links; i++ {
 			name := fmt.Sprintf("%s%d", dev, i)
 			lines = append(lines,
 				fmt.Sprintf("addr add %s/30 dev %s", spine(i, local), name),
-				"link set dev "+name+" up")
+				"link set dev "+name+" up",
+				fmt.Sprintf("neigh replace %s lladdr %s dev %s nud permanent", spine(i, peer), mac(p, i, peer), name))
 			route += fmt.Sprintf(" nexthop via %s dev %s", spine(i, peer), name)
 		}
 		lines = append(lines, route)
