@@ -5,7 +5,7 @@ FUZZTIME  ?= 3s
 BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
 
-.PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance mpirun-check figures-core
+.PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance conformance-iut mpirun-check figures-core
 
 all: build ## Build every package and command
 
@@ -14,6 +14,7 @@ build: ## Build every Go package, mrbench, mrconform, the net plugin and its har
 	@mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/mrbench ./cmd/mrbench
 	$(GO) build -o $(BUILD)/mrconform ./cmd/mrconform
+	$(GO) build -o $(BUILD)/mrpeer ./cmd/mrpeer
 	$(MAKE) --no-print-directory plugin harness
 
 PLUGIN_SRC := $(shell find net-plugin include -name '*.go' -o -name '*.c' -o -name '*.h' | grep -v harness)
@@ -61,6 +62,9 @@ figures-core: ## Print the protocol core's figures (goodput vs loss, blackhole, 
 
 conformance: ## Run the conformance suite against our own datapath
 	$(GO) run ./cmd/mrconform --self
+
+conformance-iut: build ## Conformance suite against mrpeer as a separate process, JUnit in build/
+	$(BUILD)/mrconform --iut $(BUILD)/mrpeer --format tap,human --junit $(BUILD)/conformance.xml
 
 mpirun-check: build ## mrbench as a 4-process Open MPI job (skips without mpirun)
 	sh cmd/mrbench/testdata/mpirun.sh $(BUILD)/mrbench

@@ -27,6 +27,14 @@ func Cases() []*Case {
 		{ID: "reorder", NeedsControl: true, Spec: "§2.4", Level: Mandatory, Title: "segments in reverse order place identical bytes", Run: caseReorder},
 		{ID: "out-of-bounds", NeedsControl: true, Spec: "§2.7", Level: Mandatory, Title: "DATA beyond the posted capacity is rejected unwritten", Run: caseOutOfBounds},
 		{ID: "duplicate", NeedsControl: true, Spec: "§2.5", Level: Mandatory, Title: "duplicate DATA is acknowledged, placed once", Run: caseDuplicate},
+		{ID: "ecn-echo", NeedsControl: true, Spec: "§1, §2.5", Level: Mandatory, Title: "ACK records count the CE-marked DATA of the path", Run: caseECN},
+		{ID: "not-ready", Spec: "§3.4, §2.7", Level: Mandatory, Title: "DATA for a message never announced draws NACK NotReady", Run: caseNotReady},
+		{ID: "sender-loss", NeedsControl: true, Spec: "§3.2, §2.3", Level: Mandatory, Title: "one lost DATA is retransmitted alone, under a fresh PSN, on its path", Run: caseSenderLoss},
+		{ID: "sender-reorder", NeedsControl: true, Spec: "§3.2, §2.3", Level: Mandatory, Title: "reordering between paths causes no retransmission", Run: caseSenderReorder},
+		{ID: "tail-loss", NeedsControl: true, Spec: "§3.2", Level: Mandatory, Title: "a lost last DATA is retransmitted by the tail-loss timer", Run: caseTailLoss},
+		{ID: "rate-hint", NeedsControl: true, Spec: "§3.5, §2.5", Level: Mandatory, Title: "the sender paces to the receiver's rate hint", Run: caseRateHint},
+		{ID: "blackhole", NeedsControl: true, Spec: "§3.6, §1", Level: Mandatory, Title: "a blackholed source port: traffic moves, the path probes a new port", Run: caseBlackhole},
+		{ID: "too-large", NeedsControl: true, Spec: "§3.4, §2.7", Level: Mandatory, Title: "a message larger than the announced buffer: NACK TooLarge, send fails", Run: caseTooLarge},
 		{ID: "close", Spec: "§2.10", Level: Mandatory, Title: "CLOSE answered by CLOSE with REPLY", Run: caseClose},
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/metaroce/metaroce/conformance"
 	"github.com/metaroce/metaroce/transport/wire"
+	"golang.org/x/sys/unix"
 )
 
 // fakeIUT is a deliberately small receiver written with the wire package
@@ -18,6 +19,8 @@ import (
 // sack case must catch.
 type fakeIUT struct {
 	wrongSack bool
+	sw        fakeSwitches
+	tx        *fakeSender
 
 	sock     *net.UDPConn
 	comps    chan conformance.Completion
@@ -35,6 +38,8 @@ type fakeIUT struct {
 	got      map[wire.PSN]bool
 	recvs    map[uint32]*fakeRecv
 	nextMsg  map[uint32]uint32
+	ce       bool   // the datagram being handled carried CE
+	ceCount  uint32 // CE-marked DATA received on the tester's path 0
 }
 
 // fakeRecv is one posted receive of the fake.
@@ -50,12 +55,17 @@ const (
 	fakeTok  = 0x0badc0ffee
 )
 
-func newFakeIUT(wrongSack bool) (*fakeIUT, error) {
+func newFakeIUT(wrongSack bool) (*fakeIUT, error) { return newFakeWith(wrongSack, fakeSwitches{}) }
+
+func newFakeWith(wrongSack bool, sw fakeSwitches) (*fakeIUT, error) {
 	s, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, err
 	}
-	f := &fakeIUT{wrongSack: wrongSack, sock: s, comps: make(chan conformance.Completion, 16),
+	if rc, err := s.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1) })
+	}
+	f := &fakeIUT{wrongSack: wrongSack, sw: sw, sock: s, comps: make(chan conformance.Completion, 16),
 		accepted: make(chan struct{}, 16), done: make(chan struct{})}
 	f.wg.Add(1)
 	go f.loop()
@@ -66,6 +76,9 @@ func (f *fakeIUT) Close() {
 	close(f.done)
 	f.sock.Close()
 	f.wg.Wait()
+	if f.tx != nil {
+		f.tx.close()
+	}
 }
 
 func (f *fakeIUT) ListenAddr() netip.AddrPort {
@@ -105,8 +118,14 @@ func (f *fakeIUT) PostRecv(_ context.Context, flow uint32, caps []uint64, tags [
 	return err
 }
 
-func (f *fakeIUT) Send(context.Context, uint32, []byte, uint32) error {
-	return errors.New("fake IUT does not send")
+func (f *fakeIUT) Send(_ context.Context, flow uint32, data []byte, tag uint32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tx == nil {
+		return errors.New("fake IUT: no connection")
+	}
+	f.tx.queueSend(flow, data, tag)
+	return nil
 }
 
 func (f *fakeIUT) Completions() <-chan conformance.Completion { return f.comps }
@@ -118,19 +137,23 @@ func (f *fakeIUT) hdr(op wire.Opcode) wire.Header {
 func (f *fakeIUT) loop() {
 	defer f.wg.Done()
 	b := make([]byte, 65536)
+	oob := make([]byte, 256)
 	for {
 		select {
 		case <-f.done:
 			return
 		default:
 		}
-		f.sock.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		n, from, err := f.sock.ReadFromUDP(b)
-		if err != nil {
-			continue
-		}
+		f.sock.SetReadDeadline(time.Now().Add(500 * time.Microsecond))
+		n, oobn, _, from, err := f.sock.ReadMsgUDP(b, oob)
 		f.mu.Lock()
-		f.handle(b[:n], from)
+		if err == nil {
+			f.ce = ceOf(oob[:oobn])
+			f.handle(b[:n], from)
+		}
+		if f.tx != nil {
+			f.tx.tick(time.Now())
+		}
 		f.mu.Unlock()
 	}
 }
@@ -149,7 +172,11 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 		f.peer, f.peerConn, f.peerTok = from, hl.SrcConn, hl.SrcTok
 		f.seg = int(min(1200, hl.MaxDgram)) - wire.DataHeaderLen
 		if fresh {
-			f.txPSN, f.cum, f.got = 0, 0, map[wire.PSN]bool{}
+			if f.tx != nil {
+				f.tx.close()
+			}
+			f.tx = newFakeSender(f, f.sw)
+			f.txPSN, f.cum, f.got, f.ceCount = 0, 0, map[wire.PSN]bool{}, 0
 			f.recvs, f.nextMsg = map[uint32]*fakeRecv{}, map[uint32]uint32{}
 			f.accepted <- struct{}{}
 		}
@@ -172,10 +199,28 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 		c := wire.Close{Header: f.hdr(wire.OpClose)}
 		c.Flags = wire.FlagReply
 		f.sock.WriteToUDP(c.Append(nil), f.peer)
+	case wire.OpAck:
+		var a wire.Ack
+		if _, err := wire.ParseAck(&a, b); err == nil {
+			f.tx.onAck(&a, time.Now())
+		}
+	case wire.OpRecvReady:
+		var r wire.RecvReady
+		if _, err := wire.ParseRecvReady(&r, b); err == nil {
+			f.got[r.PSN] = true
+			for f.got[f.cum] {
+				f.cum++
+			}
+			f.ack()
+			f.tx.onRecvReady(&r)
+		}
 	case wire.OpData:
 		var d wire.Data
 		if _, err := wire.ParseData(&d, b); err != nil {
 			return
+		}
+		if f.ce {
+			f.ceCount++
 		}
 		f.got[d.PSN] = true
 		for f.got[f.cum] {
@@ -189,6 +234,13 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 // place writes d into its receive, once per segment.
 func (f *fakeIUT) place(d *wire.Data) {
 	r := f.recvs[d.Flow]
+	if r == nil && f.nextMsg[d.Flow] <= d.Msg {
+		nk := wire.Nack{Header: f.hdr(wire.OpNack), Reason: wire.NackNotReady, Flow: d.Flow, Msg: d.Msg, Value: d.Offset}
+		nk.PSN = f.txPSN
+		f.txPSN++
+		f.sock.WriteToUDP(nk.Append(nil), f.peer)
+		return
+	}
 	if r == nil || r.msg != d.Msg || r.chunks[d.Offset] {
 		return
 	}
@@ -211,6 +263,7 @@ func (f *fakeIUT) ack() {
 	a := wire.Ack{Header: f.hdr(wire.OpAck), N: 1}
 	rec := &a.Records[0]
 	rec.Cum = f.cum
+	rec.CE = f.ceCount
 	for p := range f.got {
 		if d := p.Diff(f.cum); d > 0 {
 			rec.Sack.Set(int(d) - 1)
@@ -220,4 +273,19 @@ func (f *fakeIUT) ack() {
 		rec.Sack.Set(1)
 	}
 	f.sock.WriteToUDP(a.Append(nil), f.peer)
+}
+
+// ceOf reports whether the control messages of a received datagram carry
+// the ECN codepoint CE.
+func ceOf(oob []byte) bool {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) > 0 {
+			return m.Data[0]&3 == 3
+		}
+	}
+	return false
 }

@@ -15,8 +15,10 @@ const GuardByte = 0xA5
 // need one are reported as skipped.
 var ErrNoControl = errors.New("conformance: IUT has no control channel")
 
-// Completion reports one finished grouped receive of the IUT.
+// Completion reports one finished grouped receive of the IUT or, with Send
+// set, one finished send.
 type Completion struct {
+	Send  bool // a send finished (Bufs is empty; Sizes is [length] on success)
 	Flow  uint32
 	Sizes []int    // bytes received per buffer (valid when Err is empty)
 	Bufs  [][]byte // every posted buffer in full, capacity bytes each
@@ -38,7 +40,7 @@ type IUT interface {
 	PostRecv(ctx context.Context, flow uint32, caps []uint64, tags []uint32) error
 	// Send sends data on flow of the current connection with tag.
 	Send(ctx context.Context, flow uint32, data []byte, tag uint32) error
-	// Completions delivers finished receives in completion order.
+	// Completions delivers finished receives and sends in completion order.
 	Completions() <-chan Completion
 }
 

@@ -20,11 +20,47 @@ const testerMaxDgram = 1200
 // completions and their own deadline.
 const pollInterval = 10 * time.Millisecond
 
+// holdIdle is how long the socket may stay quiet before held datagrams are
+// released: reordering must stay well below any retransmission timeout.
+const holdIdle = 200 * time.Microsecond
+
+// action is a filter's decision about one datagram from the IUT.
+type action int
+
+const (
+	deliver action = iota // process it now
+	drop                  // never process it: lost in the network
+	hold                  // process it later, behind what arrives meanwhile
+)
+
+// rxPacket is one datagram from the IUT with where and when it came from.
+type rxPacket struct {
+	at  time.Time
+	src netip.AddrPort
+	h   wire.Header
+	b   []byte // valid during the filter call unless held
+}
+
+// rxData is one DATA packet of the IUT that the tester processed.
+type rxData struct {
+	at        time.Time
+	src       netip.AddrPort
+	path      uint16
+	psn       wire.PSN
+	flags     wire.Flags
+	flow, msg uint32
+	off       uint64
+	msgLen    uint64
+	payload   []byte
+}
+
 // rxPath is what the tester received on one of the IUT's paths: cumulative
 // PSN and SACK bitmap, exactly what it must acknowledge.
 type rxPath struct {
-	cum  wire.PSN
-	sack wire.SackBitmap
+	cum    wire.PSN
+	sack   wire.SackBitmap
+	echoTS uint32    // timestamp of the latest DATA on the path, echoed in ACKs
+	seenAt time.Time // arrival of that DATA, for the ACK's delay field
 }
 
 // receive records psn and reports whether it was new.
@@ -56,6 +92,17 @@ type peer struct {
 	remoteTok  uint64
 	seg        int      // payload bytes per DATA segment
 	psn        wire.PSN // next PSN on the tester's path 0
+
+	// filter, when set, sees every datagram before it is processed and may
+	// drop it (as if the network lost it) or hold it for a later release.
+	filter func(pk *rxPacket) action
+	// releaseNow, set by a filter, releases the held datagrams right after
+	// the current one is processed.
+	releaseNow bool
+	held       []*rxPacket
+	rateHint   uint32 // kbit/s, put in every ACK the tester sends
+	rxData     []rxData
+	probes     []rxPacket
 
 	rx    map[uint16]*rxPath
 	ready map[[2]uint32]wire.RecvReady // RECV_READY by (flow, msg)
@@ -154,19 +201,54 @@ func (p *peer) wait(ctx context.Context, raw func([]byte), done func() bool) boo
 			return false
 		}
 		dl := time.Now().Add(pollInterval)
+		if len(p.held) > 0 {
+			dl = time.Now().Add(holdIdle)
+		}
 		if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 			dl = d
 		}
 		p.sock.SetReadDeadline(dl)
-		n, _, err := p.sock.ReadFromUDP(p.buf)
+		n, src, err := p.sock.ReadFromUDPAddrPort(p.buf)
 		if err != nil {
+			p.release(raw) // the link went idle: what was held arrives now
 			continue
 		}
-		b := p.buf[:n]
-		p.process(b)
-		if raw != nil {
-			raw(b)
+		pk := &rxPacket{at: time.Now(), src: src, b: p.buf[:n]}
+		if _, err := wire.ParseHeader(&pk.h, pk.b); err != nil {
+			continue
 		}
+		act := deliver
+		if p.filter != nil {
+			act = p.filter(pk)
+		}
+		switch act {
+		case hold:
+			pk.b = append([]byte(nil), pk.b...)
+			p.held = append(p.held, pk)
+		case deliver:
+			p.deliver(pk, raw)
+		}
+		if p.releaseNow {
+			p.releaseNow = false
+			p.release(raw)
+		}
+	}
+}
+
+// deliver processes one datagram and offers it to raw.
+func (p *peer) deliver(pk *rxPacket, raw func([]byte)) {
+	p.processAt(pk)
+	if raw != nil {
+		raw(pk.b)
+	}
+}
+
+// release delivers every held datagram in arrival order.
+func (p *peer) release(raw func([]byte)) {
+	held := p.held
+	p.held = nil
+	for _, pk := range held {
+		p.deliver(pk, raw)
 	}
 }
 
@@ -192,13 +274,10 @@ func (p *peer) drainCompletions() {
 	}
 }
 
-// process records one datagram from the IUT and acknowledges it when it is
-// sequenced and addressed to this connection.
-func (p *peer) process(b []byte) {
-	var h wire.Header
-	if _, err := wire.ParseHeader(&h, b); err != nil {
-		return
-	}
+// processAt records one datagram from the IUT and acknowledges it when it
+// is sequenced and addressed to this connection.
+func (p *peer) processAt(pk *rxPacket) {
+	b, h := pk.b, pk.h
 	if h.Op == wire.OpNack {
 		var n wire.Nack
 		if _, err := wire.ParseNack(&n, b); err == nil {
@@ -229,18 +308,44 @@ func (p *peer) process(b []byte) {
 		if _, err := wire.ParseRecvReady(&r, b); err == nil {
 			p.ready[[2]uint32{r.Flow, r.Msg}] = r
 		}
+	case wire.OpProbe:
+		p.probes = append(p.probes, rxPacket{at: pk.at, src: pk.src, h: pk.h})
 	}
 	if h.Op.Sequenced() {
-		r := p.rx[h.Path]
-		if r == nil {
-			r = &rxPath{}
-			p.rx[h.Path] = r
+		r := p.pathState(h.Path)
+		if h.Op == wire.OpData {
+			var d wire.Data
+			if _, err := wire.ParseData(&d, b); err != nil {
+				return
+			}
+			r.echoTS, r.seenAt = d.Timestamp, pk.at
+			p.rxData = append(p.rxData, rxData{at: pk.at, src: pk.src, path: h.Path, psn: h.PSN, flags: h.Flags,
+				flow: d.Flow, msg: d.Msg, off: d.Offset, msgLen: d.MsgLen, payload: append([]byte(nil), d.Payload...)})
 		}
 		r.receive(h.PSN)
-		a := wire.Ack{Header: p.hdr(wire.OpAck), N: 1}
-		a.Records[0] = wire.AckRecord{Path: h.Path, Cum: r.cum, Sack: r.sack}
-		p.send(a.Append(nil))
+		p.ackPath(h.Path)
 	}
+}
+
+func (p *peer) pathState(path uint16) *rxPath {
+	r := p.rx[path]
+	if r == nil {
+		r = &rxPath{}
+		p.rx[path] = r
+	}
+	return r
+}
+
+// ackPath sends an ACK with the record of the IUT's path and the tester's
+// rate hint.
+func (p *peer) ackPath(path uint16) {
+	r := p.pathState(path)
+	a := wire.Ack{Header: p.hdr(wire.OpAck), RateHint: p.rateHint, N: 1}
+	a.Records[0] = wire.AckRecord{Path: path, Cum: r.cum, Sack: r.sack, EchoTS: r.echoTS}
+	if !r.seenAt.IsZero() {
+		a.Records[0].Delay = uint32(min(time.Since(r.seenAt), time.Second))
+	}
+	p.send(a.Append(nil))
 }
 
 // awaitReady waits for the IUT's RECV_READY of (flow, msg).
@@ -252,14 +357,21 @@ func (p *peer) awaitReady(ctx context.Context, flow, msg uint32) (wire.RecvReady
 	return p.ready[k], ok
 }
 
-// awaitCompletion waits up to d for a completion on flow and removes it.
+// awaitCompletion waits up to d for a receive completion on flow and
+// removes it.
 func (p *peer) awaitCompletion(ctx context.Context, flow uint32, d time.Duration) (Completion, bool) {
+	return p.awaitOp(ctx, flow, false, d)
+}
+
+// awaitOp waits up to d for a completion on flow of a send (send true) or
+// receive and removes it.
+func (p *peer) awaitOp(ctx context.Context, flow uint32, send bool, d time.Duration) (Completion, bool) {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	idx := -1
 	p.wait(wctx, nil, func() bool {
 		for i, c := range p.comps {
-			if c.Flow == flow {
+			if c.Flow == flow && c.Send == send {
 				idx = i
 				return true
 			}

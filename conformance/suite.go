@@ -16,6 +16,8 @@ const caseTimeout = 10 * time.Second
 type Env struct {
 	IUT IUT
 	Rng *rand.Rand
+	// lastMsg is the message a sender case asked the IUT to send.
+	lastMsg []byte
 }
 
 // connect opens a fresh tester connection: handshake, then IUT.Accept. A

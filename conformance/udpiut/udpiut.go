@@ -92,14 +92,31 @@ func (u *IUT) PostRecv(ctx context.Context, flow uint32, caps []uint64, tags []u
 	return nil
 }
 
-// Send implements conformance.IUT.
+// Send implements conformance.IUT; the send's completion is delivered like
+// a receive's.
 func (u *IUT) Send(ctx context.Context, flow uint32, data []byte, tag uint32) error {
 	c, err := u.current()
 	if err != nil {
 		return err
 	}
-	_, err = c.Send(flow, data, tag)
-	return err
+	r, err := c.Send(flow, data, tag)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-r.Done()
+		comp := conformance.Completion{Send: true, Flow: flow}
+		if err := r.Wait(context.Background()); err != nil {
+			comp.Err = err.Error()
+		} else {
+			comp.Sizes = []int{len(data)}
+		}
+		select {
+		case u.comps <- comp:
+		default:
+		}
+	}()
+	return nil
 }
 
 // Completions implements conformance.IUT.

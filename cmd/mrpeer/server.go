@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/metaroce/metaroce/conformance/control"
+	"github.com/metaroce/metaroce/transport/udp"
+)
+
+// defaultAccept is how long accept waits when the request names no timeout.
+const defaultAccept = 5 * time.Second
+
+// server holds the IUT's state between requests: one endpoint, the
+// connections accepted so far (the latest is current) and the completions
+// not yet reported. Requests are served one at a time; completions are
+// appended by one goroutine per operation.
+type server struct {
+	seed   uint64
+	log    io.Writer
+	ep     *udp.Endpoint
+	conns  []*udp.Conn
+	nextID uint64
+
+	mu   sync.Mutex
+	done []control.Completion
+	wg   sync.WaitGroup
+}
+
+func newServer(seed uint64, log io.Writer) *server { return &server{seed: seed, log: log} }
+
+// serve answers requests until quit or the end of in.
+func (s *server) serve(in io.Reader, out io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), control.MaxLine)
+	w := bufio.NewWriter(out)
+	for sc.Scan() {
+		req, err := control.ParseRequest(sc.Text())
+		var rep control.Reply
+		if err != nil {
+			rep = control.Fail(err)
+		} else {
+			rep = s.do(req)
+		}
+		w.Write(rep.Format())
+		w.WriteByte('\n')
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if err == nil && req.Cmd == control.CmdQuit {
+			return nil
+		}
+	}
+	return sc.Err()
+}
+
+// do executes one request.
+func (s *server) do(r control.Request) control.Reply {
+	if r.Cmd != control.CmdListen && r.Cmd != control.CmdQuit && s.ep == nil {
+		return control.Fail(errors.New("mrpeer: listen first"))
+	}
+	switch r.Cmd {
+	case control.CmdListen:
+		return s.listen(r.IP)
+	case control.CmdAccept:
+		return s.accept(r.Timeout)
+	case control.CmdPostRecv:
+		return s.postRecv(r.Flow, r.Caps, r.Tags)
+	case control.CmdSend:
+		return s.send(r.Flow, r.Data, r.Tags[0])
+	case control.CmdCompletions:
+		s.mu.Lock()
+		rep := control.Reply{OK: true, Completions: s.done}
+		s.done = nil
+		s.mu.Unlock()
+		return rep
+	case control.CmdCounters:
+		return s.counters()
+	case control.CmdClose:
+		c, err := s.current()
+		if err != nil {
+			return control.Fail(err)
+		}
+		if err := c.Close(); err != nil {
+			return control.Fail(err)
+		}
+		return control.Reply{OK: true}
+	case control.CmdQuit:
+		return control.Reply{OK: true}
+	}
+	return control.Fail(fmt.Errorf("mrpeer: command %q not handled", r.Cmd))
+}
+
+func (s *server) listen(ip string) control.Reply {
+	if s.ep != nil {
+		return control.Fail(errors.New("mrpeer: already listening"))
+	}
+	a := netip.MustParseAddr("127.0.0.1")
+	if ip != "" {
+		var err error
+		if a, err = netip.ParseAddr(ip); err != nil {
+			return control.Fail(fmt.Errorf("mrpeer: listen address %q: %v", ip, err))
+		}
+	}
+	ep, err := udp.Listen(udp.Config{Addrs: []netip.Addr{a}, Seed: s.seed})
+	if err != nil {
+		return control.Fail(err)
+	}
+	s.ep = ep
+	return control.Reply{OK: true, Addr: ep.Addrs()[0].String()}
+}
+
+func (s *server) accept(d time.Duration) control.Reply {
+	if d == 0 {
+		d = defaultAccept
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	c, err := s.ep.Accept(ctx)
+	if err != nil {
+		return control.Fail(fmt.Errorf("mrpeer: accept: %w", err))
+	}
+	s.conns = append(s.conns, c)
+	return control.Reply{OK: true, Conn: uint64(len(s.conns))}
+}
+
+func (s *server) current() (*udp.Conn, error) {
+	if len(s.conns) == 0 {
+		return nil, errors.New("mrpeer: no accepted connection")
+	}
+	return s.conns[len(s.conns)-1], nil
+}
+
+// postRecv posts a grouped receive whose buffers hold 0xA5, the tester's
+// guard byte, so that unwritten bytes are visible in the completion.
+func (s *server) postRecv(flow uint32, caps []uint64, tags []uint32) control.Reply {
+	c, err := s.current()
+	if err != nil {
+		return control.Fail(err)
+	}
+	bufs := make([][]byte, len(caps))
+	for i, n := range caps {
+		bufs[i] = make([]byte, n)
+		for j := range bufs[i] {
+			bufs[i][j] = 0xA5
+		}
+	}
+	req, err := c.Recv(flow, bufs, tags)
+	if err != nil {
+		return control.Fail(err)
+	}
+	s.nextID++
+	id := s.nextID
+	s.watch(req, func(err error) control.Completion {
+		comp := control.Completion{ID: id, Op: control.OpRecv, Flow: flow}
+		for _, b := range bufs {
+			comp.Bufs = append(comp.Bufs, hex.EncodeToString(b))
+		}
+		if err != nil {
+			comp.Error = err.Error()
+		} else {
+			comp.Sizes = req.Sizes()
+		}
+		return comp
+	})
+	return control.Reply{OK: true, ID: id}
+}
+
+func (s *server) send(flow uint32, data []byte, tag uint32) control.Reply {
+	c, err := s.current()
+	if err != nil {
+		return control.Fail(err)
+	}
+	req, err := c.Send(flow, data, tag)
+	if err != nil {
+		return control.Fail(err)
+	}
+	s.nextID++
+	id := s.nextID
+	s.watch(req, func(err error) control.Completion {
+		comp := control.Completion{ID: id, Op: control.OpSend, Flow: flow}
+		if err != nil {
+			comp.Error = err.Error()
+		} else {
+			comp.Sizes = []int{len(data)}
+		}
+		return comp
+	})
+	return control.Reply{OK: true, ID: id}
+}
+
+// watch records the completion of req when it finishes; requests always
+// finish, at the latest when their connection or the endpoint closes.
+func (s *server) watch(req *udp.Request, mk func(error) control.Completion) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-req.Done()
+		comp := mk(req.Wait(context.Background()))
+		s.mu.Lock()
+		s.done = append(s.done, comp)
+		s.mu.Unlock()
+	}()
+}
+
+// counters reports the current connection's counters and, per path, the
+// counters that show retransmission and path health.
+func (s *server) counters() control.Reply {
+	c, err := s.current()
+	if err != nil {
+		return control.Fail(err)
+	}
+	st := c.Stats()
+	m := map[string]uint64{
+		"packets_sent": st.PacketsSent, "bytes_sent": st.BytesSent,
+		"packets_recv": st.PacketsRecv, "bytes_recv": st.BytesRecv,
+		"retransmits": st.Retransmits, "lost": st.Lost, "spurious": st.Spurious,
+		"timeouts": st.Timeouts, "ecn_marks": st.ECNMarks, "ce_recv": st.CERecv,
+		"path_changes": st.PathChanges, "acks_sent": st.AcksSent, "acks_recv": st.AcksRecv,
+		"nacks_recv": st.NacksRecv, "rtt_ns": uint64(st.RTT), "rate_hint_bytes_per_s": st.RateHint,
+		"pacing_rate_bytes_per_s": st.PacingRate, "paths": uint64(st.Paths),
+	}
+	for i, p := range c.PathStats() {
+		k := fmt.Sprintf("path%d_", i)
+		m[k+"entropy"] = uint64(p.Entropy)
+		m[k+"packets_sent"] = p.PacketsSent
+		m[k+"lost"] = p.Lost
+		m[k+"timeouts"] = p.Timeouts
+		m[k+"probes"] = p.Probes
+		m[k+"path_changes"] = p.PathChanges
+	}
+	return control.Reply{OK: true, Counters: m}
+}
+
+// shutdown closes the endpoint, which finishes every outstanding request,
+// and waits for their completions to be recorded.
+func (s *server) shutdown() {
+	if s.ep != nil {
+		s.ep.Close()
+	}
+	s.wg.Wait()
+}

@@ -1,0 +1,268 @@
+package conformance_test
+
+import (
+	"net"
+	"time"
+
+	"github.com/metaroce/metaroce/conformance"
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// fakeSwitches turn the fake sender into one that breaks a rule, so that
+// each sender case is shown to fail for the fault it exists to catch.
+type fakeSwitches struct {
+	goBackN       bool // on a gap resend everything after it, not only the hole
+	samePSN       bool // retransmit under the lost packet's PSN
+	ignoreHint    bool // send at full speed whatever the rate hint
+	stayOnBadPath bool // after a timeout keep using the same source port, never probe
+	reorderLoss   bool // treat an ACK of a later packet on any path as loss of the earlier ones
+}
+
+const (
+	fakePaths = 3                     // sender paths, ids 1..3 (path 0 carries the receiver's packets)
+	fakeRTO   = 50 * time.Millisecond // tail-loss timer, far above the tester's delays on a loaded host
+)
+
+// fakeSeg is one DATA segment in flight.
+type fakeSeg struct {
+	flow, msg uint32
+	off       uint64
+	data      []byte
+	msgLen    uint64
+	sentAt    time.Time
+	order     uint64 // global send order, for reorderLoss
+	send      *fakeSend
+}
+
+type fakeSend struct {
+	flow    uint32
+	data    []byte
+	tag     uint32
+	left    int // segments not yet acknowledged
+	started bool
+}
+
+type fakePath struct {
+	id   uint16
+	sock *net.UDPConn
+	next wire.PSN
+	out  map[wire.PSN]*fakeSeg
+	bad  bool
+}
+
+// fakeSender is the sending half of the fake IUT: it spreads a message over
+// fakePaths source ports, recovers losses selectively by the gap rule and a
+// tail timer, paces to the rate hint and moves a timed-out path to a new
+// port announced by a PROBE. Its switches break one of these each.
+type fakeSender struct {
+	f      *fakeIUT
+	sw     fakeSwitches
+	paths  []*fakePath
+	sends  map[uint32][]*fakeSend      // queued per flow
+	ready  map[uint32][]wire.RecvReady // announced groups per flow
+	nextRx map[uint32]uint32           // next group number per flow
+	queue  []*fakeSeg                  // waiting for the pacer
+	hint   uint64                      // bytes/s
+	pace   time.Time
+	order  uint64
+	rr     int
+}
+
+func newFakeSender(f *fakeIUT, sw fakeSwitches) *fakeSender {
+	s := &fakeSender{f: f, sw: sw, sends: map[uint32][]*fakeSend{}, ready: map[uint32][]wire.RecvReady{}, nextRx: map[uint32]uint32{}}
+	for i := 0; i < fakePaths; i++ {
+		s.paths = append(s.paths, &fakePath{id: uint16(i + 1), sock: fakeSock(), out: map[wire.PSN]*fakeSeg{}})
+	}
+	return s
+}
+
+func fakeSock() *net.UDPConn {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func (s *fakeSender) close() {
+	for _, p := range s.paths {
+		p.sock.Close()
+	}
+}
+
+func (s *fakeSender) queueSend(flow uint32, data []byte, tag uint32) {
+	s.sends[flow] = append(s.sends[flow], &fakeSend{flow: flow, data: data, tag: tag})
+	s.match(flow)
+}
+
+func (s *fakeSender) onRecvReady(r *wire.RecvReady) {
+	s.ready[r.Flow] = append(s.ready[r.Flow], *r)
+	s.match(r.Flow)
+}
+
+// match pairs the flow's oldest send with its next announced group.
+func (s *fakeSender) match(flow uint32) {
+	for len(s.sends[flow]) > 0 && len(s.ready[flow]) > 0 {
+		sd, rr := s.sends[flow][0], s.ready[flow][0]
+		s.sends[flow], s.ready[flow] = s.sends[flow][1:], s.ready[flow][1:]
+		if uint64(len(sd.data)) > rr.Entries[0].Capacity {
+			nk := wire.Nack{Header: s.f.hdr(wire.OpNack), Reason: wire.NackTooLarge, Flow: flow, Msg: rr.Msg, Value: uint64(len(sd.data))}
+			nk.PSN, nk.Flags = s.f.txPSN, wire.FlagAckReq
+			s.f.txPSN++
+			s.f.sock.WriteToUDP(nk.Append(nil), s.f.peer)
+			s.f.comps <- conformance.Completion{Send: true, Flow: flow, Err: "message too large for the posted buffer"}
+			continue
+		}
+		seg := s.f.seg
+		sd.left = max(1, (len(sd.data)+seg-1)/seg)
+		for off := 0; off == 0 || off < len(sd.data); off += seg {
+			end := min(len(sd.data), off+seg)
+			s.queue = append(s.queue, &fakeSeg{flow: flow, msg: rr.Msg, off: uint64(off), data: sd.data[off:end], msgLen: uint64(len(sd.data)), send: sd})
+		}
+	}
+}
+
+// tick sends what the pacer allows and runs the tail-loss timers.
+func (s *fakeSender) tick(now time.Time) {
+	for len(s.queue) > 0 && (s.hint == 0 || s.sw.ignoreHint || !now.Before(s.pace)) {
+		g := s.queue[0]
+		s.queue = s.queue[1:]
+		s.transmit(s.nextPath(), g, false, now)
+		if s.hint > 0 && !s.sw.ignoreHint {
+			s.pace = now.Add(time.Duration(float64(len(g.data)) / float64(s.hint) * 1e9))
+		}
+	}
+	for _, p := range s.paths {
+		var oldest *fakeSeg
+		for _, g := range p.out {
+			if oldest == nil || g.sentAt.Before(oldest.sentAt) {
+				oldest = g
+			}
+		}
+		if oldest == nil || now.Sub(oldest.sentAt) < fakeRTO {
+			continue
+		}
+		lost := p.out
+		p.out = map[wire.PSN]*fakeSeg{}
+		dst := p
+		if !s.sw.stayOnBadPath {
+			p.bad = true
+			p.sock.Close()
+			p.sock = fakeSock()
+			pr := wire.Probe{Header: s.f.hdr(wire.OpProbe)}
+			pr.Path, pr.PSN, pr.Flags = p.id, p.next, wire.FlagAckReq
+			p.next++
+			p.sock.WriteToUDP(pr.Append(nil), s.f.peer)
+			dst = s.nextPath()
+		}
+		for _, g := range lost {
+			s.transmit(dst, g, true, now)
+		}
+	}
+}
+
+func (s *fakeSender) nextPath() *fakePath {
+	for i := 0; i < len(s.paths); i++ {
+		p := s.paths[s.rr%len(s.paths)]
+		s.rr++
+		if !p.bad {
+			return p
+		}
+	}
+	return s.paths[0]
+}
+
+func (s *fakeSender) transmit(p *fakePath, g *fakeSeg, retx bool, now time.Time) {
+	d := wire.Data{Header: s.f.hdr(wire.OpData), Flow: g.flow, Msg: g.msg, Offset: g.off, MsgLen: g.msgLen, Payload: g.data}
+	d.Path, d.PSN = p.id, p.next
+	p.next++
+	if retx {
+		d.Flags = wire.FlagAckReq | wire.FlagRetransmit
+	}
+	g.sentAt, g.order = now, s.order
+	s.order++
+	p.out[d.PSN] = g
+	p.sock.WriteToUDP(d.Append(nil), s.f.peer)
+}
+
+// resend retransmits g, which was sent under psn on p and is lost.
+func (s *fakeSender) resend(p *fakePath, psn wire.PSN, g *fakeSeg, now time.Time) {
+	if !s.sw.samePSN {
+		s.transmit(p, g, true, now)
+		return
+	}
+	d := wire.Data{Header: s.f.hdr(wire.OpData), Flow: g.flow, Msg: g.msg, Offset: g.off, MsgLen: g.msgLen, Payload: g.data}
+	d.Path, d.PSN, d.Flags = p.id, psn, wire.FlagAckReq|wire.FlagRetransmit
+	g.sentAt = now
+	p.out[psn] = g
+	p.sock.WriteToUDP(d.Append(nil), s.f.peer)
+}
+
+func (s *fakeSender) onAck(a *wire.Ack, now time.Time) {
+	s.hint = uint64(a.RateHint) * 1000 / 8
+	for i := 0; i < a.N; i++ {
+		r := &a.Records[i]
+		if r.Path == 0 || int(r.Path) > len(s.paths) {
+			continue
+		}
+		p := s.paths[r.Path-1]
+		high, any := r.Cum, false
+		var newest uint64
+		for psn, g := range p.out {
+			d := psn.Diff(r.Cum)
+			if d < 0 || (d > 0 && r.Sack.Has(int(d)-1)) {
+				delete(p.out, psn)
+				newest = max(newest, g.order)
+				s.acked(g)
+				if p.bad {
+					p.bad = false
+				}
+				if !any || high.Less(psn) {
+					high, any = psn, true
+				}
+			}
+		}
+		if p.bad && r.Cum.Diff(p.next) >= 0 {
+			p.bad = false // the probe was acknowledged
+		}
+		var lost []wire.PSN
+		for psn := range p.out {
+			if any && psn.Less(high) {
+				lost = append(lost, psn)
+			}
+		}
+		for _, psn := range lost {
+			g := p.out[psn]
+			delete(p.out, psn)
+			s.resend(p, psn, g, now)
+			if s.sw.goBackN {
+				s.goBack(p, g, now)
+			}
+		}
+		if s.sw.reorderLoss && newest > 0 {
+			for _, q := range s.paths {
+				for psn, g := range q.out {
+					if g.order < newest {
+						delete(q.out, psn)
+						s.resend(q, psn, g, now)
+					}
+				}
+			}
+		}
+	}
+}
+
+// goBack resends every segment of g's message after g, acknowledged or not.
+func (s *fakeSender) goBack(p *fakePath, g *fakeSeg, now time.Time) {
+	seg := uint64(s.f.seg)
+	for off := g.off + seg; off < g.msgLen; off += seg {
+		end := min(g.msgLen, off+seg)
+		s.transmit(p, &fakeSeg{flow: g.flow, msg: g.msg, off: off, data: g.send.data[off:end], msgLen: g.msgLen, send: g.send}, true, now)
+	}
+}
+
+func (s *fakeSender) acked(g *fakeSeg) {
+	if g.send.left--; g.send.left == 0 {
+		s.f.comps <- conformance.Completion{Send: true, Flow: g.flow, Sizes: []int{len(g.send.data)}}
+	}
+}

@@ -1,0 +1,89 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// ceMarked is how many of the ECN case's five segments carry CE.
+const ceMarked = 3
+
+func caseECN(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 30
+	p, rr, v, why := setup(ctx, e, flow, 1<<16)
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	v6 := p.dst.IP.To4() == nil
+	msg := e.payload(5 * p.seg)
+	for i := 0; i < 5; i++ {
+		if i == 5-ceMarked {
+			if err := setTOS(p.sock, v6, 3); err != nil {
+				return Skip, "cannot mark CE on the tester's socket: " + err.Error()
+			}
+		}
+		p.send(p.data(flow, rr.Msg, uint64(len(msg)), i*p.seg, msg[i*p.seg:(i+1)*p.seg], -1, wire.FlagAckReq))
+	}
+	if err := setTOS(p.sock, v6, 0); err != nil {
+		return Fail, "restore the tester's TOS: " + err.Error()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var rec wire.AckRecord
+	if !p.wait(wctx, nil, func() bool {
+		for _, r := range p.acks {
+			if r.Cum == 5 {
+				rec = r
+				return true
+			}
+		}
+		return false
+	}) {
+		return Fail, "no ACK with cum 5 after five DATA"
+	}
+	c, ok := p.awaitCompletion(ctx, flow, completionWait)
+	if !ok {
+		return Fail, "CE-marked DATA did not complete the receive (a receiver must accept any ECN codepoint)"
+	}
+	if bad := checkBytes(c, msg); bad != "" {
+		return Fail, bad
+	}
+	if rec.CE != ceMarked {
+		return Fail, fmt.Sprintf("ACK record ce %d after %d CE-marked DATA of 5", rec.CE, ceMarked)
+	}
+	return Pass, fmt.Sprintf("5 DATA, the last %d with IP ECN CE: ACK cum 5 ce %d; message intact", ceMarked, rec.CE)
+}
+
+func caseNotReady(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 31
+	p, why := open(ctx, e) // a fresh connection: nothing is posted on flow
+
+	if p == nil {
+		return Fail, why
+	}
+	defer p.closeSock()
+	off := p.seg
+	p.send(p.data(flow, 0, uint64(2*p.seg), off, e.payload(p.seg), -1, wire.FlagAckReq))
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var n wire.Nack
+	if !p.wait(wctx, nil, func() bool {
+		for _, x := range p.nacks {
+			if x.Flow == flow && x.DstConn == p.localConn {
+				n = x
+				return true
+			}
+		}
+		return false
+	}) {
+		return Fail, fmt.Sprintf("no NACK for DATA (flow %d msg 0 offset %d) with no receive posted", flow, off)
+	}
+	if n.Reason != wire.NackNotReady || n.Msg != 0 || n.Value != uint64(off) || n.Token != p.localTok {
+		return Fail, fmt.Sprintf("NACK %v msg %d value %d, want NotReady msg 0 value %d", n.Reason, n.Msg, n.Value, off)
+	}
+	return Pass, fmt.Sprintf("DATA flow %d offset %d with nothing posted: NACK NotReady value %d (sequenced, PSN %d)", flow, off, n.Value, n.PSN)
+}

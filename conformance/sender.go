@@ -1,0 +1,454 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// senderTag is the tag of every buffer the tester announces and every send
+// it asks of the IUT.
+const senderTag = 3
+
+// messageWait bounds the wait for a message the IUT sends.
+const messageWait = 3 * time.Second
+
+// sendSetup opens a connection, lets prep configure the tester's side (a
+// filter, a rate hint), announces message 0 of flow with one buffer of
+// capacity bytes and asks the IUT to send msg on flow. A non-empty reason
+// ends the case with v.
+func sendSetup(ctx context.Context, e *Env, flow uint32, capacity uint64, msg []byte, prep func(*peer)) (*peer, Verdict, string) {
+	p, why := open(ctx, e)
+	if p == nil {
+		return nil, Fail, why
+	}
+	if prep != nil {
+		prep(p)
+	}
+	if p.rateHint != 0 {
+		p.ackPath(0) // the hint reaches the IUT before it may send
+	}
+	p.announce(flow, 0, capacity)
+	if err := e.IUT.Send(ctx, flow, msg, senderTag); err != nil {
+		p.closeSock()
+		if errors.Is(err, ErrNoControl) {
+			return nil, Skip, "needs a control channel"
+		}
+		return nil, Fail, "IUT send: " + err.Error()
+	}
+	return p, Pass, ""
+}
+
+// announce sends the RECV_READY of a one-buffer receive group.
+func (p *peer) announce(flow, msg uint32, capacity uint64) {
+	rr := wire.RecvReady{Header: p.hdr(wire.OpRecvReady), Flow: flow, Msg: msg, N: 1}
+	rr.PSN, rr.Flags = p.psn, wire.FlagAckReq
+	p.psn++
+	rr.Entries[0] = wire.RecvEntry{Capacity: capacity, Tag: senderTag}
+	p.send(rr.Append(nil))
+}
+
+// assembled returns message msg of flow as placed from the DATA processed
+// so far, and whether every byte of its length n arrived.
+func (p *peer) assembled(flow, msg uint32, n int) ([]byte, bool) {
+	buf := make([]byte, n)
+	have := make([]bool, n)
+	got := 0
+	for _, d := range p.rxData {
+		if d.flow != flow || d.msg != msg || int(d.off)+len(d.payload) > n {
+			continue
+		}
+		copy(buf[d.off:], d.payload)
+		for i := range d.payload {
+			if !have[int(d.off)+i] {
+				have[int(d.off)+i] = true
+				got++
+			}
+		}
+	}
+	return buf, got == n
+}
+
+// awaitMessage waits up to d for every byte of message msg of flow.
+func (p *peer) awaitMessage(ctx context.Context, flow, msg uint32, n int, d time.Duration) ([]byte, bool) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var buf []byte
+	ok := p.wait(wctx, nil, func() bool {
+		var done bool
+		buf, done = p.assembled(flow, msg, n)
+		return done
+	})
+	return buf, ok
+}
+
+// dataFacts summarises the DATA the tester processed on one flow.
+type dataFacts struct {
+	packets  int
+	repeated []rxData // DATA whose content (msg, offset) was processed before
+	reused   []rxData // DATA reusing a (path, PSN) already seen, lost ones included
+	paths    map[uint16]int
+}
+
+// facts inspects the DATA of flow; lost lists packets the tester dropped,
+// whose PSNs count as used.
+func (p *peer) facts(flow uint32, lost []rxData) dataFacts {
+	f := dataFacts{paths: map[uint16]int{}}
+	type key struct {
+		path uint16
+		psn  wire.PSN
+	}
+	used := map[key]bool{}
+	for _, d := range lost {
+		used[key{d.path, d.psn}] = true
+	}
+	seen := map[[2]uint64]bool{}
+	for _, d := range p.rxData {
+		if d.flow != flow {
+			continue
+		}
+		f.packets++
+		f.paths[d.path]++
+		c := [2]uint64{uint64(d.msg), d.off}
+		if seen[c] {
+			f.repeated = append(f.repeated, d)
+		}
+		seen[c] = true
+		k := key{d.path, d.psn}
+		if used[k] {
+			f.reused = append(f.reused, d)
+		}
+		used[k] = true
+	}
+	return f
+}
+
+// dataOf parses a DATA datagram for the record of a dropped packet.
+func dataOf(pk *rxPacket) (rxData, bool) {
+	var d wire.Data
+	if pk.h.Op != wire.OpData {
+		return rxData{}, false
+	}
+	if _, err := wire.ParseData(&d, pk.b); err != nil {
+		return rxData{}, false
+	}
+	return rxData{at: pk.at, src: pk.src, path: pk.h.Path, psn: pk.h.PSN, flags: pk.h.Flags, flow: d.Flow, msg: d.Msg,
+		off: d.Offset, msgLen: d.MsgLen, payload: append([]byte(nil), d.Payload...)}, true
+}
+
+// probedFrom reports the first PROBE on path from a source other than old.
+func (p *peer) probedFrom(path uint16, old rxData) (rxPacket, bool) {
+	for _, pr := range p.probes {
+		if pr.h.Path == path && pr.src != old.src && pr.at.After(old.at) {
+			return pr, true
+		}
+	}
+	return rxPacket{}, false
+}
+
+func caseSenderLoss(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 20
+	var lost []rxData
+	p, v, why := sendSetupN(ctx, e, flow, 24, func(p *peer) {
+		p.filter = func(pk *rxPacket) action {
+			if d, ok := dataOf(pk); ok && d.flow == flow && len(lost) == 0 {
+				lost = append(lost, d)
+				return drop
+			}
+			return deliver
+		}
+	})
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	msg := e.lastMsg
+	got, ok := p.awaitMessage(ctx, flow, 0, len(msg), messageWait)
+	if len(lost) == 0 {
+		return Fail, "no DATA arrived"
+	}
+	l := lost[0]
+	if !ok {
+		return Fail, fmt.Sprintf("dropped DATA path %d PSN %d offset %d: message incomplete after %v", l.path, l.psn, l.off, messageWait)
+	}
+	if !bytes.Equal(got, msg) {
+		return Fail, "message bytes differ from what the IUT was asked to send"
+	}
+	p.quiet(ctx, silence) // late duplicates still count
+	f := p.facts(flow, lost)
+	var rt *rxData
+	for i := range p.rxData {
+		if d := &p.rxData[i]; d.flow == flow && d.off == l.off && d.at.After(l.at) {
+			rt = d
+			break
+		}
+	}
+	later := 0
+	for _, d := range p.rxData {
+		if d.flow == flow && d.path == l.path && l.psn.Less(d.psn) && (rt == nil || d.at.Before(rt.at)) {
+			later++
+		}
+	}
+	switch {
+	case rt == nil:
+		return Fail, "message complete but no retransmission of the dropped offset seen"
+	case !bytes.Equal(rt.payload, l.payload) || rt.msgLen != l.msgLen:
+		return Fail, fmt.Sprintf("retransmission of offset %d carries different content", l.off)
+	case len(f.reused) > 0:
+		r := f.reused[0]
+		return Fail, fmt.Sprintf("PSN %d reused on path %d (offset %d): a retransmission needs a fresh PSN", r.psn, r.path, r.off)
+	case len(f.repeated) > 0:
+		r := f.repeated[0]
+		return Fail, fmt.Sprintf("dropped path %d PSN %d offset %d, retransmitted on path %d PSN %d after %v; then %d DATA repeated content already received (first: offset %d path %d PSN %d, %v after the drop): retransmit only what was lost",
+			l.path, l.psn, l.off, rt.path, rt.psn, rt.at.Sub(l.at).Round(10*time.Microsecond), len(f.repeated), r.off, r.path, r.psn, r.at.Sub(l.at).Round(10*time.Microsecond))
+	}
+	where := fmt.Sprintf("same path, PSN %d → %d", l.psn, rt.psn)
+	if rt.path != l.path {
+		if pr, ok := p.probedFrom(l.path, l); ok {
+			where = fmt.Sprintf("path %d PSN %d; path %d marked bad (PROBE from port %d)", rt.path, rt.psn, l.path, pr.src.Port())
+		} else {
+			return Fail, fmt.Sprintf("retransmitted on path %d (PSN %d) instead of path %d, which was not marked bad (no PROBE from a new port)", rt.path, rt.psn, l.path)
+		}
+	}
+	return Pass, fmt.Sprintf("dropped path %d PSN %d offset %d (%d later packets on the path arrived); retransmitted once after %v, %s; %d DATA over %d paths, no other content repeated",
+		l.path, l.psn, l.off, later, rt.at.Sub(l.at).Round(10*time.Microsecond), where, f.packets, len(f.paths))
+}
+
+// sendSetupN is sendSetup with a fresh message of n segments, kept in
+// e.lastMsg for the case to compare.
+func sendSetupN(ctx context.Context, e *Env, flow uint32, n int, prep func(*peer)) (*peer, Verdict, string) {
+	e.lastMsg = e.payload(n*segment - segment/3)
+	return sendSetup(ctx, e, flow, 1<<20, e.lastMsg, prep)
+}
+
+// segment is the DATA payload the IUT uses towards the tester, bytes.
+const segment = testerMaxDgram - wire.DataHeaderLen
+
+func caseSenderReorder(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 21
+	var first *rxData
+	heldN, behind := 0, 0
+	p, v, why := sendSetupN(ctx, e, flow, 24, func(p *peer) {
+		others := 0
+		p.filter = func(pk *rxPacket) action {
+			d, ok := dataOf(pk)
+			if !ok || d.flow != flow {
+				return deliver
+			}
+			if first == nil {
+				first = &d
+			}
+			if d.path == first.path {
+				heldN++
+				return hold
+			}
+			if len(p.held) > 0 {
+				behind++
+				if others++; others%3 == 0 {
+					p.releaseNow = true
+				}
+			}
+			return deliver
+		}
+	})
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	msg := e.lastMsg
+	got, ok := p.awaitMessage(ctx, flow, 0, len(msg), messageWait)
+	if !ok {
+		return Fail, fmt.Sprintf("message incomplete after %v", messageWait)
+	}
+	if !bytes.Equal(got, msg) {
+		return Fail, "message bytes differ from what the IUT was asked to send"
+	}
+	p.quiet(ctx, silence)
+	f := p.facts(flow, nil)
+	if len(f.paths) < 2 {
+		return Skip, fmt.Sprintf("the IUT sent on %d path: nothing to reorder between paths", len(f.paths))
+	}
+	if len(f.repeated) > 0 {
+		r := f.repeated[0]
+		return Fail, fmt.Sprintf("%d retransmissions although nothing was lost (first: offset %d on path %d PSN %d)", len(f.repeated), r.off, r.path, r.psn)
+	}
+	return Pass, fmt.Sprintf("%d DATA of path %d delivered behind %d later DATA of other paths (%d DATA, %d paths): no retransmission", heldN, first.path, behind, f.packets, len(f.paths))
+}
+
+// tailBound is the longest a conforming sender may take to retransmit a
+// lost tail: MaxRTO (200 ms, spec §3.2) plus scheduling slack.
+const tailBound = 250 * time.Millisecond
+
+func caseTailLoss(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 22
+	var lost []rxData
+	p, v, why := sendSetupN(ctx, e, flow, 6, func(p *peer) {
+		p.filter = func(pk *rxPacket) action {
+			if d, ok := dataOf(pk); ok && d.flow == flow && len(lost) == 0 && d.off+uint64(len(d.payload)) == d.msgLen {
+				lost = append(lost, d)
+				return drop
+			}
+			return deliver
+		}
+	})
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	msg := e.lastMsg
+	got, ok := p.awaitMessage(ctx, flow, 0, len(msg), messageWait)
+	if len(lost) == 0 {
+		return Fail, "the last DATA of the message never arrived"
+	}
+	l := lost[0]
+	if !ok {
+		return Fail, fmt.Sprintf("tail (offset %d, path %d PSN %d) not retransmitted within %v", l.off, l.path, l.psn, messageWait)
+	}
+	if !bytes.Equal(got, msg) {
+		return Fail, "message bytes differ from what the IUT was asked to send"
+	}
+	var rt rxData
+	for _, d := range p.rxData {
+		if d.flow == flow && d.off == l.off {
+			rt = d
+			break
+		}
+	}
+	took := rt.at.Sub(l.at)
+	if took > tailBound {
+		return Fail, fmt.Sprintf("tail retransmitted after %v, bound %v (MaxRTO + slack)", took.Round(time.Microsecond), tailBound)
+	}
+	return Pass, fmt.Sprintf("tail offset %d (path %d PSN %d) retransmitted after %v on path %d PSN %d (bound %v)",
+		l.off, l.path, l.psn, took.Round(10*time.Microsecond), rt.path, rt.psn, tailBound)
+}
+
+// hintKbps is the rate hint the tester announces, kbit/s (250 kB/s).
+const hintKbps = 2000
+
+func caseRateHint(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 23
+	p, v, why := sendSetupN(ctx, e, flow, 40, func(p *peer) { p.rateHint = hintKbps })
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	msg := e.lastMsg
+	if _, ok := p.awaitMessage(ctx, flow, 0, len(msg), messageWait); !ok {
+		return Fail, fmt.Sprintf("message incomplete after %v", messageWait)
+	}
+	var first, last time.Time
+	bytesAfter := 0
+	for _, d := range p.rxData {
+		if d.flow != flow {
+			continue
+		}
+		if first.IsZero() {
+			first = d.at
+			continue
+		}
+		bytesAfter += len(d.payload)
+		last = d.at
+	}
+	hint := float64(hintKbps) * 1000 / 8 // bytes/s
+	span := last.Sub(first)
+	if span <= 0 {
+		return Fail, fmt.Sprintf("whole message of %d bytes in one instant, hint %d kbit/s", len(msg), hintKbps)
+	}
+	rate := float64(bytesAfter) / span.Seconds()
+	ev := fmt.Sprintf("%d bytes after the first DATA in %v: %.0f kB/s, hint %.0f kB/s (%.2f×)", bytesAfter, span.Round(time.Millisecond), rate/1000, hint/1000, rate/hint)
+	if rate > 2*hint {
+		return Fail, ev + ": over twice the hint"
+	}
+	return Pass, ev
+}
+
+func caseBlackhole(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 24
+	var dead *rxData
+	dropped := 0
+	p, v, why := sendSetupN(ctx, e, flow, 48, func(p *peer) {
+		p.filter = func(pk *rxPacket) action {
+			if dead == nil {
+				if d, ok := dataOf(pk); ok && d.flow == flow {
+					dead = &d
+				}
+			}
+			if dead != nil && pk.src == dead.src {
+				dropped++
+				return drop
+			}
+			return deliver
+		}
+	})
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	msg := e.lastMsg
+	got, ok := p.awaitMessage(ctx, flow, 0, len(msg), messageWait)
+	if dead == nil {
+		return Fail, "no DATA arrived"
+	}
+	if !ok {
+		return Fail, fmt.Sprintf("source port %d (path %d) blackholed: message incomplete after %v, %d datagrams dropped", dead.src.Port(), dead.path, messageWait, dropped)
+	}
+	if !bytes.Equal(got, msg) {
+		return Fail, "message bytes differ from what the IUT was asked to send"
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	var pr rxPacket
+	probed := p.wait(wctx, nil, func() bool {
+		var ok bool
+		pr, ok = p.probedFrom(dead.path, *dead)
+		return ok
+	})
+	cancel()
+	if !probed {
+		return Fail, fmt.Sprintf("message completed over other paths, but no PROBE on path %d from a port other than %d", dead.path, dead.src.Port())
+	}
+	f := p.facts(flow, nil)
+	return Pass, fmt.Sprintf("port %d (path %d) blackholed, %d datagrams dropped; message completed on %d paths; PROBE on path %d from port %d after %v",
+		dead.src.Port(), dead.path, dropped, len(f.paths), dead.path, pr.src.Port(), pr.at.Sub(dead.at).Round(10*time.Microsecond))
+}
+
+func caseTooLarge(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 25
+	const capacity = 1000
+	msg := e.payload(3000)
+	p, v, why := sendSetup(ctx, e, flow, capacity, msg, nil)
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	var nack *wire.Nack
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	p.wait(wctx, nil, func() bool {
+		for i := range p.nacks {
+			if n := &p.nacks[i]; n.Flow == flow && n.DstConn == p.localConn {
+				nack = n
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	c, done := p.awaitOp(ctx, flow, true, completionWait)
+	f := p.facts(flow, nil)
+	switch {
+	case nack == nil:
+		return Fail, fmt.Sprintf("no NACK for a %d-byte message into a %d-byte buffer", len(msg), capacity)
+	case nack.Reason != wire.NackTooLarge || nack.Msg != 0 || nack.Value != uint64(len(msg)):
+		return Fail, fmt.Sprintf("NACK %v msg %d value %d, want TooLarge msg 0 value %d", nack.Reason, nack.Msg, nack.Value, len(msg))
+	case f.packets > 0:
+		return Fail, fmt.Sprintf("%d DATA packets sent into a buffer too small", f.packets)
+	case !done:
+		return Fail, "NACK TooLarge sent, but the IUT's send did not complete"
+	case c.Err == "":
+		return Fail, "NACK TooLarge sent, but the IUT's send completed without error"
+	}
+	return Pass, fmt.Sprintf("NACK TooLarge value %d; send failed (%s); no DATA", nack.Value, c.Err)
+}
