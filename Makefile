@@ -5,7 +5,7 @@ FUZZTIME  ?= 3s
 BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
 
-.PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance conformance-iut mpirun-check figures-core
+.PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance conformance-iut bench-peers mpirun-check figures-core
 
 all: build ## Build every package and command
 
@@ -65,6 +65,9 @@ conformance: ## Run the conformance suite against our own datapath
 
 conformance-iut: build ## Conformance suite against mrpeer as a separate process, JUnit in build/
 	$(BUILD)/mrconform --iut $(BUILD)/mrpeer --format tap,human --junit $(BUILD)/conformance.xml
+
+bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, one table
+	bench/peers/run.sh --rounds 3
 
 mpirun-check: build ## mrbench as a 4-process Open MPI job (skips without mpirun)
 	sh cmd/mrbench/testdata/mpirun.sh $(BUILD)/mrbench

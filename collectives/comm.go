@@ -80,6 +80,10 @@ func (c *Comm) Transport() string { return c.cfg.Transport }
 // Describe is one line about the link: transport, planes, channels.
 func (c *Comm) Describe() string { return c.link.describe() }
 
+// LinkInfo returns the link's effective settings: transport, planes,
+// paths per plane, largest datagram, channels.
+func (c *Comm) LinkInfo() LinkInfo { return c.link.info() }
+
 // PeerStats returns the transport counters of each peer connection
 // (MetaRoCE only; nil for the TCP baseline).
 func (c *Comm) PeerStats() []PeerStats { return c.link.peerStats() }

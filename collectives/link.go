@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/metaroce/metaroce/transport"
 )
@@ -21,8 +22,10 @@ type link interface {
 	recv(peer, ch int, buf []byte) (pending, error)
 	// peerStats reports per-peer counters (nil where the link has none).
 	peerStats() []PeerStats
-	// describe is one line for headers: transport, planes, paths, MTU.
+	// describe is one line for headers: transport, addresses, channels.
 	describe() string
+	// info is the link's effective settings.
+	info() LinkInfo
 	close() error
 }
 
@@ -32,6 +35,26 @@ type linkFactory interface {
 	blob() []byte
 	connect(ctx context.Context, rank int, blobs [][]byte) (link, error)
 	abort()
+}
+
+// LinkInfo describes a communicator's link for headers and reports.
+type LinkInfo struct {
+	Transport string
+	// Addrs are the local addresses, one per plane (MetaRoCE) or the
+	// listener's (TCP).
+	Addrs []netip.Addr
+	// PathsPerPlane and MaxDatagram (bytes of UDP payload) are the
+	// MetaRoCE endpoint's effective settings; zero for TCP.
+	PathsPerPlane, MaxDatagram int
+	Channels                   int
+}
+
+// Planes is the number of planes (0 for TCP).
+func (l LinkInfo) Planes() int {
+	if l.Transport != TransportMetaRoCE {
+		return 0
+	}
+	return len(l.Addrs)
 }
 
 // PeerStats are the transport counters of the connection to one peer.

@@ -121,6 +121,12 @@ func (l *metaroceLink) describe() string {
 	return fmt.Sprintf("metaroce: %d plane(s) %v, %d channel(s) as flows on one connection per peer", len(addrs), addrs, l.channels)
 }
 
+func (l *metaroceLink) info() LinkInfo {
+	cfg := l.ep.Config()
+	return LinkInfo{Transport: TransportMetaRoCE, Addrs: append([]netip.Addr(nil), cfg.Addrs...),
+		PathsPerPlane: cfg.Core.PathsPerPlane, MaxDatagram: cfg.MaxDatagram, Channels: l.channels}
+}
+
 func (l *metaroceLink) close() error {
 	for _, c := range l.conns {
 		if c != nil {

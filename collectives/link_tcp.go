@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -106,6 +107,14 @@ func (l *tcpLink) peerStats() []PeerStats { return nil }
 
 func (l *tcpLink) describe() string {
 	return fmt.Sprintf("tcp: kernel TCP baseline at %s, %d socket(s) per peer (one per channel)", l.addr, l.channels)
+}
+
+func (l *tcpLink) info() LinkInfo {
+	li := LinkInfo{Transport: TransportTCP, Channels: l.channels}
+	if ap, err := netip.ParseAddrPort(l.addr); err == nil {
+		li.Addrs = []netip.Addr{ap.Addr()}
+	}
+	return li
 }
 
 func (l *tcpLink) close() error {

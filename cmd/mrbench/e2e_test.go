@@ -95,6 +95,8 @@ func TestEndToEndVerboseAndLoss(t *testing.T) {
 		assert.Zero(t, r.InPlace.Wrong)
 	}
 	assert.Contains(t, out, "# metaroce per-peer counters:")
+	assert.Regexp(t, `(?m)^#   path plane 0 entropy +\d+ (active|idle) +packets +\d+`, out, "-v prints one line per path")
+	assert.Regexp(t, `(?m)^# datapath: 1 plane\(s\), \d+ path\(s\) per plane, .*max datagram \d+ B`, out)
 	assert.Contains(t, out, "# loss: driver drops each MetaRoCE datagram with probability 0.01")
 }
 
@@ -117,10 +119,4 @@ func TestUsageErrors(t *testing.T) {
 		assert.Equal(t, exitUsage, code, "%v", tc.args)
 		assert.Contains(t, errs, tc.want, "%v", tc.args)
 	}
-}
-
-func TestNetlabIsExplained(t *testing.T) {
-	code, _, errs := runMrbench(t, "--netlab")
-	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, errs, "--netlab")
 }

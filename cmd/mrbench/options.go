@@ -145,7 +145,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
 	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the driver's random choices (drops)")
-	fs.BoolVar(&o.Netlab, "netlab", false, "run over a netlab namespace fabric (needs root)")
+	fs.BoolVar(&o.Netlab, "netlab", false, "run 2 ranks over a namespace fabric (1 plane, 4 spine links; rank 0 in lab host 1, rank 1 in host 2); needs root and nftables")
 	strVar(&o.JSON, "", "write the results as JSON to this file (see SCHEMA.md)", "json")
 	strVar(&o.CSV, "", "write the results as CSV to this file", "csv")
 	strVar(&o.Plot, "", "plot bus bandwidth against size to this .png or .svg file", "plot")

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -31,6 +30,9 @@ type rankEnv struct {
 	describe string
 	// stats snapshots the rank's per-peer counters; nil where there are none.
 	stats func() []PeerSummary
+	// datapath, when set, is the header's "# datapath:" line (planes, paths,
+	// datagram size, interface MTUs); rank 0 calls it once per table.
+	datapath func() string
 }
 
 // launcher starts the ranks of one table (in-process ranks concurrently, or
@@ -56,14 +58,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mrbench: %v\n", err)
 		return exitUsage
 	}
-	if o.Netlab {
-		fmt.Fprintln(stderr, netlabMessage(os.Geteuid() == 0))
-		return exitUsage
-	}
 	var l launcher
 	var tables []string
-	switch o.Backend {
-	case backendRCCL:
+	switch {
+	case o.Netlab:
+		var hl *hostLauncher
+		hl, err = newNetlabLauncher(o)
+		if errors.Is(err, errNetlabUsage) {
+			fmt.Fprintf(stderr, "mrbench: %v\n", err)
+			return exitUsage
+		}
+		if hl != nil {
+			defer func() {
+				if err := hl.lab.Close(); err != nil {
+					fmt.Fprintf(stderr, "mrbench: tearing down the netlab fabric: %v\n", err)
+				}
+			}()
+		}
+		l, tables = hl, o.Transports
+	case o.Backend == backendRCCL:
 		l, err = newRCCLLauncher(o, stderr)
 		tables = []string{backendRCCL}
 	default:
@@ -147,7 +160,11 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 			t.Ranks = r.comm.Size()
 			env.Ranks = t.Ranks
 			env.Hosts = countHosts(infos)
-			writeHeader(out, o, env, r.describe, infos)
+			datapath := ""
+			if r.datapath != nil {
+				datapath = r.datapath()
+			}
+			writeHeader(out, o, env, r.describe, datapath, infos)
 			writeTableHeader(out)
 		}
 		onRow := func(row Row) {
@@ -167,6 +184,15 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 			mu.Lock()
 			peers = append(peers, s...)
 			mu.Unlock()
+			// A rank that returns closes its communicator, and its peers'
+			// connection counters vanish with the connection: hold every
+			// connection open until all ranks have their snapshot.
+			bctx, cancel := context.WithTimeout(ctx, o.Timeout)
+			err = r.comm.Barrier(bctx)
+			cancel()
+			if err != nil {
+				err = fmt.Errorf("rank %d: barrier after the counters: %w", r.comm.Rank(), err)
+			}
 		}
 		return err
 	})
@@ -231,7 +257,7 @@ var averageNames = [...]string{"rank 0", "average over ranks", "minimum over ran
 
 // writeHeader prints nccl-tests' opening lines, then ours: the run, the
 // transport, the CPU and the GPU, each a "#" line.
-func writeHeader(w io.Writer, o *options, env *Env, describe string, infos []rankInfo) {
+func writeHeader(w io.Writer, o *options, env *Env, describe, datapath string, infos []rankInfo) {
 	validation := 0
 	if o.Check > 0 {
 		validation = 1
@@ -250,6 +276,9 @@ func writeHeader(w io.Writer, o *options, env *Env, describe string, infos []ran
 	fmt.Fprintf(w, "# mrbench %s, %s %s/%s\n", env.Version, env.GoVersion, runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(w, "# collective: %s, %d ranks on %d host(s), launcher: %s\n", o.Collective, env.Ranks, env.Hosts, env.Launcher)
 	fmt.Fprintf(w, "# transport: %s\n", describe)
+	if datapath != "" {
+		fmt.Fprintf(w, "# datapath: %s\n", datapath)
+	}
 	if o.Loss > 0 {
 		fmt.Fprintf(w, "# loss: driver drops each MetaRoCE datagram with probability %g (seed %d)\n", o.Loss, o.Seed)
 	}
@@ -291,16 +320,4 @@ func writePeerSummary(w io.Writer, transport string, peers []PeerSummary) {
 		}
 	}
 	fmt.Fprintf(w, "#\n")
-}
-
-// netlabMessage explains why --netlab does not run here.
-func netlabMessage(root bool) string {
-	if !root {
-		return "mrbench: --netlab builds a namespace fabric and needs root (and nftables); run as root, or drop --netlab"
-	}
-	return strings.Join([]string{
-		"mrbench: --netlab is not supported for multi-rank local runs yet: each rank would have to",
-		"run inside its own network namespace, which in-process ranks cannot. Build the fabric with",
-		"the netlab package's tests, or run one mrbench process per namespace under mpirun.",
-	}, "\n")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/netlab"
 )
 
 // This file is the host backend's one contact with package collectives: the
@@ -18,6 +19,9 @@ type hostLauncher struct {
 	// boot is this process's rank of a launched job; nil launches o.Ranks
 	// ranks in this process.
 	boot *collectives.Bootstrap
+	// lab, when set, is the namespace fabric the two local ranks run on
+	// (--netlab): rank r lives in host r+1.
+	lab *netlab.Lab
 }
 
 // newHostLauncher joins the job of mpirun, torchrun or srun when their
@@ -35,6 +39,9 @@ func newHostLauncher(o *options) (*hostLauncher, error) {
 }
 
 func (l *hostLauncher) source() string {
+	if l.lab != nil {
+		return "netlab"
+	}
 	if l.boot != nil {
 		return l.boot.Source
 	}
@@ -53,9 +60,12 @@ func (l *hostLauncher) config(transport string) collectives.Config {
 
 func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r rankEnv) error) error {
 	cfg := l.config(transport)
+	if l.lab != nil {
+		return l.launchNetlab(ctx, transport, cfg, fn)
+	}
 	if l.boot == nil {
 		return collectives.LaunchLocal(ctx, l.o.Ranks, cfg, func(c *collectives.Comm) error {
-			return fn(hostEnv(c))
+			return fn(hostEnv(c, transport, cfg, nil))
 		})
 	}
 	c, err := collectives.New(ctx, *l.boot, cfg)
@@ -63,11 +73,29 @@ func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r r
 		return err
 	}
 	defer c.Close()
-	return fn(hostEnv(c))
+	return fn(hostEnv(c, transport, cfg, nil))
 }
 
-func hostEnv(c *collectives.Comm) rankEnv {
-	return rankEnv{comm: hostComm{c}, describe: c.Describe(), stats: func() []PeerSummary { return peerSummaries(c) }}
+// hostEnv wraps one rank's communicator for the sweep. inNS, when set, runs
+// a function inside the rank's network namespace (--netlab), where the
+// datapath probe must look at interfaces.
+func hostEnv(c *collectives.Comm, transport string, cfg collectives.Config, inNS func(func() error) error) rankEnv {
+	if inNS == nil {
+		inNS = func(f func() error) error { return f() }
+	}
+	datapath := func() string {
+		var d datapathInfo
+		err := inNS(func() error {
+			d = probeDatapath(c.LinkInfo(), c.PeerStats())
+			return nil
+		})
+		if err != nil {
+			return err.Error()
+		}
+		return d.String()
+	}
+	return rankEnv{comm: hostComm{c}, describe: c.Describe(), datapath: datapath,
+		stats: func() []PeerSummary { return peerSummaries(c) }}
 }
 
 // hostComm adapts collectives.Comm to the sweep.

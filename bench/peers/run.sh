@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# run.sh measures, side by side in one run on this machine, the bus bandwidth
+# of all-reduce (float32 sum) and all-to-all (float32) with mrbench over
+# MetaRoCE and over kernel TCP, and with what users would pick instead: Open
+# MPI with its default transports and with `--mca btl tcp,self`, and PyTorch's
+# gloo backend. Every peer runs the same sizes and rank counts, and reports
+# bus bandwidth with nccl-tests' formulas (all-reduce size/time*2(n-1)/n,
+# all-to-all size/time*(n-1)/n). The machine is noisy: read the ratios, and
+# use --rounds to take medians over interleaved rounds.
+#
+# Needs: go, and for the peers Debian's openmpi-bin and libopenmpi-dev
+# (installed when missing and run as root) and python3-torch (large: only
+# installed with --install). A peer whose tools are missing is reported as
+# skipped; the table still has the others.
+set -euo pipefail
+
+usage() {
+	cat <<'EOF'
+Usage: bench/peers/run.sh [--install] [--ranks "2 4"] [--sizes "1M 16M 64M"]
+                          [--iters N] [--warmup N] [--rounds N] [--peers LIST]
+                          [--raw FILE]
+
+  --install   also install python3-torch from Debian when it is missing (root)
+  --ranks     rank counts to run (default "2 4")
+  --sizes     buffer sizes, bytes with K/M/G suffixes (default "1M 16M 64M")
+  --iters     timed iterations per size (default 10)
+  --warmup    warm-up iterations per size (default 2)
+  --rounds    interleaved rounds; the table shows medians (default 1)
+  --peers     subset of: metaroce mrbench-tcp ompi ompi-tcp gloo (default all)
+  --raw       also write every measurement (peer ranks collective bytes busbw)
+EOF
+}
+
+install=0
+ranks="2 4"
+sizes="1M 16M 64M"
+iters=10
+warmup=2
+rounds=1
+peers="metaroce mrbench-tcp ompi ompi-tcp gloo"
+raw=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--install) install=1 ;;
+	--ranks) ranks="$2"; shift ;;
+	--sizes) sizes="$2"; shift ;;
+	--iters) iters="$2"; shift ;;
+	--warmup) warmup="$2"; shift ;;
+	--rounds) rounds="$2"; shift ;;
+	--peers) peers="$2"; shift ;;
+	--raw) raw="$2"; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+	esac
+	shift
+done
+for v in "$iters" "$rounds" "$warmup"; do
+	case "$v" in '' | *[!0-9]*) echo "run.sh: --iters, --warmup and --rounds take whole numbers, got '$v'" >&2; exit 2 ;; esac
+done
+if [ "$iters" -lt 1 ] || [ "$rounds" -lt 1 ]; then
+	echo "run.sh: --iters and --rounds must be at least 1" >&2
+	exit 2
+fi
+for r in $ranks; do
+	case "$r" in '' | *[!0-9]* | 0 | 1) echo "run.sh: rank count '$r': want 2 or more" >&2; exit 2 ;; esac
+done
+for p in $peers; do
+	case "$p" in metaroce | mrbench-tcp | ompi | ompi-tcp | gloo) ;; *) echo "run.sh: unknown peer '$p'" >&2; exit 2 ;; esac
+done
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+results="$work/results"
+: >"$results"
+note() { echo "# $*" >&2; }
+
+# bytes converts a size with a K/M/G suffix to bytes.
+bytes() {
+	local s=${1%[bB]} m=1
+	case "$s" in
+	*[kK]) m=1024; s=${s%?} ;;
+	*[mM]) m=$((1 << 20)); s=${s%?} ;;
+	*[gG]) m=$((1 << 30)); s=${s%?} ;;
+	esac
+	case "$s" in '' | *[!0-9]*) echo "run.sh: bad size '$1'" >&2; exit 2 ;; esac
+	echo $((s * m))
+}
+size_bytes=""
+for s in $sizes; do size_bytes="$size_bytes $(bytes "$s")"; done
+
+# Debian packages: Open MPI when missing, python3-torch only with --install.
+want=()
+mpi_ready() {
+	command -v mpirun >/dev/null && command -v mpicc >/dev/null &&
+		echo '#include <mpi.h>' | mpicc -x c -E - >/dev/null 2>&1
+}
+if ! mpi_ready; then
+	want+=(openmpi-bin libopenmpi-dev)
+fi
+python=""
+for py in python3 /usr/bin/python3; do
+	if command -v "$py" >/dev/null && "$py" -c 'import torch.distributed' 2>/dev/null; then
+		python=$py
+		break
+	fi
+done
+if [ -z "$python" ] && [ "$install" = 1 ]; then
+	want+=(python3-torch)
+fi
+if [ ${#want[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		note "installing ${want[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want[@]}" >"$work/apt.log" 2>&1 ||
+			{ cat "$work/apt.log" >&2; echo "run.sh: apt-get install ${want[*]} failed" >&2; exit 1; }
+		if [ -z "$python" ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+			python=/usr/bin/python3
+		fi
+	else
+		note "missing ${want[*]} (not root, or no apt-get): those peers are skipped"
+	fi
+fi
+if [ -z "$python" ]; then
+	note "no python3 with torch (Debian: python3-torch, or rerun with --install as root): gloo skipped"
+fi
+
+# Build mrbench and the MPI benchmark.
+(cd "$repo" && go build -o "$work/mrbench" ./cmd/mrbench)
+have_mpi=0
+if command -v mpicc >/dev/null && mpicc -O2 -o "$work/mpi_bench" "$here/mpi_bench.c" 2>"$work/mpicc.log"; then
+	have_mpi=1
+else
+	note "mpicc missing or failed ($(head -c 300 "$work/mpicc.log" 2>/dev/null)): Open MPI skipped"
+fi
+mpirun_flags=(--oversubscribe)
+if [ "$(id -u)" = 0 ]; then
+	mpirun_flags+=(--allow-run-as-root)
+fi
+
+# record PEER RANKS: reads "RESULT coll bytes time algbw busbw wrong" lines
+# on stdin and appends "peer ranks coll bytes busbw" to the results; a line
+# with wrong elements is reported and left out.
+record() {
+	local peer=$1 n=$2 tag coll b us alg bus wrong
+	while read -r tag coll b us alg bus wrong; do
+		[ "$tag" = RESULT ] || continue
+		if [ "$wrong" != 0 ]; then
+			note "$peer $n ranks $coll $b bytes: $wrong wrong elements, not counted"
+			continue
+		fi
+		echo "$peer $n $coll $b $bus" >>"$results"
+	done
+}
+
+# mrbench prints nccl-tests rows: size count type redop root time algbw busbw
+# #wrong ...; the out-of-place busbw is field 8, #wrong field 9.
+run_mrbench() {
+	local peer=$1 tr=$2 n=$3 op b
+	for op in allreduce alltoall; do
+		for b in $size_bytes; do
+			timeout 600 "$work/mrbench" --transport "$tr" -np "$n" --op "$op" -d float -o sum -b "$b" -e "$b" \
+				-n "$iters" -w "$warmup" -c 1 2>"$work/err" |
+				awk -v op="$op" '!/^#/ && NF >= 9 { print "RESULT", op, $1, $6, $7, $8, $9 }' | record "$peer" "$n" ||
+				note "$peer $n ranks $op $b: failed: $(tail -c 300 "$work/err")"
+		done
+	done
+}
+
+run_peer() {
+	local peer=$1 n=$2
+	case "$peer" in
+	metaroce) run_mrbench metaroce metaroce "$n" ;;
+	mrbench-tcp) run_mrbench mrbench-tcp tcp "$n" ;;
+	ompi | ompi-tcp)
+		[ "$have_mpi" = 1 ] || return 0
+		local extra=()
+		[ "$peer" = ompi-tcp ] && extra=(--mca btl tcp,self)
+		# shellcheck disable=SC2086
+		timeout 600 mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" -n "$iters" -w "$warmup" $size_bytes \
+			2>"$work/err" | record "$peer" "$n" || note "$peer $n ranks failed: $(tail -c 300 "$work/err")"
+		;;
+	gloo)
+		[ -n "$python" ] || return 0
+		# shellcheck disable=SC2086
+		timeout 600 "$python" "$here/gloo_bench.py" -np "$n" -n "$iters" -w "$warmup" $size_bytes \
+			2>"$work/err" | record gloo "$n" || note "gloo $n ranks failed: $(tail -c 300 "$work/err")"
+		;;
+	esac
+}
+
+for round in $(seq 1 "$rounds"); do
+	for n in $ranks; do
+		for peer in $peers; do
+			note "round $round/$rounds: $peer, $n ranks"
+			run_peer "$peer" "$n"
+		done
+	done
+done
+
+[ -z "$raw" ] || cp "$results" "$raw"
+
+# The table: the median over rounds of each (peer, ranks, collective, size),
+# and how many times MetaRoCE's figure is the peer's.
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, iters $iters, warm-up $warmup, rounds $rounds; busbw with nccl-tests formulas, float32"
+echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --rounds $rounds"
+awk -v order="$peers" '
+function median(key,   n, i, j, t, a) {
+	n = split(vals[key], a, " ")
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+}
+function human(b) {
+	if (b % 1048576 == 0) return (b / 1048576) " MiB"
+	if (b % 1024 == 0) return (b / 1024) " KiB"
+	return b " B"
+}
+{
+	key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
+	if (!(key in vals)) { keys[++nk] = key }
+	vals[key] = vals[key] " " $5
+	if (!($2 in seenr)) { seenr[$2] = 1; rk[++nr] = $2 }
+	if (!($4 in seenb)) { seenb[$4] = 1; bs[++nb] = $4 }
+}
+END {
+	np = split(order, po, " ")
+	printf "%-12s %5s %-10s %8s %12s %12s\n", "peer", "ranks", "collective", "size", "busbw GB/s", "metaroce/peer"
+	split("allreduce alltoall", colls, " ")
+	for (ri = 1; ri <= nr; ri++) for (ci = 1; ci <= 2; ci++) for (bi = 1; bi <= nb; bi++) {
+		ours = ""
+		mk = "metaroce" SUBSEP rk[ri] SUBSEP colls[ci] SUBSEP bs[bi]
+		if (mk in vals) ours = median(mk)
+		for (pi = 1; pi <= np; pi++) {
+			k = po[pi] SUBSEP rk[ri] SUBSEP colls[ci] SUBSEP bs[bi]
+			if (!(k in vals)) continue
+			m = median(k)
+			ratio = (ours != "" && m > 0) ? sprintf("%.2f", ours / m) : "-"
+			printf "%-12s %5d %-10s %8s %12.2f %12s\n", po[pi], rk[ri], colls[ci], human(bs[bi]), m, ratio
+		}
+	}
+}' "$results"

@@ -1,0 +1,12 @@
+// Package scriptcheck tests the side-by-side benchmark in its parent
+// directory, which holds no Go: run.sh builds mrbench and the two peer
+// benchmarks there (mpi_bench.c for Open MPI, gloo_bench.py for PyTorch's
+// gloo backend), runs all-reduce and all-to-all at the same sizes and rank
+// counts with each, and prints one table of bus bandwidths (nccl-tests
+// formulas) with MetaRoCE's figure as a ratio to each peer's. (The tests live
+// in a directory of their own because Go refuses a package directory holding
+// C sources without cgo.)
+//
+// The tests check that the script parses and rejects bad arguments, that
+// the C benchmark compiles where mpicc exists, and that the Python one parses.
+package scriptcheck
