@@ -2,8 +2,8 @@
 // written against. The plugin's C ABI layer (handles, versions, logging,
 // error mapping) knows nothing about sockets; a Backend moves the bytes.
 //
-// The first implementation runs over kernel TCP (package tcpnet). The MetaRoCE
-// UDP datapath plugs in behind the same interface.
+// Implementations: the MetaRoCE datapath (package udpnet, the default) and
+// kernel TCP (package tcpnet).
 //
 // Contract, mirroring the NCCL net-plugin semantics:
 //

@@ -8,22 +8,27 @@ import (
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 	"github.com/metaroce/metaroce/net-plugin/internal/tcpnet"
+	"github.com/metaroce/metaroce/net-plugin/internal/udpnet"
 )
 
 // Config is the plugin configuration, read from METAROCE_* variables.
 type Config struct {
-	// Backend names the transport (METAROCE_BACKEND, default "tcp").
+	// Backend names the transport (METAROCE_BACKEND, default "udp").
 	Backend string
 	// IfNames selects devices (METAROCE_IFNAMES, NCCL_SOCKET_IFNAME syntax).
 	IfNames string
 	// Socks is the TCP backend's sockets per connection (METAROCE_TCP_SOCKS, 2).
 	Socks int
 	// Timeout bounds connection setup and dead-peer detection
-	// (METAROCE_TIMEOUT_MS, 30000).
+	// (METAROCE_TIMEOUT_MS, 30000): the udp backend's handshake and idle
+	// timeouts, the tcp backend's connect timeout and TCP_USER_TIMEOUT.
 	Timeout time.Duration
 	// Threads is the Go scheduler's thread count, GOMAXPROCS (METAROCE_THREADS, 2).
 	Threads int
 }
+
+// DefaultBackend is METAROCE_BACKEND when unset: the MetaRoCE datapath.
+const DefaultBackend = "udp"
 
 // DefaultThreads is GOMAXPROCS when METAROCE_THREADS is unset: the plugin
 // shares the host with NCCL's own busy-polling proxy threads.
@@ -32,7 +37,7 @@ const DefaultThreads = 2
 // ConfigFromEnv reads the configuration through getenv, rejecting malformed
 // values with an error that names the variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{Backend: "tcp", Socks: tcpnet.DefaultConfig.Socks, Timeout: tcpnet.DefaultConfig.Timeout, Threads: DefaultThreads}
+	c := Config{Backend: DefaultBackend, Socks: tcpnet.DefaultConfig.Socks, Timeout: tcpnet.DefaultConfig.Timeout, Threads: DefaultThreads}
 	if v := strings.TrimSpace(getenv("METAROCE_BACKEND")); v != "" {
 		c.Backend = strings.ToLower(v)
 	}
@@ -65,6 +70,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 var Backends = map[string]func(Config) (backend.Backend, error){
 	"tcp": func(c Config) (backend.Backend, error) {
 		return tcpnet.New(tcpnet.Config{IfNames: c.IfNames, Socks: c.Socks, Timeout: c.Timeout})
+	},
+	"udp": func(c Config) (backend.Backend, error) {
+		return udpnet.New(udpnet.Config{IfNames: c.IfNames, Timeout: c.Timeout, Logf: func(format string, args ...any) {
+			Logf(LogInfo, SubsysNet, format, args...)
+		}})
 	},
 }
 

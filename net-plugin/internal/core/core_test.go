@@ -59,7 +59,7 @@ func TestCodeMapping(t *testing.T) {
 func TestConfigFromEnv(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	c, err := ConfigFromEnv(env(nil))
-	if err != nil || c.Backend != "tcp" || c.Threads != DefaultThreads || c.Socks != 2 {
+	if err != nil || c.Backend != "udp" || c.Threads != DefaultThreads || c.Socks != 2 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = ConfigFromEnv(env(map[string]string{"METAROCE_THREADS": "4", "METAROCE_TCP_SOCKS": "8", "METAROCE_BACKEND": "TCP"}))
@@ -126,11 +126,21 @@ func poll(t *testing.T, what string, step func() bool) {
 }
 
 // TestTwoPluginsLoopback runs a receiver and a sender plugin instance (as
-// two processes would) and checks that every handle is released at the end.
+// two processes would) over each backend and checks that every handle is
+// released at the end.
 func TestTwoPluginsLoopback(t *testing.T) {
+	for _, be := range []string{"udp", "tcp"} {
+		t.Run(be, func(t *testing.T) { twoPlugins(t, be) })
+	}
+}
+
+func twoPlugins(t *testing.T, be string) {
 	env := func(k string) string {
-		if k == "METAROCE_IFNAMES" {
+		switch k {
+		case "METAROCE_IFNAMES":
 			return "=lo"
+		case "METAROCE_BACKEND":
+			return be
 		}
 		return ""
 	}

@@ -131,38 +131,6 @@ func TestFrameHeaderRejects(t *testing.T) {
 	}
 }
 
-func TestIfaceFilter(t *testing.T) {
-	for _, tc := range []struct {
-		spec  string
-		name  string
-		match bool
-	}{
-		{"eth", "eth0", true},
-		{"eth", "ens1", false},
-		{"=eth", "eth0", false},
-		{"=eth0", "eth0", true},
-		{"^lo,docker", "lo", false},
-		{"^lo,docker", "eth1", true},
-		{"^=lo", "lo0", true},
-		{"ib,eth", "ib0", true},
-	} {
-		f, err := parseIfaceFilter(tc.spec)
-		noErr(t, err)
-		if f.match(tc.name) != tc.match {
-			t.Fatalf("%s vs %s: got %v", tc.spec, tc.name, !tc.match)
-		}
-	}
-	for _, bad := range []string{",", "^", "a b", "x/y"} {
-		_, err := parseIfaceFilter(bad)
-		if err == nil {
-			t.Fatalf("spec %q: no error", bad)
-		}
-	}
-	f, err := parseIfaceFilter("  ")
-	noErr(t, err)
-	eq(t, f.auto(), true)
-}
-
 // noErr fails the test on a non-nil error.
 func noErr(t testing.TB, err error) {
 	t.Helper()

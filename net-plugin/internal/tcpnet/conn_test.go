@@ -216,3 +216,42 @@ func TestDialGarbageHandle(t *testing.T) {
 		t.Fatalf("bad device: %v", err)
 	}
 }
+
+// TestInlineWritesStayOrdered sends more small messages than the socket
+// buffers hold before any receive is posted, so inline writes meet full and
+// partially written sockets and hand the rest to the writers; every message
+// must still arrive whole and in order.
+func TestInlineWritesStayOrdered(t *testing.T) {
+	for _, socks := range []int{1, 2} {
+		sc, rc := pair(t, socks)
+		var sreqs []backend.Request
+		for m := range MaxSendRequests {
+			data := make([]byte, inlineMax-m%3)
+			for i := range data {
+				data[i] = pattern(m, i)
+			}
+			r, err := sc.Isend(data, 0)
+			noErr(t, err)
+			if r == nil {
+				t.Fatalf("send %d refused", m)
+			}
+			sreqs = append(sreqs, r)
+		}
+		buf := make([]byte, inlineMax)
+		for m := range len(sreqs) {
+			r, err := rc.Irecv([][]byte{buf}, []int32{0})
+			noErr(t, err)
+			var sz [1]int
+			pollUntil(t, "recv", func() bool { d, err := r.Test(sz[:]); noErr(t, err); return d })
+			eq(t, inlineMax-m%3, sz[0])
+			for i := range sz[0] {
+				if buf[i] != pattern(m, i) {
+					t.Fatalf("socks %d message %d byte %d: %d want %d", socks, m, i, buf[i], pattern(m, i))
+				}
+			}
+		}
+		for _, r := range sreqs {
+			pollUntil(t, "send", func() bool { d, err := r.Test(nil); noErr(t, err); return d })
+		}
+	}
+}

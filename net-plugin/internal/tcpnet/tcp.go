@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+	"github.com/metaroce/metaroce/net-plugin/internal/netdev"
 )
 
 // Config tunes the TCP backend.
@@ -47,9 +48,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Socks < 1 || cfg.Socks > MaxSocks {
 		return nil, fmt.Errorf("tcpnet: %d sockets per connection, want 1..%d: %w", cfg.Socks, MaxSocks, backend.ErrInvalidUsage)
 	}
-	f, err := parseIfaceFilter(cfg.IfNames)
+	f, err := netdev.ParseFilter(cfg.IfNames)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", err, backend.ErrInvalidUsage)
+		return nil, fmt.Errorf("tcpnet: %w: %w", err, backend.ErrInvalidUsage)
 	}
 	devs, err := discoverDevices(f, cfg.Socks)
 	if err != nil {

@@ -1,0 +1,174 @@
+// Package netdev selects the network interfaces the plugin's backends use:
+// the METAROCE_IFNAMES filter (NCCL_SOCKET_IFNAME syntax), the automatic
+// choice when it is unset, and each interface's address, PCI path and link
+// speed from sysfs.
+package netdev
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// MaxIfaces bounds the interfaces Select returns, like NCCL's MAX_IFS.
+const MaxIfaces = 16
+
+// Filter selects interfaces by name. The spec is a comma-separated list of
+// name prefixes; a leading '^' turns it into an exclude list and a leading
+// '=' makes the names exact (the NCCL_SOCKET_IFNAME conventions).
+type Filter struct {
+	exclude bool
+	exact   bool
+	names   []string
+}
+
+// ParseFilter parses a filter spec; an empty spec yields the zero Filter
+// (automatic choice).
+func ParseFilter(spec string) (Filter, error) {
+	var f Filter
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return f, nil
+	}
+	if strings.HasPrefix(spec, "^") {
+		f.exclude, spec = true, spec[1:]
+	}
+	if strings.HasPrefix(spec, "=") {
+		f.exact, spec = true, spec[1:]
+	}
+	for _, n := range strings.Split(spec, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if len(n) > 64 || strings.ContainsAny(n, " /\x00") {
+			return Filter{}, fmt.Errorf("bad interface name %q in METAROCE_IFNAMES", n)
+		}
+		f.names = append(f.names, n)
+	}
+	if len(f.names) == 0 {
+		return Filter{}, fmt.Errorf("METAROCE_IFNAMES=%q names no interface", spec)
+	}
+	return f, nil
+}
+
+// Auto reports whether no names were given.
+func (f Filter) Auto() bool { return len(f.names) == 0 }
+
+// Match reports whether interface name passes the filter.
+func (f Filter) Match(name string) bool {
+	hit := false
+	for _, n := range f.names {
+		if name == n || (!f.exact && strings.HasPrefix(name, n)) {
+			hit = true
+			break
+		}
+	}
+	return hit != f.exclude
+}
+
+// Iface is one selected interface.
+type Iface struct {
+	// Name is the kernel interface name, e.g. "eth0".
+	Name string
+	// Addr is the address used on it: IPv4 if it has one, else a global IPv6.
+	Addr netip.Addr
+	// PCIPath is the sysfs path of its PCI device, "" for virtual interfaces.
+	PCIPath string
+	// SpeedMbps is the link speed the kernel reports, Mbit/s; 0 if unknown
+	// (loopback, most virtual interfaces).
+	SpeedMbps int
+	// Loopback is set for the loopback interface.
+	Loopback bool
+}
+
+// ifaceAddr picks an interface's address: IPv4 first, then a global IPv6.
+func ifaceAddr(ifc net.Interface) (netip.Addr, bool) {
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	var v6 netip.Addr
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(ipn.IP)
+		if !ok {
+			continue
+		}
+		ip = ip.Unmap()
+		if ip.Is4() {
+			return ip, true
+		}
+		if !v6.IsValid() && !ip.IsLinkLocalUnicast() && !ip.IsLoopback() {
+			v6 = ip
+		}
+	}
+	return v6, v6.IsValid()
+}
+
+// virtual reports interface names of bridges and container plumbing, which
+// the automatic choice skips.
+func virtual(n string) bool {
+	return strings.HasPrefix(n, "docker") || strings.HasPrefix(n, "virbr") || strings.HasPrefix(n, "veth") || strings.HasPrefix(n, "br-")
+}
+
+// Select lists usable interfaces, at most MaxIfaces. With an explicit filter
+// every running interface that matches and has an address is used;
+// automatically, non-loopback, non-virtual interfaces are preferred and
+// loopback is the last resort, so a laptop or CI box still gets one.
+func Select(f Filter) ([]Iface, error) {
+	ifcs, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("listing interfaces: %w", err)
+	}
+	pick := func(ok func(net.Interface) bool) []Iface {
+		var out []Iface
+		for _, ifc := range ifcs {
+			if ifc.Flags&net.FlagUp == 0 || !ok(ifc) || len(out) == MaxIfaces {
+				continue
+			}
+			ip, found := ifaceAddr(ifc)
+			if !found {
+				continue
+			}
+			out = append(out, describe(ifc, ip))
+		}
+		return out
+	}
+	if !f.Auto() {
+		out := pick(func(i net.Interface) bool { return f.Match(i.Name) })
+		if len(out) == 0 {
+			return nil, fmt.Errorf("no running interface with an address matches METAROCE_IFNAMES (check `ip addr`)")
+		}
+		return out, nil
+	}
+	out := pick(func(i net.Interface) bool { return i.Flags&net.FlagLoopback == 0 && !virtual(i.Name) })
+	if len(out) == 0 {
+		out = pick(func(i net.Interface) bool { return i.Flags&net.FlagLoopback != 0 })
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no running interface with an IP address; set METAROCE_IFNAMES")
+	}
+	return out, nil
+}
+
+// describe fills an Iface from sysfs.
+func describe(ifc net.Interface, ip netip.Addr) Iface {
+	d := Iface{Name: ifc.Name, Addr: ip, Loopback: ifc.Flags&net.FlagLoopback != 0}
+	if p, err := filepath.EvalSymlinks(filepath.Join("/sys/class/net", ifc.Name, "device")); err == nil {
+		d.PCIPath = p
+	}
+	if b, err := os.ReadFile(filepath.Join("/sys/class/net", ifc.Name, "speed")); err == nil {
+		if s, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && s > 0 {
+			d.SpeedMbps = s
+		}
+	}
+	return d
+}

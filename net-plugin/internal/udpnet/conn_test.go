@@ -1,0 +1,325 @@
+package udpnet
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+)
+
+// pollUntil calls step until it reports true, failing the test after a
+// generous deadline so that a bug shows up as a failure, not a hang.
+func pollUntil(t testing.TB, what string, step func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !step() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no progress within the deadline", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+// newBackend returns a loopback backend closed at the end of the test; two
+// of them stand for two processes.
+func newBackend(t testing.TB, seed uint64) *Backend {
+	t.Helper()
+	b, err := New(Config{IfNames: "=lo", Timeout: 5 * time.Second, PortsPerPlane: 4, Seed: seed})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// connect listens on rb and connects from sb.
+func connect(t testing.TB, sb, rb *Backend) (*sendConn, *recvConn) {
+	t.Helper()
+	l, err := rb.Listen(0)
+	require.NoError(t, err)
+	defer l.Close()
+	d, err := sb.Dial(0, l.Handle())
+	require.NoError(t, err)
+	var sc backend.SendConn
+	var rc backend.RecvConn
+	pollUntil(t, "connect", func() bool {
+		if sc == nil {
+			sc, err = d.Step()
+			require.NoError(t, err)
+		}
+		if rc == nil {
+			rc, err = l.Accept()
+			require.NoError(t, err)
+		}
+		return sc != nil && rc != nil
+	})
+	t.Cleanup(func() { _ = sc.Close(); _ = rc.Close() })
+	return sc.(*sendConn), rc.(*recvConn)
+}
+
+// pattern is the deterministic content of byte i of message m.
+func pattern(m, i int) byte { return byte(m*131 + i*7 + i>>8) }
+
+func waitReq(t testing.TB, r backend.Request, sizes []int) {
+	t.Helper()
+	pollUntil(t, "request", func() bool {
+		done, err := r.Test(sizes)
+		require.NoError(t, err)
+		return done
+	})
+}
+
+func TestTransferGroupedTags(t *testing.T) {
+	sc, rc := connect(t, newBackend(t, 1), newBackend(t, 2))
+	rng := rand.New(rand.NewPCG(1, 2))
+	const groups, n, capSize = 40, 3, 1 << 16
+	type msg struct {
+		tag  int32
+		data []byte
+	}
+	var sends [][]msg // sending order; shuffled tags pick the buffers
+	for g := range groups {
+		var ms []msg
+		for _, tag := range rng.Perm(n) {
+			size := rng.IntN(capSize + 1)
+			switch g % 5 {
+			case 0:
+				size = 0
+			case 1:
+				size = capSize
+			}
+			m := msg{tag: int32(tag + 10), data: make([]byte, size)}
+			for i := range m.data {
+				m.data[i] = pattern(g*n+tag, i)
+			}
+			ms = append(ms, m)
+		}
+		sends = append(sends, ms)
+	}
+	recvBufs := make([][][]byte, groups)
+	var rreqs []backend.Request
+	for g := range groups {
+		bufs := make([][]byte, n)
+		tags := make([]int32, n)
+		for s := range n {
+			bufs[s], tags[s] = make([]byte, capSize), int32(s+10)
+		}
+		recvBufs[g] = bufs
+		r, err := rc.Irecv(bufs, tags)
+		require.NoError(t, err)
+		require.NotNil(t, r, "group %d: no receive slot", g)
+		rreqs = append(rreqs, r)
+	}
+	var sreqs []backend.Request
+	for _, ms := range sends {
+		for _, m := range ms {
+			r, err := sc.Isend(m.data, m.tag)
+			require.NoError(t, err)
+			require.NotNil(t, r)
+			sreqs = append(sreqs, r)
+		}
+	}
+	for i, r := range sreqs {
+		var sz [1]int
+		waitReq(t, r, sz[:])
+		require.Equal(t, len(sends[i/n][i%n].data), sz[0], "send %d", i)
+	}
+	for g, r := range rreqs {
+		var sizes [backend.MaxRecvs]int
+		waitReq(t, r, sizes[:])
+		for _, m := range sends[g] {
+			slot := int(m.tag - 10)
+			require.Equal(t, len(m.data), sizes[slot], "group %d tag %d", g, m.tag)
+			require.Equal(t, m.data, recvBufs[g][slot][:len(m.data)], "group %d tag %d", g, m.tag)
+		}
+	}
+}
+
+// TestConnectionShared checks that every comm between two endpoints, in
+// both directions, rides one MetaRoCE connection on its own flow, and that
+// the connection closes with its last comm.
+func TestConnectionShared(t *testing.T) {
+	a, b := newBackend(t, 3), newBackend(t, 4)
+	type pair struct {
+		sc *sendConn
+		rc *recvConn
+	}
+	var pairs []pair
+	for i := range 6 {
+		from, to := a, b
+		if i%2 == 1 {
+			from, to = b, a
+		}
+		sc, rc := connect(t, from, to)
+		pairs = append(pairs, pair{sc, rc})
+	}
+	flows := map[uint32]bool{}
+	for _, p := range pairs {
+		flows[p.sc.flow] = true
+		require.Equal(t, p.sc.flow, p.rc.flow)
+	}
+	// a's side of every pair is the same peer object, and so is b's.
+	for i, p := range pairs {
+		ap, bp := p.sc.p, p.rc.p
+		if i%2 == 1 {
+			ap, bp = bp, ap
+		}
+		require.Same(t, pairs[0].sc.p, ap, "pair %d", i)
+		require.Same(t, pairs[0].rc.p, bp, "pair %d", i)
+	}
+	// Messages stay on their own flow.
+	for i, p := range pairs {
+		buf := make([]byte, 8)
+		r, err := p.rc.Irecv([][]byte{buf}, []int32{int32(i)})
+		require.NoError(t, err)
+		s, err := p.sc.Isend([]byte("flow "+strconv.Itoa(i)+"!"), int32(i))
+		require.NoError(t, err)
+		waitReq(t, s, nil)
+		waitReq(t, r, nil)
+		require.Equal(t, "flow "+strconv.Itoa(i)+"!", string(buf[:len("flow 0!")]))
+	}
+	ap := pairs[0].sc.p
+	a.devs[0].mu.Lock()
+	require.Equal(t, len(pairs), ap.refs)
+	a.devs[0].mu.Unlock()
+	for _, p := range pairs {
+		require.NoError(t, p.sc.Close())
+		require.NoError(t, p.rc.Close())
+	}
+	a.devs[0].mu.Lock()
+	require.Zero(t, ap.refs)
+	require.True(t, ap.dead)
+	require.Empty(t, a.devs[0].peers)
+	a.devs[0].mu.Unlock()
+	// A new comm after the last one closed dials a fresh connection.
+	sc, _ := connect(t, a, b)
+	require.NotSame(t, ap, sc.p)
+}
+
+func TestOversizeFailsBothSides(t *testing.T) {
+	sc, rc := connect(t, newBackend(t, 5), newBackend(t, 6))
+	r, err := rc.Irecv([][]byte{make([]byte, 10)}, []int32{0})
+	require.NoError(t, err)
+	s, err := sc.Isend(make([]byte, 11), 0)
+	require.NoError(t, err)
+	for name, q := range map[string]backend.Request{"receive": r, "send": s} {
+		pollUntil(t, name, func() bool {
+			_, err := q.Test(nil)
+			if err != nil {
+				require.ErrorIs(t, err, backend.ErrInvalidUsage, name)
+				require.ErrorContains(t, err, "truncated")
+				require.ErrorContains(t, err, "127.0.0.1:")
+			}
+			return err != nil
+		})
+	}
+	// The connection survives: the next message goes through.
+	buf := make([]byte, 4)
+	r, err = rc.Irecv([][]byte{buf}, []int32{1})
+	require.NoError(t, err)
+	s, err = sc.Isend([]byte("next"), 1)
+	require.NoError(t, err)
+	waitReq(t, s, nil)
+	waitReq(t, r, nil)
+	require.Equal(t, "next", string(buf))
+}
+
+func TestPeerShutdownFailsPendingReceive(t *testing.T) {
+	a := newBackend(t, 7)
+	_, rc := connect(t, a, newBackend(t, 8))
+	r, err := rc.Irecv([][]byte{make([]byte, 10)}, []int32{1})
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	pollUntil(t, "failed receive", func() bool {
+		_, err := r.Test(nil)
+		if err != nil {
+			require.ErrorContains(t, err, "peer 127.0.0.1:")
+		}
+		return err != nil
+	})
+}
+
+func TestStaleHandleRefused(t *testing.T) {
+	a, b := newBackend(t, 9), newBackend(t, 10)
+	connect(t, a, b) // the connection exists, so only the flow is stale
+	l, err := b.Listen(0)
+	require.NoError(t, err)
+	h := append([]byte(nil), l.Handle()...)
+	require.NoError(t, l.Close())
+	d, err := a.Dial(0, h)
+	require.NoError(t, err)
+	pollUntil(t, "refusal", func() bool {
+		sc, err := d.Step()
+		require.Nil(t, sc)
+		if err != nil {
+			require.ErrorIs(t, err, backend.ErrRemote)
+			require.ErrorContains(t, err, "refused flow")
+		}
+		return err != nil
+	})
+}
+
+func TestSlotsExhaustedMeansRetry(t *testing.T) {
+	sc, rc := connect(t, newBackend(t, 11), newBackend(t, 12))
+	for i := range MaxRecvRequests {
+		r, err := rc.Irecv([][]byte{make([]byte, 1)}, []int32{0})
+		require.NoError(t, err)
+		require.NotNil(t, r, "receive %d refused", i)
+	}
+	r, err := rc.Irecv([][]byte{nil}, []int32{0})
+	require.NoError(t, err)
+	require.Nil(t, r)
+	_, err = rc.Irecv(make([][]byte, backend.MaxRecvs+1), make([]int32, backend.MaxRecvs+1))
+	require.ErrorIs(t, err, backend.ErrInternal)
+	for i := range MaxSendRequests {
+		r, err := sc.Isend([]byte{1}, 0)
+		require.NoError(t, err)
+		require.NotNil(t, r, "send %d refused", i)
+	}
+	r, err = sc.Isend(nil, 0)
+	require.NoError(t, err)
+	require.Nil(t, r)
+}
+
+func TestCloseWithReceiveInFlight(t *testing.T) {
+	_, rc := connect(t, newBackend(t, 13), newBackend(t, 14))
+	r, err := rc.Irecv([][]byte{make([]byte, 10)}, []int32{1})
+	require.NoError(t, err)
+	q := r.(*recvReq).r
+	require.NoError(t, rc.Close())
+	// After Close the datapath no longer owns the buffer: the request is over.
+	select {
+	case <-q.Done():
+	default:
+		t.Fatal("receive still in flight after Close")
+	}
+	require.True(t, rc.p.dead)
+}
+
+func TestDialBadInput(t *testing.T) {
+	b := newBackend(t, 15)
+	_, err := b.Dial(0, make([]byte, backend.HandleSize))
+	require.ErrorIs(t, err, backend.ErrInvalidArgument)
+	_, err = b.Dial(5, nil)
+	require.ErrorIs(t, err, backend.ErrInternal)
+	two := listenHandle{Flow: 1, Nonce: 1, Addrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9"), netip.MustParseAddrPort("127.0.0.2:9")}}
+	hb, err := two.Append(nil)
+	require.NoError(t, err)
+	_, err = b.Dial(0, hb)
+	require.ErrorIs(t, err, backend.ErrInvalidUsage)
+	require.ErrorContains(t, err, "METAROCE_IFNAMES")
+}
+
+func TestDeviceProperties(t *testing.T) {
+	b := newBackend(t, 16)
+	devs := b.Devices()
+	require.Len(t, devs, 1)
+	require.Equal(t, "metaroce_lo", devs[0].Name)
+	require.Equal(t, DefaultPlaneSpeedMbps, devs[0].SpeedMbps)
+	require.Equal(t, 1, devs[0].Planes)
+	require.Equal(t, "udp", b.Name())
+}

@@ -1,0 +1,374 @@
+package udpnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+	"github.com/metaroce/metaroce/net-plugin/internal/netdev"
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/udp"
+)
+
+// maxReady bounds the announced flows a listener holds before Accept.
+const maxReady = 64
+
+// device is one plugin device: one udp.Endpoint over all planes, the shared
+// connections to peers and the listeners waiting for announcements.
+type device struct {
+	b     *Backend
+	info  backend.Device
+	addrs []netip.Addr
+	done  chan struct{} // closed by close
+	wg    sync.WaitGroup
+
+	mu        sync.Mutex
+	ep        *udp.Endpoint
+	closed    bool
+	peers     map[string]*peer         // peer key -> connection new comms use
+	dials     map[string]chan struct{} // peer key -> closed when a Dial in progress ends
+	listeners map[uint32]*listener     // by flow id
+	waiters   map[waitKey]chan ctrlMsg // dialers waiting for accept/reject
+	nextFlow  uint32
+}
+
+// waitKey names an announcement awaiting its answer.
+type waitKey struct {
+	p    *peer
+	flow uint32
+}
+
+func newDevice(b *Backend, info backend.Device, planes []netdev.Iface) *device {
+	d := &device{
+		b: b, info: info, done: make(chan struct{}),
+		peers: map[string]*peer{}, dials: map[string]chan struct{}{},
+		listeners: map[uint32]*listener{}, waiters: map[waitKey]chan ctrlMsg{},
+	}
+	for _, p := range planes {
+		d.addrs = append(d.addrs, p.Addr)
+	}
+	return d
+}
+
+func (d *device) logf(format string, args ...any) {
+	if d.b.cfg.Logf != nil {
+		d.b.cfg.Logf(format, args...)
+	}
+}
+
+// endpoint returns the device's endpoint, opening it (and starting its
+// accept loop) on first use; d.mu must be held.
+func (d *device) endpointLocked() (*udp.Endpoint, error) {
+	if d.closed {
+		return nil, fmt.Errorf("udpnet: device %s is closed: %w", d.info.Name, backend.ErrClosed)
+	}
+	if d.ep != nil {
+		return d.ep, nil
+	}
+	cfg := d.b.cfg
+	ep, err := udp.Listen(udp.Config{
+		Addrs:         d.addrs,
+		PortsPerPlane: cfg.PortsPerPlane,
+		Seed:          cfg.Seed,
+		Logf:          cfg.Logf,
+		Core: transport.Config{
+			IdleTimeout:      transport.Time(cfg.Timeout),
+			HandshakeTimeout: transport.Time(cfg.Timeout),
+			MaxFlowsPerConn:  maxFlowsPerConn,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("udpnet: opening the MetaRoCE endpoint on %s (%s): %w", d.info.IfName, d.info.Addr, err)
+	}
+	d.ep = ep
+	d.wg.Add(1)
+	go d.acceptLoop(ep)
+	return ep, nil
+}
+
+// acceptLoop adopts every connection peers open to the endpoint.
+func (d *device) acceptLoop(ep *udp.Endpoint) {
+	defer d.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-d.done
+		cancel()
+	}()
+	for {
+		c, err := ep.Accept(ctx)
+		if err != nil {
+			return
+		}
+		d.adopt(c, false)
+	}
+}
+
+// peer is one shared connection. refs counts the comms (and connects in
+// progress) using it; it closes when refs returns to zero.
+type peer struct {
+	d    *device
+	conn *udp.Conn
+	key  string
+	name string // printable per-plane addresses of the peer
+
+	// Guarded by d.mu.
+	refs  int
+	dead  bool
+	flows map[uint32]bool // flows we connected over it
+}
+
+// peerKey identifies a remote endpoint by its per-plane addresses.
+func peerKey(addrs []netip.AddrPort) string {
+	var b strings.Builder
+	for i, a := range addrs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(netip.AddrPortFrom(a.Addr().Unmap(), a.Port()).String())
+	}
+	return b.String()
+}
+
+// adopt registers a new connection and starts its control loop. A dialed
+// connection starts with one reference (the connect that made it).
+func (d *device) adopt(c *udp.Conn, dialed bool) *peer {
+	p := &peer{d: d, conn: c, key: peerKey(c.RemoteAddrs()), flows: map[uint32]bool{}}
+	p.name = p.key
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		_ = c.Close()
+		return nil
+	}
+	if old := d.peers[p.key]; old == nil || dialed {
+		d.peers[p.key] = p
+	}
+	if dialed {
+		p.refs = 1
+	}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go p.control()
+	return p
+}
+
+// control keeps a receive posted on the control flow and handles what
+// arrives, until the connection ends.
+func (p *peer) control() {
+	d := p.d
+	defer d.wg.Done()
+	buf := make([]byte, ctrlLen)
+	for {
+		r, err := p.conn.Recv(ctrlFlow, [][]byte{buf}, []uint32{ctrlTag})
+		if err != nil {
+			d.gone(p, err)
+			return
+		}
+		select {
+		case <-r.Done():
+		case <-d.done:
+			return
+		}
+		if _, err := r.Test(); err != nil {
+			if errors.Is(err, transport.ErrMessageTooLarge) || errors.Is(err, transport.ErrTagMismatch) {
+				d.logf("NET/MetaRoCE : udpnet: dropped a malformed control message from peer %s: %v", p.name, err)
+				continue
+			}
+			d.gone(p, err)
+			return
+		}
+		var m ctrlMsg
+		if _, err := parseCtrl(&m, buf[:r.Sizes()[0]]); err != nil {
+			d.logf("NET/MetaRoCE : udpnet: dropped a control message from peer %s: %v", p.name, err)
+			continue
+		}
+		d.handleCtrl(p, m)
+	}
+}
+
+// handleCtrl acts on one control message from p.
+func (d *device) handleCtrl(p *peer, m ctrlMsg) {
+	if m.Kind != ctrlAnnounce {
+		d.mu.Lock()
+		ch := d.waiters[waitKey{p, m.Flow}]
+		delete(d.waiters, waitKey{p, m.Flow})
+		d.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+		return
+	}
+	reply := ctrlMsg{Kind: ctrlReject, Flow: m.Flow, Nonce: m.Nonce}
+	d.mu.Lock()
+	l := d.listeners[m.Flow]
+	switch {
+	case p.dead:
+		d.mu.Unlock()
+		return // closing: the dialer sees the connection end and retries
+	case l == nil || l.nonce != m.Nonce:
+		d.logf("NET/MetaRoCE : udpnet: peer %s connected to flow %d, which has no listener here (stale listen handle?)", p.name, m.Flow)
+	case l.from[p] || len(l.ready) >= maxReady:
+		d.logf("NET/MetaRoCE : udpnet: peer %s connected to flow %d twice, or too many connects wait for accept", p.name, m.Flow)
+	default:
+		l.from[p] = true
+		p.refs++
+		l.ready = append(l.ready, newRecvConn(p, m.Flow))
+		reply.Kind = ctrlAccept
+	}
+	d.mu.Unlock()
+	p.sendCtrl(reply)
+}
+
+// sendCtrl queues a control message; its outcome shows in the peer's answer
+// or in the connection ending, so the request is not kept.
+func (p *peer) sendCtrl(m ctrlMsg) error {
+	b, err := m.Append(make([]byte, 0, ctrlLen))
+	if err != nil {
+		return err
+	}
+	_, err = p.conn.Send(ctrlFlow, b, ctrlTag)
+	return err
+}
+
+// gone forgets a connection that ended and wakes its waiting dialers.
+func (d *device) gone(p *peer, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p.dead = true
+	if d.peers[p.key] == p {
+		delete(d.peers, p.key)
+	}
+	for k, ch := range d.waiters {
+		if k.p == p {
+			delete(d.waiters, k)
+			close(ch)
+		}
+	}
+	if !errors.Is(err, udp.ErrEndpointClosed) {
+		d.logf("NET/MetaRoCE : udpnet: connection to peer %s ended: %v", p.name, err)
+	}
+}
+
+// acquire returns a live connection to remote with a reference taken,
+// dialing one if needed. Concurrent acquires of one peer share one Dial.
+func (d *device) acquire(ctx context.Context, remote []netip.AddrPort) (*peer, error) {
+	key := peerKey(remote)
+	for {
+		d.mu.Lock()
+		ep, err := d.endpointLocked()
+		if err != nil {
+			d.mu.Unlock()
+			return nil, err
+		}
+		if p := d.peers[key]; p != nil && !p.dead {
+			p.refs++
+			d.mu.Unlock()
+			return p, nil
+		}
+		if ch := d.dials[key]; ch != nil {
+			d.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		d.dials[key] = ch
+		d.mu.Unlock()
+
+		c, err := ep.Dial(ctx, remote)
+		d.mu.Lock()
+		delete(d.dials, key)
+		close(ch)
+		d.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if p := d.adopt(c, true); p != nil {
+			return p, nil
+		}
+		return nil, fmt.Errorf("udpnet: device %s closed while connecting: %w", d.info.Name, backend.ErrClosed)
+	}
+}
+
+// release drops one reference; the last one closes the connection.
+func (d *device) release(p *peer) {
+	d.mu.Lock()
+	p.refs--
+	last := p.refs == 0 && !p.dead
+	if last {
+		d.retireLocked(p)
+	}
+	d.mu.Unlock()
+}
+
+// retireLocked marks p dead and closes its connection in the background;
+// d.mu must be held.
+func (d *device) retireLocked(p *peer) {
+	p.dead = true
+	if d.peers[p.key] == p {
+		delete(d.peers, p.key)
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		_ = p.conn.Close()
+	}()
+}
+
+// kill closes p's connection now and waits until it is gone, failing every
+// request on it (used when a comm closes with requests in flight).
+func (d *device) kill(p *peer, why string) {
+	d.logf("NET/MetaRoCE : udpnet: closing the connection to peer %s: %s", p.name, why)
+	d.mu.Lock()
+	p.dead = true
+	if d.peers[p.key] == p {
+		delete(d.peers, p.key)
+	}
+	d.mu.Unlock()
+	_ = p.conn.Close()
+}
+
+// listen allocates a flow and registers its listener.
+func (d *device) listen() (*listener, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ep, err := d.endpointLocked()
+	if err != nil {
+		return nil, err
+	}
+	d.nextFlow++
+	if d.nextFlow == ctrlFlow {
+		d.nextFlow++
+	}
+	l := &listener{d: d, flow: d.nextFlow, nonce: randomNonZero(), from: map[*peer]bool{}}
+	h := listenHandle{Flow: l.flow, Nonce: l.nonce, Addrs: ep.Addrs()}
+	if l.handle, err = h.Append(make([]byte, 0, h.Length())); err != nil {
+		return nil, err
+	}
+	d.listeners[l.flow] = l
+	return l, nil
+}
+
+// close shuts the endpoint down and waits for every goroutine of d.
+func (d *device) close() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.closed = true
+	close(d.done)
+	ep := d.ep
+	d.mu.Unlock()
+	if ep != nil {
+		_ = ep.Close()
+	}
+	d.wg.Wait()
+}

@@ -1,0 +1,146 @@
+package udpnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+)
+
+// maxAttempts bounds how often a connect starts over on a fresh connection
+// when the shared one ends under it (its peer closed it at that moment).
+const maxAttempts = 3
+
+// dialer runs one connect in a goroutine: acquire the shared connection,
+// announce the flow, wait for the listener's answer. Step only polls.
+type dialer struct {
+	d      *device
+	h      listenHandle
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run has finished
+
+	sc    *sendConn // result; valid after done
+	err   error
+	taken bool // Step or Abort consumed the result (caller's goroutine)
+}
+
+func (d *device) dial(h listenHandle) *dialer {
+	ctx, cancel := context.WithTimeout(context.Background(), d.b.cfg.Timeout)
+	dl := &dialer{d: d, h: h, cancel: cancel, done: make(chan struct{})}
+	go dl.run(ctx)
+	return dl
+}
+
+func (dl *dialer) run(ctx context.Context) {
+	defer close(dl.done)
+	d := dl.d
+	for attempt := 1; ; attempt++ {
+		p, err := d.acquire(ctx, dl.h.Addrs)
+		if err != nil {
+			dl.err = dialErr(dl.h, ctx, err)
+			return
+		}
+		retry, err := d.announce(ctx, p, dl.h)
+		if err == nil {
+			dl.sc = newSendConn(p, dl.h.Flow)
+			return
+		}
+		d.release(p)
+		if !retry || attempt == maxAttempts || ctx.Err() != nil {
+			dl.err = dialErr(dl.h, ctx, err)
+			return
+		}
+	}
+}
+
+// dialErr adds the peer and a hint to a failed connect.
+func dialErr(h listenHandle, ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("udpnet: connecting to peer %s (flow %d): no answer within METAROCE_TIMEOUT_MS (%v); is the peer alive and reachable on every plane?", peerKey(h.Addrs), h.Flow, err)
+	}
+	var be bool
+	for _, c := range []error{backend.ErrInvalidUsage, backend.ErrRemote, backend.ErrClosed, backend.ErrInternal} {
+		be = be || errors.Is(err, c)
+	}
+	if be {
+		return err
+	}
+	return fmt.Errorf("udpnet: connecting to peer %s (flow %d): %w; is the peer alive and reachable on every plane?", peerKey(h.Addrs), h.Flow, err)
+}
+
+// announce asks the listener behind p to accept flow h.Flow and waits for
+// its answer. retry reports that the connection ended meanwhile, so a
+// fresh one may succeed.
+func (d *device) announce(ctx context.Context, p *peer, h listenHandle) (retry bool, err error) {
+	key := waitKey{p, h.Flow}
+	ch := make(chan ctrlMsg, 1)
+	d.mu.Lock()
+	switch {
+	case p.dead:
+		d.mu.Unlock()
+		return true, fmt.Errorf("udpnet: connection to peer %s closed: %w", p.name, backend.ErrRemote)
+	case p.flows[h.Flow] || d.waiters[key] != nil:
+		d.mu.Unlock()
+		return false, fmt.Errorf("udpnet: this process already connected to flow %d of peer %s: each listen handle takes one connect: %w", h.Flow, p.name, backend.ErrInvalidUsage)
+	}
+	d.waiters[key] = ch
+	d.mu.Unlock()
+	forget := func() {
+		d.mu.Lock()
+		if d.waiters[key] == ch {
+			delete(d.waiters, key)
+		}
+		d.mu.Unlock()
+	}
+	if err := p.sendCtrl(ctrlMsg{Kind: ctrlAnnounce, Flow: h.Flow, Nonce: h.Nonce}); err != nil {
+		forget()
+		return true, err
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return true, fmt.Errorf("udpnet: connection to peer %s ended while connecting flow %d: %w", p.name, h.Flow, backend.ErrRemote)
+		}
+		if m.Kind != ctrlAccept || m.Nonce != h.Nonce {
+			return false, fmt.Errorf("udpnet: peer %s refused flow %d: it has no such listener (listen handle stale, already used, or from another job): %w", p.name, h.Flow, backend.ErrRemote)
+		}
+		d.mu.Lock()
+		p.flows[h.Flow] = true
+		d.mu.Unlock()
+		return false, nil
+	case <-ctx.Done():
+		forget()
+		return false, ctx.Err()
+	}
+}
+
+// Step returns the connection once the listener accepted the flow.
+func (dl *dialer) Step() (backend.SendConn, error) {
+	select {
+	case <-dl.done:
+	default:
+		return nil, nil
+	}
+	if dl.taken {
+		return nil, fmt.Errorf("udpnet: connection to %s already returned: %w", peerKey(dl.h.Addrs), backend.ErrInternal)
+	}
+	dl.taken = true
+	dl.cancel()
+	if dl.err != nil {
+		return nil, dl.err
+	}
+	return dl.sc, nil
+}
+
+// Abort cancels the attempt and releases what it holds.
+func (dl *dialer) Abort() {
+	dl.cancel()
+	<-dl.done
+	if !dl.taken {
+		dl.taken = true
+		if dl.sc != nil {
+			_ = dl.sc.Close()
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package udpnet
+
+import (
+	"fmt"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+)
+
+// listener owns one flow id; announcements of that flow queue up in ready
+// (filled by the connections' control loops, guarded by d.mu).
+type listener struct {
+	d      *device
+	flow   uint32
+	nonce  uint64
+	handle []byte
+
+	ready  []*recvConn
+	from   map[*peer]bool // connections that announced this flow
+	closed bool
+}
+
+// Handle returns the listen handle.
+func (l *listener) Handle() []byte { return l.handle }
+
+// Accept returns the next announced flow; it never blocks.
+func (l *listener) Accept() (backend.RecvConn, error) {
+	d := l.d
+	d.mu.Lock()
+	if l.closed {
+		d.mu.Unlock()
+		return nil, fmt.Errorf("udpnet: accept on closed listener (flow %d): %w", l.flow, backend.ErrInternal)
+	}
+	var stale []*recvConn
+	var rc *recvConn
+	for len(l.ready) > 0 && rc == nil {
+		c := l.ready[0]
+		l.ready = l.ready[1:]
+		if c.p.dead {
+			stale = append(stale, c) // its connection ended before accept
+		} else {
+			rc = c
+		}
+	}
+	d.mu.Unlock()
+	for _, c := range stale {
+		_ = c.Close()
+	}
+	if rc == nil {
+		return nil, nil
+	}
+	return rc, nil
+}
+
+// Close stops listening and drops flows that were announced but not
+// accepted.
+func (l *listener) Close() error {
+	d := l.d
+	d.mu.Lock()
+	if l.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	delete(d.listeners, l.flow)
+	pending := l.ready
+	l.ready = nil
+	d.mu.Unlock()
+	for _, c := range pending {
+		_ = c.Close()
+	}
+	return nil
+}
