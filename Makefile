@@ -4,8 +4,9 @@ BUILD     ?= build
 FUZZTIME  ?= 3s
 BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
+DURATION  ?= 30m
 
-.PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance conformance-iut bench-peers mpirun-check figures-core
+.PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance conformance-iut bench-peers soak mpirun-check figures-core
 
 all: build ## Build every package and command
 
@@ -65,6 +66,9 @@ conformance: ## Run the conformance suite against our own datapath
 
 conformance-iut: build ## Conformance suite against mrpeer as a separate process, JUnit in build/
 	$(BUILD)/mrconform --iut $(BUILD)/mrpeer --format tap,human --junit $(BUILD)/conformance.xml
+
+soak: ## Mixed collectives for DURATION under changing faults; fails on corruption, unreported failures or leaks
+	$(GO) run ./cmd/mrsoak -duration $(DURATION) -v
 
 bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, one table
 	bench/peers/run.sh --rounds 3
