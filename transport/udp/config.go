@@ -40,11 +40,19 @@ type Config struct {
 	// driver's defaults where they differ from the core's: MinRTO 2 ms (a
 	// busy 2-core host deschedules an event loop for about a millisecond,
 	// and a tail-loss timeout shorter than that declares live paths bad),
+	// 10 ms when every plane is a loopback address (nothing is lost there
+	// but to a full socket buffer, which the window prevents, while a
+	// loaded host stalls a receiving loop for milliseconds: every timeout
+	// on loopback is spurious and costs a window of retransmissions),
 	// InboundRate from the interface speed where the kernel reports one
 	// (sum over planes; 0 on loopback), PathsPerPlane at most PortsPerPlane,
-	// and CC.ConnWindow half the socket receive buffer (so one sender
-	// cannot overrun the receiver's socket, which would turn into losses
-	// the ECN controller does not react to).
+	// and CC.ConnWindow half the receive buffer the kernel reports for the
+	// listening socket, that is the whole buffer requested (the kernel
+	// doubles a request for its per-datagram bookkeeping and limits that
+	// figure), so one sender cannot overrun the receiver's socket, which
+	// would turn into losses the ECN controller does not react to. With
+	// the 4 MiB default buffers that is 4 MiB: on loopback a 2 MiB window
+	// left the pipeline idle across a receiver's wake-up.
 	Core transport.Config
 	// Seed seeds every random choice (connection ids, tokens, entropies,
 	// fault injection). 0 draws a seed from crypto/rand, which production
@@ -58,9 +66,17 @@ type Config struct {
 	Blackhole []int
 	// Spin is how long the event loop keeps polling without blocking after
 	// it last did work (default 50 µs; negative disables spinning). Spinning
-	// saves the wake-up of a sleeping thread (100 µs and more on a loaded
-	// host) on every round trip.
+	// saves the wake-up of a sleeping loop thread (100 µs and more on a
+	// loaded host) when the next datagram or command comes soon, which
+	// keeps a bulk transfer's pipeline full. While a goroutine drives the
+	// datapath from Request.Wait the loop parks instead of spinning.
 	Spin time.Duration
+	// WaitSpin is how long Request.Wait keeps driving the datapath from the
+	// calling goroutine (reading ready sockets, running timers, sending)
+	// without progress before it blocks (default 50 µs; negative disables
+	// it). A waiter that finds its answer this way needs no thread
+	// wake-up; one that does not costs this much CPU per wait.
+	WaitSpin time.Duration
 	// Logf receives diagnostic messages; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -69,7 +85,9 @@ type Config struct {
 const (
 	DefaultPortsPerPlane  = 16
 	DefaultSpin           = 50 * time.Microsecond
+	DefaultWaitSpin       = 50 * time.Microsecond
 	DefaultMinRTO         = 2 * transport.Millisecond
+	LoopbackMinRTO        = 10 * transport.Millisecond
 	loopbackDatagram      = 65000
 	fallbackDatagram      = 1500 - 28
 	maxPortsPerPlane      = 1024
@@ -134,6 +152,9 @@ func (cfg Config) resolve() (resolved, error) {
 	if r.Spin == 0 {
 		r.Spin = DefaultSpin
 	}
+	if r.WaitSpin == 0 {
+		r.WaitSpin = DefaultWaitSpin
+	}
 	c := &r.Core
 	c.Listen = true
 	c.Planes = len(r.Addrs)
@@ -148,6 +169,9 @@ func (cfg Config) resolve() (resolved, error) {
 	}
 	if c.MinRTO <= 0 {
 		c.MinRTO = DefaultMinRTO
+		if allLoopback(r.Addrs) {
+			c.MinRTO = LoopbackMinRTO
+		}
 	}
 	if c.InboundRate == 0 {
 		c.InboundRate = inboundRate(r.Addrs)
@@ -158,11 +182,7 @@ func (cfg Config) resolve() (resolved, error) {
 // defaultDatagram picks MaxDatagram from the planes' interfaces (see
 // Config.MaxDatagram).
 func defaultDatagram(addrs []netip.Addr) int {
-	loop := true
-	for _, a := range addrs {
-		loop = loop && a.IsLoopback()
-	}
-	if loop {
+	if allLoopback(addrs) {
 		return loopbackDatagram
 	}
 	best := 0
@@ -184,6 +204,16 @@ func defaultDatagram(addrs []netip.Addr) int {
 		return fallbackDatagram
 	}
 	return best
+}
+
+// allLoopback reports whether every plane address is a loopback address.
+func allLoopback(addrs []netip.Addr) bool {
+	for _, a := range addrs {
+		if !a.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // interfaceOf returns the interface that holds address a, or nil. It looks in

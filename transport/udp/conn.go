@@ -18,7 +18,7 @@ type Conn struct {
 	err    error         // why it is gone; set before closed is closed
 	dialed chan error    // Dial's result, for dialed connections
 
-	// Owned by the event loop.
+	// Guarded by the endpoint's drive lock.
 	id      transport.ConnID
 	rid     transport.RemoteID
 	dialing bool
@@ -58,7 +58,7 @@ func (c *Conn) Send(flow uint32, buf []byte, tag uint32) (*Request, error) {
 	}
 	r := newRequest(c, 1)
 	r.send = buf
-	if err := c.ep.enqueue(command{kind: cmdSend, conn: c, req: r, flow: flow, tag: tag}); err != nil {
+	if err := c.ep.enqueueFast(command{kind: cmdSend, conn: c, req: r, flow: flow, tag: tag}); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -84,7 +84,7 @@ func (c *Conn) Recv(flow uint32, bufs [][]byte, tags []uint32) (*Request, error)
 	r.recv = append([][]byte(nil), bufs...)
 	r.tags = append([]uint32(nil), tags...)
 	r.left = len(bufs)
-	if err := c.ep.enqueue(command{kind: cmdRecv, conn: c, req: r, flow: flow}); err != nil {
+	if err := c.ep.enqueueFast(command{kind: cmdRecv, conn: c, req: r, flow: flow}); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -27,21 +27,29 @@ type Endpoint struct {
 	laterRelease []transport.RemoteID
 	epoch        time.Time
 
-	// Set up by Listen, then owned by the loop.
-	core    *transport.Endpoint
-	socks   []*sockio.Conn // by tag = plane*PortsPerPlane + entropy
-	poller  *sockio.Poller
-	timer   *timerFD
-	peers   *peerTable
-	conns   map[transport.ConnID]*Conn
-	sendOps map[uint64]*Request
-	recvOps map[uint64]recvRef
-	cookie  uint64
-	dropRng *rand.Rand
-	black   []bool // by entropy
-	rx      rxState
-	tx      txState
-	recvBuf [8]transport.RecvBuf
+	// drive is held by whoever runs a turn of the datapath: the event loop,
+	// or a user goroutine that runs one itself (assist.go). Everything
+	// below up to the command queue, and the loop-owned fields of Conn and
+	// Request, are guarded by it.
+	drive sync.Mutex
+	dead  bool // the loop has exited and released the sockets
+
+	// Set up by Listen, then guarded by drive.
+	core      *transport.Endpoint
+	socks     []*sockio.Conn // by tag = plane*PortsPerPlane + entropy
+	poller    *sockio.Poller
+	timer     *timerFD
+	peers     *peerTable
+	conns     map[transport.ConnID]*Conn
+	sendOps   map[uint64]*Request
+	recvOps   map[uint64]recvRef
+	cookie    uint64
+	dropRng   *rand.Rand
+	black     []bool // by entropy
+	rx        rxState
+	tx        txState
+	recvBuf   [8]transport.RecvBuf
+	listening []int32 // tag of each plane's listening socket (socket 0)
 
 	stopping     bool
 	stopDeadline transport.Time
@@ -54,7 +62,9 @@ type Endpoint struct {
 	spare    []command
 	stopped  bool
 	nCmds    atomic.Int32
-	sleeping atomic.Bool
+	sleeping atomic.Bool   // the loop blocks (or is about to) in the poller
+	spinners atomic.Int32  // goroutines in spinWait
+	kick     chan struct{} // wakes a loop parked while spinners > 0
 	closing  atomic.Bool
 
 	accepts chan *Conn
@@ -99,6 +109,7 @@ func Listen(cfg Config) (*Endpoint, error) {
 		recvOps: make(map[uint64]recvRef),
 		accepts: make(chan *Conn, acceptQueueLen),
 		done:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
 		black:   make([]bool, r.PortsPerPlane),
 	}
 	for _, b := range r.Blackhole {
@@ -115,7 +126,7 @@ func Listen(cfg Config) (*Endpoint, error) {
 	}
 	r.Core.Addr = blob
 	if r.Core.CC.ConnWindow <= 0 {
-		r.Core.CC.ConnWindow = max(e.socks[0].RcvBuf()/4, 4*r.MaxDatagram)
+		r.Core.CC.ConnWindow = max(e.socks[0].RcvBuf()/2, 4*r.MaxDatagram)
 	}
 	seed, err := seedBytes(r.Seed)
 	if err != nil {
@@ -171,6 +182,7 @@ func (e *Endpoint) openSockets() error {
 			e.socks = append(e.socks, s)
 		}
 		e.addrs = append(e.addrs, e.socks[p*n].LocalAddr())
+		e.listening = append(e.listening, int32(p*n))
 	}
 	var err error
 	if e.poller, err = sockio.NewPoller(); err != nil {
@@ -304,7 +316,7 @@ func (e *Endpoint) Stats() EndpointStats {
 
 // enqueue hands a command to the loop and wakes it if it sleeps. The wake-up
 // happens under the lock so that it can never reach a poller the loop has
-// already closed.
+// already closed. Sends and receives take the fast path of enqueueFast.
 func (e *Endpoint) enqueue(c command) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -313,12 +325,28 @@ func (e *Endpoint) enqueue(c command) error {
 	}
 	e.cmds = append(e.cmds, c)
 	e.nCmds.Add(1)
-	if e.sleeping.Load() {
+	e.wakeLocked()
+	return nil
+}
+
+// wakeLocked wakes the loop if it sleeps in the poller or is parked; the
+// caller holds e.mu.
+func (e *Endpoint) wakeLocked() {
+	if !e.stopped && e.sleeping.Load() {
 		if err := e.poller.Wake(); err != nil && !errors.Is(err, sockio.ErrClosed) {
 			e.logf("udp: wake event loop: %v", err)
 		}
 	}
-	return nil
+	e.unpark()
+}
+
+// unpark ends a park of the loop (see run); a kick sent while it is not
+// parked costs it one extra turn later.
+func (e *Endpoint) unpark() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (e *Endpoint) logf(format string, args ...any) {

@@ -71,7 +71,7 @@ func TestPeerClosedMidTransfer(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan struct{})
 	require.NoError(t, pr.eb.enqueue(command{kind: cmdFunc, fn: func() {
-		pr.eb.cfg.DropProb = 1 // on the loop, which alone reads it
+		pr.eb.cfg.DropProb = 1 // under the drive lock, which every reader holds
 		close(done)
 	}}))
 	<-done

@@ -14,68 +14,62 @@ const (
 	staleAfter = 30 * transport.Second
 )
 
-// run is the event loop: the only goroutine that touches the core and the
-// sockets. Each iteration waits for readiness (or polls, while busy), applies
-// user commands, reads every ready socket, runs expired timers, delivers
-// events, transmits, and decides how long it may sleep.
+// parkLimit bounds one park of the loop while goroutines spin in
+// Request.Wait.
+const parkLimit = time.Millisecond
+
+// run is the event loop goroutine. Each iteration waits for readiness (or
+// polls, while busy), takes the drive lock and runs one turn, then decides
+// how long it may sleep. Callers run turns of their own under the same lock
+// (see assist.go); the loop is what makes progress when nobody else does.
 func (e *Endpoint) run() {
 	defer e.exit()
 	var ready [64]int32
 	timeout := time.Duration(0)
+	park := time.NewTimer(parkLimit)
+	park.Stop()
 	for {
 		n, _, err := e.poller.Wait(timeout, ready[:])
-		e.sleeping.Store(false)
 		if err != nil {
 			e.logf("udp: event loop stops: %v", err)
 			return
 		}
-		now := e.now()
-		busy := e.runCommands(now)
-		for _, tag := range ready[:n] {
-			if tag == timerTag {
-				e.timer.fired()
-				continue
-			}
-			if e.readSocket(tag, now) > 0 {
-				busy = true
-			}
-		}
-		now = e.now()
-		if e.core.NextTimeout() <= now {
-			e.core.HandleTimeout(now)
-		}
-		e.drainEvents()
-		sent, more := e.transmit(now)
-		busy = busy || sent > 0
-		for _, id := range e.laterRelease {
-			e.peers.release(id)
-		}
-		e.laterRelease = e.laterRelease[:0]
-		e.drainEvents()
+		e.drive.Lock()
+		e.sleeping.Store(false)
+		now, more := e.turn(ready[:n])
 		if e.stopping && (e.core.NumConns() == 0 || now >= e.stopDeadline) {
+			e.drive.Unlock()
 			return
 		}
-		if now >= e.nextSweep {
-			e.peers.sweep(now - staleAfter)
-			e.nextSweep = now + sweepEvery
-		}
-		if busy {
-			e.lastBusy = now
-		}
-		next := e.core.NextTimeout()
-		if e.stopping {
-			next = min(next, e.stopDeadline)
-		}
-		spin := transport.Time(e.cfg.Spin)
+		next := e.nextWake()
 		if more || next <= now {
+			e.drive.Unlock()
 			timeout = 0
 			continue
 		}
-		if spin > 0 && now-e.lastBusy < spin {
+		if e.spinners.Load() > 0 {
+			// A goroutine spins in Request.Wait and runs the turns
+			// itself: park off the poller, so that datagrams arriving
+			// for it wake no thread, until the last spinner leaves, a
+			// command needs the loop, or parkLimit passes (spinners
+			// read only the listening sockets; a stray datagram on
+			// another one waits at most that long).
+			e.drive.Unlock()
+			park.Reset(parkLimit)
+			select {
+			case <-e.kick:
+			case <-park.C:
+			}
+			park.Stop()
+			timeout = 0
+			continue
+		}
+		if spin := transport.Time(e.cfg.Spin); spin > 0 && now-e.lastBusy < spin {
 			// Spinning: yield the processor at every turn, or the user
 			// goroutine this loop just woke (and the peer's loop, when
 			// both live in one process) may wait for a free P until the
 			// spin ends.
+			e.drive.Unlock()
 			runtime.Gosched()
 			timeout = 0
 			continue
@@ -89,15 +83,85 @@ func (e *Endpoint) run() {
 		if e.nCmds.Load() > 0 {
 			e.sleeping.Store(false)
 			timeout = 0
-			continue
+		} else {
+			timeout = -1
 		}
-		timeout = -1
+		e.drive.Unlock()
 	}
 }
 
+// turn applies queued commands, reads the sockets tagged in ready, runs
+// expired timers, delivers events and transmits. It returns the time it
+// ended at and whether the transmit budget ran out (more may be waiting).
+// The caller holds e.drive.
+func (e *Endpoint) turn(ready []int32) (transport.Time, bool) {
+	now, busy := e.turnIn(ready)
+	return e.turnOut(now, busy)
+}
+
+// turnIn is the first half of a turn: commands, reads, timers and the
+// events they caused. It reports whether any of them did something.
+func (e *Endpoint) turnIn(ready []int32) (transport.Time, bool) {
+	now := e.now()
+	busy := e.runCommands(now)
+	for _, tag := range ready {
+		if tag == timerTag {
+			e.timer.fired()
+			continue
+		}
+		if e.readSocket(tag, now) > 0 {
+			busy = true
+		}
+	}
+	now = e.now()
+	if e.core.NextTimeout() <= now {
+		e.core.HandleTimeout(now)
+	}
+	e.drainEvents()
+	if busy {
+		e.lastBusy = now
+	}
+	return now, busy
+}
+
+// turnOut is the second half: transmit what the core has due, release the
+// peers of closed connections and forget stale ones. A turn that stops
+// after turnIn leaves the core's output waiting for the next turn.
+func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool) {
+	sent, more := e.transmit(now)
+	for _, id := range e.laterRelease {
+		e.peers.release(id)
+	}
+	e.laterRelease = e.laterRelease[:0]
+	e.drainEvents()
+	if now >= e.nextSweep {
+		e.peers.sweep(now - staleAfter)
+		e.nextSweep = now + sweepEvery
+	}
+	if busy || sent > 0 {
+		e.lastBusy = now
+	}
+	return now, more
+}
+
+// nextWake is when the loop must next run a turn by itself: the core's next
+// timer, or the shutdown deadline. The caller holds e.drive.
+func (e *Endpoint) nextWake() transport.Time {
+	next := e.core.NextTimeout()
+	if e.stopping {
+		next = min(next, e.stopDeadline)
+	}
+	return next
+}
+
 // exit fails everything still outstanding, refuses further commands and
-// releases the sockets; it runs on the loop goroutine as its last act.
+// releases the sockets; it runs on the loop goroutine as its last act, under
+// the drive lock, and marks the endpoint dead so that no caller runs a turn
+// on the released sockets afterwards.
 func (e *Endpoint) exit() {
+	e.drive.Lock()
+	defer e.drive.Unlock()
+	e.dead = true
 	e.mu.Lock()
 	e.stopped = true
 	left := e.cmds

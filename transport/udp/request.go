@@ -14,7 +14,7 @@ type Request struct {
 	err      error
 	sizes    []int
 
-	// Owned by the event loop until completion.
+	// Guarded by the endpoint's drive lock until completion.
 	conn *Conn
 	send []byte   // Send: the message
 	recv [][]byte // Recv: the posted buffers
@@ -31,8 +31,13 @@ func (r *Request) Done() <-chan struct{} { return r.done }
 
 // Wait blocks until the request completes and returns its error, or returns
 // ctx.Err() if ctx ends first (the request then stays outstanding and its
-// buffers stay lent).
+// buffers stay lent). It first drives the datapath from the calling
+// goroutine while that makes progress, for up to Config.WaitSpin without
+// any, which saves the two thread wake-ups of a hand-off to the event loop.
 func (r *Request) Wait(ctx context.Context) error {
+	if r.conn.ep.spinWait(r.finished.Load) {
+		return r.err
+	}
 	select {
 	case <-r.done:
 		return r.err
@@ -64,7 +69,7 @@ func (r *Request) Sizes() []int {
 }
 
 // finish completes r with err (the first error wins for grouped receives);
-// it is called by the event loop only, once.
+// it is called under the endpoint's drive lock only.
 func (r *Request) finish(err error) {
 	if r.finished.Load() {
 		return

@@ -13,9 +13,15 @@ import (
 // (the size GRO needs): one recvmmsg call fills at most this many.
 const rxBatch = 64
 
-// rxRounds bounds the recvmmsg calls per socket per loop iteration, so that a
-// flood on one socket does not delay transmission and timers.
-const rxRounds = 4
+// rxRounds bounds the recvmmsg calls per socket per turn, so that a flood on
+// one socket does not delay timers and the other sockets.
+const rxRounds = 16
+
+// rxRoundBytes is about how many bytes one recvmmsg call may return before
+// the turn transmits what they made due (acknowledgements above all): a
+// receiver that read a whole window before acknowledging any of it would
+// leave the sender idle for as long as it takes to copy the window out.
+const rxRoundBytes = 512 << 10
 
 // rxState holds the preallocated receive buffers.
 type rxState struct {
@@ -38,8 +44,16 @@ func (e *Endpoint) readSocket(tag int32, now transport.Time) int {
 	s := e.socks[tag]
 	plane := uint8(int(tag) / e.cfg.PortsPerPlane)
 	total := 0
+	per := e.cfg.MaxDatagram
+	if s.GRO() {
+		per = sockio.MaxDatagram // a coalesced batch fills its buffer
+	}
+	msgs := e.rx.msgs[:min(max(rxRoundBytes/per, 4), len(e.rx.msgs))]
 	for round := 0; round < rxRounds; round++ {
-		got, err := s.ReadBatch(e.rx.msgs)
+		if round > 0 {
+			e.transmit(e.now())
+		}
+		got, err := s.ReadBatch(msgs)
 		if err != nil {
 			if !errors.Is(err, sockio.ErrWouldBlock) {
 				e.logf("udp: read from %v: %v", s.LocalAddr(), err)
@@ -57,7 +71,7 @@ func (e *Endpoint) readSocket(tag int32, now transport.Time) int {
 			}
 			total += segs
 		}
-		if got < len(e.rx.msgs) {
+		if got < len(msgs) {
 			break
 		}
 	}

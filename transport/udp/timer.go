@@ -30,10 +30,16 @@ func newTimerFD() (*timerFD, error) {
 	return &timerFD{fd: fd}, nil
 }
 
-// arm makes the timer fire at deadline (loop time), now being the current
-// loop time; transport.Never disarms it. Re-arming for the same deadline
-// costs no system call.
+// arm makes the timer fire at deadline (loop time) or earlier, now being the
+// current loop time; transport.Never asks for no expiry. A timer already
+// armed for a time between now and deadline is left alone: it fires early,
+// and the turn it causes re-arms it. Deadlines mostly move later (every
+// send pushes the tail-loss timeout out), so this saves a system call on
+// nearly every turn for an occasional spurious wake-up.
 func (t *timerFD) arm(now, deadline transport.Time) {
+	if t.armed != 0 && t.armed > now && t.armed <= deadline {
+		return
+	}
 	if deadline == transport.Never {
 		if t.armed == 0 {
 			return
@@ -41,9 +47,6 @@ func (t *timerFD) arm(now, deadline transport.Time) {
 		t.armed = 0
 		t.spec = unix.ItimerSpec{}
 		unix.TimerfdSettime(t.fd, 0, &t.spec, nil)
-		return
-	}
-	if deadline == t.armed {
 		return
 	}
 	t.armed = deadline
@@ -54,9 +57,12 @@ func (t *timerFD) arm(now, deadline transport.Time) {
 
 // fired consumes an expiry so that the level-triggered poller stops
 // reporting it.
+// A read that finds no expiry (another turn consumed it, and the timer may
+// since have been re-armed) leaves the armed deadline alone.
 func (t *timerFD) fired() {
-	unix.Read(t.fd, t.buf[:])
-	t.armed = 0
+	if n, _ := unix.Read(t.fd, t.buf[:]); n == len(t.buf) {
+		t.armed = 0
+	}
 }
 
 func (t *timerFD) close() { unix.Close(t.fd) }

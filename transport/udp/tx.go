@@ -117,13 +117,26 @@ func (e *Endpoint) queue(tx *transport.Transmit) {
 	}
 	q.msgs = append(q.msgs, sockio.Msg{Buf: e.tx.slots[e.tx.used], Addr: dst})
 	e.tx.used++
-	e.put(&q.msgs[len(q.msgs)-1], tx.N, payload)
+	m := &q.msgs[len(q.msgs)-1]
+	if len(payload) > 0 && (2*size > gsoLimit || !e.socks[tag].GSO()) {
+		// No second segment could join this datagram: let the kernel
+		// gather the payload from the message itself instead of copying
+		// it next to the header. The message stays lent until its send
+		// completes, which is after this turn's flush.
+		e.put(m, tx.N, nil)
+		m.Tail = payload
+		return
+	}
+	e.put(m, tx.N, payload)
 }
 
 // canAppend reports whether a datagram of size bytes may extend m as one more
 // GSO segment: every segment but the last has m's segment size, and the run
 // stays within the kernel's limits.
 func canAppend(m *sockio.Msg, size int) bool {
+	if len(m.Tail) > 0 {
+		return false
+	}
 	seg := m.Seg
 	if seg == 0 {
 		seg = m.N

@@ -44,7 +44,7 @@ type mmsghdr struct {
 // sendScratch holds the preallocated kernel structures of the send path.
 type sendScratch struct {
 	hdrs  [MaxBatch]mmsghdr
-	iovs  [MaxBatch]unix.Iovec
+	iovs  [MaxBatch][2]unix.Iovec // Buf and Tail of each entry
 	names [MaxBatch]unix.RawSockaddrInet6
 	ctrl  [MaxBatch][ctrlSendLen]byte
 	owner [MaxBatch]int // index in msgs of the message each entry carries
@@ -140,6 +140,9 @@ func (c *Conn) fillSend(msgs []Msg, first int) (int, int, error) {
 		if m.N < 0 || m.N > len(m.Buf) {
 			return 0, 0, fmt.Errorf("%w: message %d has N=%d, len(Buf)=%d", ErrShortBuffer, i, m.N, len(m.Buf))
 		}
+		if len(m.Tail) > 0 && (m.Seg > 0 || m.N+len(m.Tail) > maxGSOBytes) {
+			return 0, 0, fmt.Errorf("%w: message %d has a %d-byte tail after %d bytes with Seg=%d", ErrTooManySegments, i, len(m.Tail), m.N, m.Seg)
+		}
 		segs := 1
 		split := m.Seg > 0 && m.N > m.Seg
 		if split {
@@ -162,6 +165,12 @@ func (c *Conn) fillSend(msgs []Msg, first int) (int, int, error) {
 				ctrl = putSegmentControl(s.ctrl[cnt][:], uint16(m.Seg))
 			}
 			c.putEntry(cnt, i, m.Buf[:m.N], nameLen, ctrl)
+			if len(m.Tail) > 0 {
+				iov := &s.iovs[cnt][1]
+				iov.Base = &m.Tail[0]
+				iov.SetLen(len(m.Tail))
+				s.hdrs[cnt].hdr.SetIovlen(2)
+			}
 			cnt++
 			continue
 		}
@@ -180,7 +189,7 @@ func (c *Conn) fillSend(msgs []Msg, first int) (int, int, error) {
 func (c *Conn) putEntry(j, owner int, p []byte, nameLen uint32, ctrl int) {
 	s := &c.send
 	s.owner[j] = owner
-	iov := &s.iovs[j]
+	iov := &s.iovs[j][0]
 	iov.Base = nil
 	if len(p) > 0 {
 		iov.Base = &p[0]

@@ -268,7 +268,8 @@ func TestZeroAllocs(t *testing.T) {
 		for i := range out {
 			out[i] = Msg{Buf: make([]byte, 1200), N: 1200, Addr: rx.LocalAddr()}
 		}
-		seg := []Msg{{Buf: make([]byte, 9000*4), N: 9000 * 4, Seg: 9000, Addr: rx.LocalAddr()}}
+		seg := []Msg{{Buf: make([]byte, 9000*4), N: 9000 * 4, Seg: 9000, Addr: rx.LocalAddr()},
+			{Buf: make([]byte, 64), N: 64, Tail: make([]byte, 8000), Addr: rx.LocalAddr()}}
 		in := newBufs(16, MaxDatagram)
 		drain := func() {
 			for {
@@ -323,4 +324,45 @@ func BenchmarkLoopbackBatch(b *testing.B) {
 			b.ReportMetric(float64(bytesIn)*8/b.Elapsed().Seconds()/1e9, "Gb/s")
 		})
 	}
+}
+
+// TestTailGathered checks that a Tail leaves in the same datagram right
+// after Buf[:N], next to messages without one, and that a Tail with Seg is
+// refused.
+func TestTailGathered(t *testing.T) {
+	rx := openT(t, Config{Local: lo4, DisableGRO: true})
+	tx := openT(t, Config{Local: lo4})
+	hdr := []byte("header-and-junk")
+	tail := bytes.Repeat([]byte("payload."), 500)
+	out := []Msg{
+		{Buf: hdr, N: 6, Tail: tail, Addr: rx.LocalAddr()},
+		{Buf: []byte("plain"), N: 5, Addr: rx.LocalAddr()},
+		{Buf: hdr, N: 0, Tail: tail[:3], Addr: rx.LocalAddr()},
+	}
+	n, err := tx.WriteBatch(out)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	want := [][]byte{append([]byte("header"), tail...), []byte("plain"), tail[:3]}
+	in := newBufs(4, MaxDatagram)
+	var got [][]byte
+	p, err := NewPoller()
+	require.NoError(t, err)
+	defer p.Close()
+	require.NoError(t, p.Add(rx.Fd(), 0))
+	for len(got) < len(want) {
+		_, _, err := p.Wait(5*time.Second, make([]int32, 1))
+		require.NoError(t, err)
+		k, err := rx.ReadBatch(in)
+		if errors.Is(err, ErrWouldBlock) {
+			continue
+		}
+		require.NoError(t, err)
+		for i := range in[:k] {
+			got = append(got, append([]byte(nil), in[i].Buf[:in[i].N]...))
+		}
+	}
+	require.Equal(t, want, got)
+
+	_, err = tx.WriteBatch([]Msg{{Buf: make([]byte, 3000), N: 3000, Seg: 1000, Tail: tail, Addr: rx.LocalAddr()}})
+	require.ErrorIs(t, err, ErrTooManySegments)
 }

@@ -20,6 +20,11 @@ const (
 // kernel offers GSO, or split into single datagrams otherwise. ECN is ignored on
 // send (the socket's codepoint is used, see [Config.ECN]).
 //
+// Tail, on send only, is a second piece of payload that follows Buf[:N] in
+// the same datagram: the kernel gathers both, so a header built in Buf and a
+// payload that lives elsewhere leave without being copied together first.
+// A message with a Tail is one datagram (Seg must be 0); receives ignore it.
+//
 // On receive: Buf is filled up to len(Buf), N is the byte count, Addr the
 // source, ECN the two ECN bits of the IP header, and Seg the GRO segment size
 // when the kernel coalesced several datagrams of the same flow into one buffer
@@ -28,6 +33,7 @@ const (
 type Msg struct {
 	Buf   []byte
 	N     int
+	Tail  []byte
 	Addr  netip.AddrPort
 	ECN   uint8
 	Seg   int
