@@ -177,6 +177,9 @@ func (e *Endpoint) drainEvents() {
 			// the core may still owe it a datagram (the reply to its
 			// CLOSE) that leaves after this event.
 			e.laterRelease = append(e.laterRelease, c.rid)
+			if e.auth != nil {
+				e.auth.Forget(uint32(ev.Conn))
+			}
 			err := ev.Err
 			if err == nil {
 				err = transport.ErrClosed

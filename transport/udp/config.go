@@ -1,7 +1,10 @@
 package udp
 
 import (
+	"errors"
+
 	"fmt"
+	"github.com/metaroce/metaroce/transport/auth"
 	"net"
 	"net/netip"
 	"os"
@@ -77,6 +80,13 @@ type Config struct {
 	// it). A waiter that finds its answer this way needs no thread
 	// wake-up; one that does not costs this much CPU per wait.
 	WaitSpin time.Duration
+	// Secret turns on per-packet authentication (docs/security.md,
+	// package transport/auth): every datagram carries an AES-GCM (or, for
+	// the handshake, HMAC) tag keyed from this secret, at least 16 bytes,
+	// and must be the same on every endpoint of the job. Nil reads
+	// METAROCE_SECRET; when that is unset too, packets are not
+	// authenticated.
+	Secret []byte
 	// Logf receives diagnostic messages; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -106,6 +116,15 @@ type resolved struct {
 func (cfg Config) resolve() (resolved, error) {
 	if len(cfg.Addrs) == 0 {
 		cfg.Addrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}
+	}
+	if cfg.Secret == nil {
+		s, err := auth.SecretFromEnv()
+		switch {
+		case err == nil:
+			cfg.Secret = s
+		case !errors.Is(err, auth.ErrNoSecret):
+			return resolved{}, fmt.Errorf("udp: %w", err)
+		}
 	}
 	if len(cfg.Addrs) > wire.MaxPlanes {
 		return resolved{}, fmt.Errorf("udp: %d planes, at most %d", len(cfg.Addrs), wire.MaxPlanes)
@@ -160,6 +179,10 @@ func (cfg Config) resolve() (resolved, error) {
 	c.Planes = len(r.Addrs)
 	c.EntropiesPerPlane = r.PortsPerPlane
 	c.MaxDatagram = r.MaxDatagram
+	if r.Secret != nil {
+		// The authentication trailer rides inside the datagram.
+		c.MaxDatagram -= auth.Overhead
+	}
 	if c.PathsPerPlane <= 0 {
 		c.PathsPerPlane = min(4, r.PortsPerPlane)
 	}

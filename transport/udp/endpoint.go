@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/metaroce/metaroce/transport/auth"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -71,6 +72,11 @@ type Endpoint struct {
 	done    chan struct{} // closed when the loop has exited and released everything
 
 	counters driverCounters
+
+	// auth seals every outgoing and opens every incoming datagram when the
+	// job has a shared secret (nil otherwise). Only the goroutine running
+	// a datapath turn touches it.
+	auth *auth.Table
 }
 
 // driverCounters are the datapath's own counts, readable from any goroutine.
@@ -80,6 +86,7 @@ type driverCounters struct {
 	faultDrops  atomic.Uint64
 	sendErrors  atomic.Uint64
 	txDrops     atomic.Uint64
+	authDrops   atomic.Uint64
 }
 
 // EndpointStats are an endpoint's datapath counters.
@@ -89,6 +96,7 @@ type EndpointStats struct {
 	FaultDrops  uint64 // datagrams dropped by DropProb or Blackhole
 	SendErrors  uint64 // datagrams the kernel refused (other than EAGAIN)
 	TxDrops     uint64 // datagrams dropped for want of a route or buffer
+	AuthDrops   uint64 // received datagrams that failed authentication (or lacked it)
 	Conns       int    // connections the core holds
 	Core        transport.Counters
 }
@@ -114,6 +122,13 @@ func Listen(cfg Config) (*Endpoint, error) {
 	}
 	for _, b := range r.Blackhole {
 		e.black[b] = true
+	}
+	if r.Secret != nil {
+		t, err := auth.New(auth.Config{Secret: r.Secret, MaxConns: r.Core.MaxConns})
+		if err != nil {
+			return nil, fmt.Errorf("udp: authentication: %w", err)
+		}
+		e.auth = t
 	}
 	if err := e.openSockets(); err != nil {
 		e.release()
@@ -297,6 +312,7 @@ func (e *Endpoint) Stats() EndpointStats {
 		FaultDrops:  e.counters.faultDrops.Load(),
 		SendErrors:  e.counters.sendErrors.Load(),
 		TxDrops:     e.counters.txDrops.Load(),
+		AuthDrops:   e.counters.authDrops.Load(),
 	}
 	ch := make(chan EndpointStats, 1)
 	err := e.enqueue(command{kind: cmdFunc, fn: func() {

@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"encoding/binary"
 	"errors"
 	"net/netip"
 
@@ -82,6 +83,21 @@ func (e *Endpoint) readSocket(tag int32, now transport.Time) int {
 // handle passes one datagram to the core and copies a placed payload into
 // its posted buffer.
 func (e *Endpoint) handle(now transport.Time, src netip.AddrPort, plane uint8, ecn transport.ECN, data []byte) {
+	if e.auth != nil {
+		plain, err := e.auth.Open(data)
+		if err != nil {
+			e.counters.authDrops.Add(1)
+			e.authErrorf("dropped a datagram from %v: %v", src, err)
+			return
+		}
+		data = plain
+	} else if len(data) >= 4 && wire.Flags(binary.BigEndian.Uint16(data[2:]))&wire.FlagAuth != 0 {
+		// A sealed packet on an endpoint without a secret: the spec says
+		// drop it (docs/spec.md §5.2), and it would not parse anyway.
+		e.counters.authDrops.Add(1)
+		e.authErrorf("dropped an authenticated datagram from %v: this endpoint has no secret", src)
+		return
+	}
 	var from transport.RemoteID
 	if len(data) >= 2 && wire.Opcode(data[1]) == wire.OpHello {
 		from = e.helloPeer(now, src, data)

@@ -2,6 +2,7 @@ package udp
 
 import (
 	"errors"
+	"github.com/metaroce/metaroce/transport/auth"
 	"net/netip"
 
 	"github.com/metaroce/metaroce/transport"
@@ -97,6 +98,9 @@ func (e *Endpoint) queue(tx *transport.Transmit) {
 		payload = r.send[pr.Offset : pr.Offset+uint64(pr.Len)]
 	}
 	size := tx.N + len(payload)
+	if e.auth != nil {
+		size += auth.Overhead
+	}
 	tag := plane*ports + ent
 	q := &e.tx.queues[tag]
 	if k := len(q.msgs); k > 0 && e.socks[tag].GSO() {
@@ -118,7 +122,14 @@ func (e *Endpoint) queue(tx *transport.Transmit) {
 	q.msgs = append(q.msgs, sockio.Msg{Buf: e.tx.slots[e.tx.used], Addr: dst})
 	e.tx.used++
 	m := &q.msgs[len(q.msgs)-1]
-	if len(payload) > 0 && (2*size > gsoLimit || !e.socks[tag].GSO()) {
+	defer func() {
+		if m.N == 0 && m.Tail == nil && size > 0 {
+			// put refused to seal it: send no empty datagram.
+			q.msgs = q.msgs[:len(q.msgs)-1]
+			e.tx.used--
+		}
+	}()
+	if len(payload) > 0 && e.auth == nil && (2*size > gsoLimit || !e.socks[tag].GSO()) {
 		// No second segment could join this datagram: let the kernel
 		// gather the payload from the message itself instead of copying
 		// it next to the header. The message stays lent until its send
@@ -144,11 +155,31 @@ func canAppend(m *sockio.Msg, size int) bool {
 	return m.N%seg == 0 && size <= seg && m.N/seg < sockio.MaxSegments && m.N+size <= gsoLimit
 }
 
-// put appends header scratch[:hdr] and payload to m's buffer.
+// put appends header scratch[:hdr] and payload to m's buffer, sealed when
+// the endpoint authenticates (a sealed datagram cannot leave as a gathered
+// tail, so queue never lends payloads then).
 func (e *Endpoint) put(m *sockio.Msg, hdr int, payload []byte) {
 	n := copy(m.Buf[m.N:], e.tx.scratch[:hdr])
 	n += copy(m.Buf[m.N+n:], payload)
+	if e.auth != nil {
+		s, err := e.auth.Seal(m.Buf[m.N:m.N], m.Buf[m.N:m.N+n])
+		if err != nil {
+			// Dropped like a loss on the wire; the core recovers it.
+			e.counters.txDrops.Add(1)
+			e.authErrorf("sealing: %v", err)
+			return
+		}
+		n = len(s)
+	}
 	m.N += n
+}
+
+// authErrorf logs an authentication failure, the first few and then one in
+// 1024, so that a misconfigured peer cannot flood the log.
+func (e *Endpoint) authErrorf(format string, args ...any) {
+	if n := e.counters.authDrops.Load(); n < 8 || n%1024 == 0 {
+		e.logf("udp: authentication: "+format+" (every rank needs the same METAROCE_SECRET)", args...)
+	}
 }
 
 // flush hands every pending batch to the kernel and frees the send buffers.
