@@ -10,7 +10,7 @@
 #
 # Environment (all optional):
 #   MRBENCH          mrbench binary                    (default: ./mrbench, else mrbench on PATH)
-#   MRBENCH_ARGS     extra mrbench arguments           (default: --op allreduce,alltoall --sizes 4K:64M)
+#   MRBENCH_ARGS     extra mrbench arguments           (default: -b 4K -e 64M -f 4 --op allreduce -c 1)
 #   METAROCE_PLUGIN  metaroce net plugin .so for the preflight (default: none, NCCL sockets)
 #   OUT_DIR          where logs go                     (default: ./mrbench-rccl-out)
 #   TIMEOUT_S        per-process limit in seconds      (default: 300)
@@ -116,13 +116,14 @@ cat "$OUT_DIR"/preflight-rank0.log
 MRBENCH=${MRBENCH:-./mrbench}
 [ -x "$MRBENCH" ] || MRBENCH=$(command -v mrbench || true)
 [ -n "$MRBENCH" ] || die "mrbench not found: build it (go build ./cmd/mrbench) or set MRBENCH"
-"$MRBENCH" --help 2>&1 | grep -q -- '--backend' ||
-	die "$MRBENCH has no --backend flag yet: this check is ready for it; run with --torch-only meanwhile"
-read -r -a EXTRA <<<"${MRBENCH_ARGS:---op allreduce,alltoall --sizes 4K:64M}"
+read -r -a EXTRA <<<"${MRBENCH_ARGS:--b 4K -e 64M -f 4 --op allreduce -c 1}"
 # Each rank re-reads the extra arguments from the environment, because an
 # array does not cross into the child shell.
 export MRBENCH PORT EXTRA_STR="${EXTRA[*]}"
-NCCL_NET_PLUGIN=none run_pair mrbench bash -c 'read -r -a EXTRA <<<"$EXTRA_STR"; exec "$MRBENCH" --backend rccl --ranks 2 --rank "$RANK" --bootstrap "127.0.0.1:$((PORT + 1))" "${EXTRA[@]}"' ||
+# The two processes join one job through mrbench's own launcher variables.
+NCCL_NET_PLUGIN=none run_pair mrbench bash -c 'read -r -a EXTRA <<<"$EXTRA_STR"; METAROCE_RANK=$RANK METAROCE_NRANKS=2 METAROCE_ROOT="127.0.0.1:$((PORT + 1))" exec "$MRBENCH" --backend rccl "${EXTRA[@]}"' ||
 	die "mrbench --backend rccl failed; logs in $OUT_DIR"
+grep -q "Out of bounds values : 0 OK" "$OUT_DIR/mrbench-rank0.log" ||
+	die "mrbench reported wrong results; see $OUT_DIR/mrbench-rank0.log"
 cat "$OUT_DIR"/mrbench-rank0.log
 echo "mrbench_rccl.sh: ok (logs in $OUT_DIR)"
