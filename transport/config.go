@@ -40,7 +40,8 @@ type Config struct {
 	KeepAlive Time
 	// HandshakeTimeout bounds Dial. Default 5 s.
 	HandshakeTimeout Time
-	// HandshakeRetry is the HELLO retransmission interval. Default 50 ms.
+	// HandshakeRetry caps the HELLO retransmission interval, which starts
+	// at 4 × InitialRTT and doubles per retry. Default 50 ms.
 	HandshakeRetry Time
 	// BadPathTimeouts is how many consecutive timeouts make a path bad.
 	// Default 2.

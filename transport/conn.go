@@ -38,7 +38,9 @@ type Conn struct {
 	paths   []*txPath          // our paths, indexed by path id
 	rxPaths map[uint16]*rxPath // the peer's paths, by the peer's path id
 	rxOrder []*rxPath
+	probing int // paths in pathProbing: poll and nextTimeout skip the probe scan when 0
 	ackRR   int // rotates ACKs over our paths (reverse entropies for the peer)
+	ctrlRR  int // rotates sequenced control packets over our paths
 	pathRR  int
 
 	cc *cc.AIMD
@@ -48,7 +50,7 @@ type Conn struct {
 	// Sequenced work waiting for a path, in priority order.
 	ctrlQ    []*ctrlPkt // RECV_READY and NACK packets never sent yet
 	retxQ    []retxItem // content of lost packets
-	active   []*sendMsg // matched messages with bytes left to send
+	active   []*flow    // flows with matched messages left to send, served round-robin
 	actRR    int
 	inflight int // bytes in flight on all paths
 
@@ -60,6 +62,7 @@ type Conn struct {
 	// Handshake, close and liveness timers.
 	created    Time
 	helloDue   Time // dialing: next HELLO
+	helloTries int  // HELLOs sent so far
 	helloAck   bool // accepted: a HELLO_ACK is owed
 	deadline   Time // dialing: handshake deadline; closing: give-up time
 	closeDue   Time
@@ -81,6 +84,11 @@ type Conn struct {
 	peerAddr   []byte
 
 	stats ConnStats
+
+	// Timer heap bookkeeping (timerq.go).
+	due   Time // cached nextTimeout while in the heap
+	tidx  int  // index in Endpoint.tq, -1 when absent
+	dirty bool // in Endpoint.dirty
 }
 
 // ID returns the connection id.
@@ -101,6 +109,7 @@ func (c *Conn) setupPaths(now Time) {
 			tp.entropy = c.freshEntropy(uint8(p))
 			tp.srtt = cfg.InitialRTT
 			tp.rttvar = cfg.InitialRTT / 2
+			tp.setRTO(cfg)
 			tp.state = pathActive
 			c.paths = append(c.paths, tp)
 			c.cc.AddPath(int64(now), id)
@@ -174,7 +183,11 @@ func (c *Conn) failOps(err error) {
 			}
 		}
 		f.recvs = f.recvs[:0]
+		clear(f.txq)
+		f.txq = f.txq[:0]
+		f.inActive = false
 	}
+	clear(c.active)
 	c.active = c.active[:0]
 	c.retxQ = c.retxQ[:0]
 	c.ctrlQ = c.ctrlQ[:0]

@@ -67,9 +67,32 @@ type Endpoint struct {
 	ctrl     []ctrlOut // unsequenced replies not tied to a live connection
 	counters Counters
 
+	// Timers (timers.go): the deadline heap, the connections touched
+	// since it was last brought up to date, and scratch for the expired.
+	tq         timerq
+	dirty      []*Conn
+	dueScratch []*Conn
+
 	// Rate-hint state (docs/spec.md §3.5).
 	activeAt    Time
 	activeCount int
+	activeStale bool // recount at the next hint (markActive)
+
+	// Receiver-side ECN scaling of the hints (docs/spec.md §3.5): DATA
+	// packets and CE-marked DATA packets received this round, the round's
+	// end, and the scale applied to every hint.
+	hintRx, hintCE int
+	hintRoundEnd   Time
+	hintSkip       Time // DATA arriving before this is not counted
+	hintScale      float64
+
+	// planeFree[p] is when plane p's NIC port will have sent the
+	// sequenced packets the endpoint gave it, at LineRate/Planes; nil with
+	// one plane or an unknown line rate. Paths on a free plane are picked
+	// first, so that all connections together spread over the ports
+	// instead of queueing behind one while another idles.
+	planeFree []Time
+	portRate  uint64 // bytes/s of one plane's port
 
 	// Unknown-connection NACK budget: at most one per 100 µs.
 	nackNext Time
@@ -102,12 +125,25 @@ func NewEndpoint(cfg Config, rng *rand.Rand) *Endpoint {
 	if len(cfg.Addr) > wire.MaxAddrBlob {
 		cfg.Addr = cfg.Addr[:wire.MaxAddrBlob]
 	}
-	return &Endpoint{
+	e := &Endpoint{
 		cfg:    cfg,
 		rng:    rng,
 		conns:  make(map[ConnID]*Conn),
 		byPeer: make(map[uint64]*Conn),
 	}
+	if cfg.Planes > 1 && cfg.CC.LineRate > 0 {
+		e.planeFree = make([]Time, cfg.Planes)
+		e.portRate = cfg.CC.LineRate / uint64(cfg.Planes)
+	}
+	return e
+}
+
+// planeSent accounts a datagram of n bytes handed to plane p's port.
+func (e *Endpoint) planeSent(now Time, p uint8, n int) {
+	if e.planeFree == nil || int(p) >= len(e.planeFree) || e.portRate == 0 {
+		return
+	}
+	e.planeFree[p] = max(e.planeFree[p], now) + Time(n)*Second/Time(e.portRate)
 }
 
 // Config returns the endpoint's effective configuration (defaults filled in).
@@ -146,17 +182,20 @@ func (e *Endpoint) newConn(now Time, remote RemoteID) (*Conn, error) {
 		created:  now,
 		lastRecv: now,
 		lastSent: now,
+		tidx:     -1,
 	}
 	ccfg := e.cfg.CC
 	c.cc = cc.NewAIMD(ccfg)
 	e.conns[id] = c
 	e.order = append(e.order, c)
+	e.touch(c)
 	return c, nil
 }
 
 // removeConn forgets c; its events were already queued.
 func (e *Endpoint) removeConn(c *Conn) {
 	delete(e.conns, c.id)
+	e.tq.remove(c)
 	if c.accepted {
 		if e.byPeer[c.peerTok] == c {
 			delete(e.byPeer, c.peerTok)
@@ -216,6 +255,7 @@ func (e *Endpoint) Send(now Time, id ConnID, flow uint32, length uint64, tag uin
 	if c == nil {
 		return &ConnError{Conn: id, Err: ErrUnknownConn}
 	}
+	e.touch(c)
 	return c.send(now, flow, length, tag, cookie)
 }
 
@@ -225,6 +265,7 @@ func (e *Endpoint) PostRecv(now Time, id ConnID, flow uint32, bufs []RecvBuf) er
 	if c == nil {
 		return &ConnError{Conn: id, Err: ErrUnknownConn}
 	}
+	e.touch(c)
 	return c.postRecv(now, flow, bufs)
 }
 
@@ -232,6 +273,7 @@ func (e *Endpoint) PostRecv(now Time, id ConnID, flow uint32, bufs []RecvBuf) er
 // ErrClosed and the peer is told. EvClosed follows.
 func (e *Endpoint) Close(now Time, id ConnID) {
 	if c := e.conns[id]; c != nil {
+		e.touch(c)
 		c.closeLocal(now, wire.CloseNormal)
 	}
 }
@@ -239,6 +281,7 @@ func (e *Endpoint) Close(now Time, id ConnID) {
 // Shutdown closes every connection.
 func (e *Endpoint) Shutdown(now Time) {
 	for _, c := range append([]*Conn(nil), e.order...) {
+		e.touch(c)
 		c.closeLocal(now, wire.CloseShutdown)
 	}
 }
@@ -250,7 +293,7 @@ func (e *Endpoint) Shutdown(now Time) {
 // (markActive), so that the first hints of an incast already divide the
 // inbound rate among all its senders.
 func (e *Endpoint) activeSenders(now Time) int {
-	if now-e.activeAt < e.cfg.ActiveWindow/4 && e.activeCount > 0 {
+	if !e.activeStale && now-e.activeAt < e.cfg.ActiveWindow/4 && e.activeCount > 0 {
 		return e.activeCount
 	}
 	n := 0
@@ -259,15 +302,16 @@ func (e *Endpoint) activeSenders(now Time) int {
 			n++
 		}
 	}
-	e.activeAt, e.activeCount = now, max(n, 1)
+	e.activeAt, e.activeCount, e.activeStale = now, max(n, 1), false
 	return e.activeCount
 }
 
 // markActive invalidates the cached active-sender count: c just became
 // active (its first DATA after a quiet ActiveWindow, or a receive posted).
-// Before this fix the count lagged by up to ActiveWindow/4 = 250 µs, so an
-// incast's first hints offered the whole inbound rate to every sender.
-func (e *Endpoint) markActive() { e.activeAt = -Never }
+// A flag, not a time in the far past: now minus such a time overflows, and
+// an earlier version froze the count at its first value (1) that way, so
+// every incast sender was hinted the whole inbound rate.
+func (e *Endpoint) markActive() { e.activeStale = true }
 
 // expectsData reports whether receives are posted on c and not complete:
 // the receiver knows these senders will send, before their DATA arrives.
@@ -280,13 +324,34 @@ func (c *Conn) expectsData() bool {
 	return false
 }
 
-// rateHint is the fair share of the inbound capacity for one active sender,
+// rateHint is the fair share of the inbound capacity for the sender of c,
 // in kbit/s as carried in ACKs; 0 when the endpoint gives no hints.
-func (e *Endpoint) rateHint(now Time) uint32 {
+//
+// A connection that has not sent us DATA within ActiveWindow is starting:
+// its hint divides the capacity by every established connection, not only
+// by the active ones. Drivers post the receives of an incast one at a time,
+// and each post sends its hint at once, so counting only the active
+// connections hinted the k-th of N senders capacity/k, in sum H(N) ≈ 4.7
+// times the capacity for N = 63, for the whole first RTT. The next hint,
+// one RTT later, carries the active count. While other connections could
+// send too, the starting hint is moreover halved: every sender of an incast
+// puts its first packet into the receiver's queue at once (63 × 4 KiB =
+// 265 KB, above a 100 KB marking threshold), and at exactly the fair share
+// that queue would never drain; at half the share it is gone within about
+// an RTT, when the next hint restores the full share.
+func (e *Endpoint) rateHint(now Time, c *Conn) uint32 {
 	if e.cfg.InboundRate == 0 {
 		return 0
 	}
-	share := e.cfg.InboundRate / uint64(e.activeSenders(now))
+	n := e.activeSenders(now)
+	div := uint64(1)
+	if c.lastData == 0 || now-c.lastData >= e.cfg.ActiveWindow {
+		n = max(n, e.established())
+		if n > 1 {
+			div = 2
+		}
+	}
+	share := uint64(float64(e.cfg.InboundRate/uint64(n)/div) * e.hintFactor(now))
 	k := share * 8 / 1000
 	if k == 0 {
 		k = 1
@@ -295,4 +360,49 @@ func (e *Endpoint) rateHint(now Time) uint32 {
 		k = 0xffffffff
 	}
 	return uint32(k)
+}
+
+// hintFactor is the scale applied to every hint: the receiver's own view of
+// the queue in front of it. The hints add up to the inbound capacity, so a
+// queue built before they took hold (an incast's first packets) would stand
+// for ever; once per InitialRTT, a round in which a fraction f of the DATA
+// arrived CE-marked multiplies the scale by 1 − f/2, and a round without
+// marks returns half the way to 1. Every sender gets the same factor, so
+// draining the queue keeps the shares fair; a version that scaled rates at
+// each sender from the marks that sender saw was unfair for as long as its
+// 1/16-per-RTT recovery took (14 RTTs at N = 32).
+func (e *Endpoint) hintFactor(now Time) float64 {
+	if e.hintScale == 0 {
+		e.hintScale = 1
+	}
+	if now < e.hintRoundEnd {
+		return e.hintScale
+	}
+	round := e.cfg.InitialRTT
+	if e.hintRx > 0 {
+		if e.hintCE > 0 {
+			e.hintScale *= 1 - float64(e.hintCE)/float64(e.hintRx)/2
+			// The packets of the next RTT left before the senders
+			// heard of this cut: their marks are not counted.
+			e.hintSkip = now + e.cfg.InitialRTT
+			round *= 2
+		} else {
+			e.hintScale += (1 - e.hintScale) / 2
+		}
+		e.hintScale = min(max(e.hintScale, 1.0/16), 1)
+	}
+	e.hintRx, e.hintCE = 0, 0
+	e.hintRoundEnd = now + round
+	return e.hintScale
+}
+
+// established counts the connections in the established state.
+func (e *Endpoint) established() int {
+	n := 0
+	for _, c := range e.order {
+		if c.state == stateEstablished {
+			n++
+		}
+	}
+	return n
 }

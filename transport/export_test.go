@@ -20,6 +20,9 @@ func CheckFootprint(e *Endpoint) error {
 	if len(e.conns) > cfg.MaxConns || len(e.order) != len(e.conns) {
 		return fmt.Errorf("%d connections, %d in order (max %d)", len(e.conns), len(e.order), cfg.MaxConns)
 	}
+	if got, want := e.NextTimeout(), e.scanNextTimeout(); got != want {
+		return fmt.Errorf("timer heap says %v, a scan of the connections %v", got, want)
+	}
 	for _, c := range e.order {
 		sum := 0
 		for _, p := range c.paths {

@@ -16,6 +16,13 @@ type flow struct {
 	unmatched []*sendMsg   // posted, not yet matched to a receive buffer
 	ready     []readyGroup // announced receive groups with unmatched buffers, by msg
 	readyNext uint32       // msg of the next group to match; earlier ones are used up
+	// txq holds the matched messages with bytes left to send, in matching
+	// order. Only its head sends new data: a flow's messages complete one
+	// after another instead of all at once at the end (before this rule,
+	// 16 posted 256 KiB receives on a 50 Gb/s connection completed nothing
+	// for 670 µs). Flows with a non-empty txq take turns (Conn.active).
+	txq      []*sendMsg
+	inActive bool // f is in its connection's active list
 
 	// Receiver side.
 	recvs   []*recvGroup // posting order, until reported complete
@@ -204,7 +211,11 @@ func (c *Conn) match(f *flow) {
 			s.done = true
 			c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpNack, nack: wire.Nack{Reason: reason, Index: uint8(idx), Flow: f.id, Msg: g.msg, Value: value}})
 		} else {
-			c.active = append(c.active, s)
+			f.txq = append(f.txq, s)
+			if !f.inActive {
+				f.inActive = true
+				c.active = append(c.active, f)
+			}
 		}
 		full := true
 		for i := 0; i < g.n; i++ {

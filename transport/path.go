@@ -79,7 +79,8 @@ type txPath struct {
 	srtt, rttvar Time
 	hasRTT       bool
 	backoff      uint
-	timeouts     int // consecutive
+	rtoV         Time // rto(cfg), cached by setRTO: deadline runs for every path on every touch
+	timeouts     int  // consecutive
 
 	lastCE  uint32
 	probeAt Time // probing: when to send the next probe (0 = one is out)
@@ -115,12 +116,15 @@ func (p *txPath) rto(cfg *Config) Time {
 	return min(t, cfg.MaxRTO)
 }
 
+// setRTO recomputes the cached rto after srtt, rttvar or backoff changed.
+func (p *txPath) setRTO(cfg *Config) { p.rtoV = p.rto(cfg) }
+
 // deadline is when the oldest outstanding packet times out, or Never.
 func (p *txPath) deadline(cfg *Config) Time {
 	if p.una == p.next {
 		return Never
 	}
-	return p.rec(p.una).sent + p.rto(cfg)
+	return p.rec(p.una).sent + p.rtoV
 }
 
 func (p *txPath) rttSample(rtt Time) {
@@ -161,7 +165,8 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		highest = p.next - 1
 	}
 	var ackedBytes, ackedPkts, lostPkts int
-	probeAcked := false
+	probeAcked, dataAcked := false, false
+	var newest Time // send time of the newest packet this record acknowledges
 	for q := p.una; q != p.next && q.LessEq(highest); q++ {
 		rec := p.rec(q)
 		if rec.state == recAcked {
@@ -182,8 +187,10 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 			c.inflight -= rec.bytes
 			ackedBytes += rec.bytes
 			ackedPkts++
+			newest = max(newest, rec.sent)
 			switch rec.kind {
 			case recData:
+				dataAcked = true
 				c.onPktAcked(rec.msg)
 			case recProbe:
 				probeAcked = true
@@ -198,7 +205,18 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		p.timeouts = 0
 		p.backoff = 0
 		c.lastAck = now
-		rtt := Time(int32(uint32(now)-r.EchoTS)) - Time(r.Delay)
+		// The echoed timestamp is that of the peer's latest DATA on this
+		// path, so it times only DATA: an ACK of control packets alone
+		// (a receiver's RECV_READYs, probes, which are acknowledged at
+		// once) is timed from our own send record. Echoing a path that
+		// never carried DATA gave "RTTs" of hundreds of µs, and with them
+		// an RTO that left a lost RECV_READY unrepaired for as long.
+		var rtt Time
+		if dataAcked && r.EchoTS != 0 {
+			rtt = Time(int32(uint32(now)-r.EchoTS)) - Time(r.Delay)
+		} else {
+			rtt = now - newest
+		}
 		if rtt <= 0 || rtt > c.ep.cfg.MaxRTO {
 			rtt = 0
 		} else {
@@ -212,6 +230,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		p.stats.ECNMarks += uint64(marked)
 		c.stats.ECNMarks += uint64(marked)
 		c.cc.OnAck(int64(now), int(p.id), ackedBytes, ackedPkts, marked, int64(rtt))
+		p.setRTO(&c.ep.cfg)
 	}
 	p.lastCE = r.CE
 	if lostPkts > 0 {
@@ -219,6 +238,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 	}
 	if probeAcked && p.state == pathProbing {
 		p.state = pathActive
+		c.probing--
 		p.probeAt = 0
 		p.stats.Revived++
 	}
@@ -259,6 +279,7 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 	p.advanceUna()
 	p.timeouts++
 	p.backoff++
+	p.setRTO(&c.ep.cfg)
 	p.stats.Timeouts++
 	c.stats.Timeouts++
 	c.cc.OnTimeout(int64(now), int(p.id))
@@ -271,11 +292,15 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 // markBad moves p to a fresh entropy and schedules a probe on it.
 func (c *Conn) markBad(now Time, p *txPath) {
 	wasActive := p.state == pathActive
+	if wasActive {
+		c.probing++
+	}
 	p.state = pathProbing
 	p.entropy = c.freshEntropy(p.plane)
 	p.stats.PathChanges++
 	c.stats.PathChanges++
 	p.backoff = 0
+	p.setRTO(&c.ep.cfg)
 	if wasActive {
 		p.probeAt = now
 	} else {

@@ -35,6 +35,7 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 		e.drop(DropBadToken)
 		return Placement{}
 	}
+	e.touch(c)
 	switch h.Op {
 	case wire.OpHelloAck:
 		hl := &e.hello
@@ -107,6 +108,12 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 	if d.ECN == CE {
 		c.stats.CERecv++
 	}
+	if h.Op == wire.OpData && now >= e.hintSkip {
+		e.hintRx++
+		if d.ECN == CE {
+			e.hintCE++
+		}
+	}
 	if !c.onSequenced(now, h, d.ECN, ts, h.Op == wire.OpData) || c.state == stateClosing {
 		// A closing connection still acknowledges, so that the peer's
 		// sends whose data arrived complete, but places nothing.
@@ -159,6 +166,7 @@ func (e *Endpoint) onHello(now Time, d Datagram) {
 		if c.peerConn == hl.SrcConn && c.state == stateEstablished {
 			c.helloAck = true
 			c.lastRecv = now
+			e.touch(c)
 		} else {
 			e.drop(DropBadToken)
 		}

@@ -145,9 +145,21 @@ func (c *Conn) onSequenced(now Time, h *wire.Header, ecn ECN, ts uint32, isData 
 	if r.urgent {
 		c.ackDue = true
 	} else if c.ackAt == 0 {
-		c.ackAt = now + c.ep.cfg.AckDelay
+		c.ackAt = now + c.ackDelay()
 	}
 	return fresh
+}
+
+// ackDelay is how long an acknowledgement may be held back: AckDelay, but
+// at most a quarter of the connection's smoothed RTT (at least 1 µs), so
+// that the 20 µs default does not hold ACKs for two RTTs of a 10 µs fabric
+// (a sender paced at a small share then sees its window starve).
+func (c *Conn) ackDelay() Time {
+	d := c.ep.cfg.AckDelay
+	if q := Time(c.cc.SRTT()) / 4; q < d {
+		d = max(q, Microsecond)
+	}
+	return d
 }
 
 // buildAck writes one ACK covering up to MaxAckRecords paths with pending

@@ -1,13 +1,54 @@
 package transport
 
+// The endpoint keeps its connections' timer deadlines in a min-heap
+// (timerq.go). A connection's deadline (Conn.nextTimeout) is a function of
+// its state alone, so it is recomputed only for the connections touched
+// since the last NextTimeout or HandleTimeout: those that received a
+// datagram, were called by the user, sent, or had a timer fire. Scanning
+// every connection on every call made the simulator spend most of its
+// time here with 64 connections per host.
+
 // NextTimeout returns the earliest time at which HandleTimeout has work, or
 // Never. Drivers arm one timer for it.
 func (e *Endpoint) NextTimeout() Time {
+	e.flushTimers()
+	t := Never
+	if len(e.tq) > 0 {
+		t = e.tq[0].due
+	}
+	return t
+}
+
+// scanNextTimeout is NextTimeout by a scan of every connection: the
+// reference the heap is checked against.
+func (e *Endpoint) scanNextTimeout() Time {
 	t := Never
 	for _, c := range e.order {
 		t = min(t, c.nextTimeout())
 	}
 	return t
+}
+
+// touch marks c's deadline for recomputation.
+func (e *Endpoint) touch(c *Conn) {
+	if !c.dirty {
+		c.dirty = true
+		e.dirty = append(e.dirty, c)
+	}
+}
+
+// flushTimers recomputes the deadlines of the touched connections.
+func (e *Endpoint) flushTimers() {
+	for i, c := range e.dirty {
+		e.dirty[i] = nil
+		c.dirty = false
+		if c.state == stateClosed {
+			e.tq.remove(c)
+			continue
+		}
+		e.tq.set(c, c.nextTimeout())
+	}
+	e.dirty = e.dirty[:0]
 }
 
 func (c *Conn) nextTimeout() Time {
@@ -38,25 +79,38 @@ func (c *Conn) nextTimeout() Time {
 			t = min(t, p.probeAt)
 		}
 	}
-	// The pacer only needs a timer while it is what holds a packet back; a
-	// sender held by its window waits for an ACK instead, and a pacing time
-	// already past would make a driver spin at one instant.
+	return min(t, c.paceTimer())
+}
+
+// paceTimer is the pacer's part of nextTimeout: the pacer only needs a
+// timer while it is what holds a packet back; a sender held by its window
+// waits for an ACK instead, and a pacing time already past would make a
+// driver spin at one instant.
+func (c *Conn) paceTimer() Time {
 	if (len(c.ctrlQ) > 0 || len(c.retxQ) > 0 || len(c.active) > 0) && c.paceHeld {
-		t = min(t, c.paceNext)
+		return c.paceNext
 	}
-	return t
+	return Never
 }
 
 // HandleTimeout runs every timer that expired at or before now.
 func (e *Endpoint) HandleTimeout(now Time) {
-	for i := 0; i < len(e.order); i++ {
-		c := e.order[i]
-		before := len(e.order)
-		c.onTimeout(now)
-		if len(e.order) < before {
-			i-- // c removed itself
-		}
+	e.flushTimers()
+	due := e.dueScratch[:0]
+	for len(e.tq) > 0 && e.tq[0].due <= now {
+		c := e.tq[0]
+		e.tq.remove(c)
+		due = append(due, c)
 	}
+	for i, c := range due {
+		due[i] = nil
+		if c.state == stateClosed {
+			continue
+		}
+		c.onTimeout(now)
+		e.touch(c)
+	}
+	e.dueScratch = due[:0]
 }
 
 func (c *Conn) onTimeout(now Time) {

@@ -26,12 +26,19 @@ func (e *Endpoint) PollTransmit(now Time, buf []byte) (Transmit, bool) {
 	for i := 0; i < len(e.order); i++ {
 		k := (e.rr + i) % len(e.order)
 		c := e.order[k]
-		if tx, ok := c.poll(now, buf); ok {
+		ackAt, pace := c.ackAt, c.paceTimer()
+		tx, ok := c.poll(now, buf)
+		if ok {
+			e.touch(c)
 			e.rr = (k + 1) % len(e.order)
 			c.lastSent = now
 			c.stats.PacketsSent++
 			c.stats.BytesSent += uint64(tx.N + tx.Payload.Len)
 			return tx, true
+		}
+		// A poll that sends nothing changes no deadline but these two.
+		if c.ackAt != ackAt || c.paceTimer() != pace {
+			e.touch(c)
 		}
 	}
 	return Transmit{}, false
@@ -86,7 +93,8 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 		if now < c.helloDue {
 			return Transmit{}, false
 		}
-		c.helloDue = now + cfg.HandshakeRetry
+		c.helloDue = now + c.helloInterval()
+		c.helloTries++
 		return c.sendHello(buf, wire.OpHello), true
 	case stateClosing:
 		// Acknowledgements first: the peer completes its sends from them.
@@ -118,7 +126,7 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 	if c.ackDue || (c.ackAt != 0 && now >= c.ackAt) {
 		a := &c.ep.ack
 		a.Header = c.hdr(wire.OpAck)
-		a.RateHint = c.ep.rateHint(now)
+		a.RateHint = c.ep.rateHint(now, c)
 		if c.buildAck(now, a) {
 			b := a.Append(buf[:0])
 			c.stats.AcksSent++
@@ -128,17 +136,33 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 	// Probes: bad paths waiting to be re-tried, then a keepalive on an idle
 	// connection so a dead peer is noticed without traffic.
 	for _, p := range c.paths {
+		if c.probing == 0 {
+			break
+		}
 		if p.state == pathProbing && p.probeAt != 0 && now >= p.probeAt && p.outstanding() < wire.SackBits {
 			p.probeAt = 0
 			return c.sendProbe(now, p, buf), true
 		}
 	}
 	if now-c.lastSent >= cfg.KeepAlive && now-c.lastRecv >= cfg.KeepAlive {
-		if p := c.pickPath(wire.HeaderLen, -1); p != nil {
+		if p := c.pickPath(now, wire.HeaderLen, -1); p != nil {
 			return c.sendProbe(now, p, buf), true
 		}
 	}
 	return c.pollSequenced(now, buf)
+}
+
+// helloInterval is the wait before the next HELLO: 4 × InitialRTT after the
+// first, doubling with every retry up to HandshakeRetry. A fixed 50 ms
+// retry made one lost HELLO on a 10 µs fabric delay a connection by 5000
+// RTTs.
+func (c *Conn) helloInterval() Time {
+	cfg := &c.ep.cfg
+	t := 4 * cfg.InitialRTT
+	for i := 0; i < c.helloTries && t < cfg.HandshakeRetry; i++ {
+		t *= 2
+	}
+	return min(t, cfg.HandshakeRetry)
 }
 
 func (c *Conn) sendHello(buf []byte, op wire.Opcode) Transmit {
@@ -177,10 +201,11 @@ func (c *Conn) sendProbe(now Time, p *txPath, buf []byte) Transmit {
 
 // pickPath chooses the path for a sequenced packet of size bytes
 // (docs/spec.md §3.6): an active path with room in its window and its PSN
-// window, preferring pref, otherwise the one with the most free window —
-// which weights paths by their windows, so a path trimmed by ECN or reset
-// by a timeout gets less. Ties rotate.
-func (c *Conn) pickPath(bytes int, pref int) *txPath {
+// window, preferring pref, otherwise — among the paths whose plane's NIC
+// port is free now (Endpoint.planeFree), if any — the one with the most
+// free window, which weights paths by their windows, so a path trimmed by
+// ECN or reset by a timeout gets less. Ties rotate.
+func (c *Conn) pickPath(now Time, bytes int, pref int) *txPath {
 	if c.inflight > 0 && c.inflight+bytes > c.cc.ConnWindow() {
 		return nil
 	}
@@ -200,12 +225,18 @@ func (c *Conn) pickPath(bytes int, pref int) *txPath {
 		}
 	}
 	var best *txPath
-	bestFree := -1 << 62
+	bestFree, bestBusy := -1<<62, true
 	n := len(c.paths)
+	pf := c.ep.planeFree
 	for i := 0; i < n; i++ {
 		p := c.paths[(c.pathRR+i)%n]
-		if free, ok := fits(p); ok && free > bestFree {
-			best, bestFree = p, free
+		free, ok := fits(p)
+		if !ok {
+			continue
+		}
+		busy := pf != nil && pf[p.plane] > now
+		if best == nil || (bestBusy && !busy) || (busy == bestBusy && free > bestFree) {
+			best, bestFree, bestBusy = p, free, busy
 		}
 	}
 	if best != nil {
@@ -229,7 +260,14 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 	var ok bool
 	switch {
 	case len(c.ctrlQ) > 0:
-		tx, ok = c.sendCtrl(now, c.ctrlQ[0], -1, false, buf)
+		// Control packets rotate over the paths rather than follow the
+		// freest window: a lost RECV_READY is then found by the gap the
+		// next one on its path leaves, within a few posts. Picked by
+		// free window, they all avoided the one path still holding the
+		// lost packet, which only its RTO (≥ MinRTO) recovered, and the
+		// flow, matching receives in order, stalled that long.
+		c.ctrlRR = (c.ctrlRR + 1) % max(len(c.paths), 1)
+		tx, ok = c.sendCtrl(now, c.ctrlQ[0], c.ctrlRR, false, buf)
 		if ok {
 			c.ctrlQ[0] = nil
 			c.ctrlQ = c.ctrlQ[1:]
@@ -252,11 +290,34 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 	default:
 		tx, ok = c.sendNewData(now, buf)
 	}
+	if ok {
+		c.ep.planeSent(now, tx.Route.Plane, tx.N+tx.Payload.Len)
+	}
 	if ok && rate > 0 {
 		bytes := Time(tx.N + tx.Payload.Len)
 		burst := Time(c.cc.Burst()) * Second / Time(rate)
 		base := max(c.paceNext, now-burst)
-		c.paceNext = base + bytes*Second/Time(rate)
+		if c.paceNext == 0 {
+			// The first paced packet earns no burst credit: the
+			// senders of an incast start together.
+			base = now
+		}
+		gap := bytes * Second / Time(rate)
+		if c.cc.Hinted() && gap > 0 {
+			// Senders paced at the same share that started together
+			// stay in step, and their packets reach the receiver's
+			// port together: 63 senders put 63 packets in its queue
+			// each interval. A gap drawn from [⅞, 1⅛) of the nominal
+			// one, the same on average, spreads them out (±1/2 made
+			// the sum of the senders' arrivals a random walk that
+			// itself built a queue up to the marking threshold;
+			// ±1/16 left the 63 senders of the simulator's incast
+			// too close to step).
+			if q := gap / 4; q > 0 {
+				gap = gap - q/2 + Time(c.ep.rng.Int64N(int64(q)))
+			}
+		}
+		c.paceNext = base + gap
 	}
 	return tx, ok
 }
@@ -268,7 +329,7 @@ func (c *Conn) sendCtrl(now Time, cp *ctrlPkt, pref int, retx bool, buf []byte) 
 	} else {
 		size = wire.NackLen
 	}
-	p := c.pickPath(size, pref)
+	p := c.pickPath(now, size, pref)
 	if p == nil {
 		return Transmit{}, false
 	}
@@ -295,18 +356,24 @@ func (c *Conn) sendCtrl(now Time, cp *ctrlPkt, pref int, retx bool, buf []byte) 
 	return Transmit{Route: Route{Remote: c.remote, Plane: p.plane, Entropy: p.entropy}, N: len(b)}, true
 }
 
-// sendNewData sends the next segment of the active messages, round-robin
-// across them so that flows share the connection.
+// sendNewData sends the next segment of the head message of the next
+// active flow: flows share the connection round-robin, and within a flow
+// messages go one after another, in matching order (docs/spec.md §3.4).
 func (c *Conn) sendNewData(now Time, buf []byte) (Transmit, bool) {
 	for len(c.active) > 0 {
 		if c.actRR >= len(c.active) {
 			c.actRR = 0
 		}
-		s := c.active[c.actRR]
-		if s.done || s.allSent() {
-			c.active = append(c.active[:c.actRR], c.active[c.actRR+1:]...)
+		f := c.active[c.actRR]
+		for len(f.txq) > 0 && (f.txq[0].done || f.txq[0].allSent()) {
+			f.txq[0] = nil
+			f.txq = f.txq[1:]
+		}
+		if len(f.txq) == 0 {
+			c.dropActive()
 			continue
 		}
+		s := f.txq[0]
 		n := int(min(uint64(c.seg), s.length-s.nextOff))
 		tx, ok := c.sendData(now, s, s.nextOff, n, -1, false, buf)
 		if !ok {
@@ -316,7 +383,11 @@ func (c *Conn) sendNewData(now Time, buf []byte) (Transmit, bool) {
 		s.nextOff += uint64(n)
 		s.outPkts++
 		if s.allSent() {
-			c.active = append(c.active[:c.actRR], c.active[c.actRR+1:]...)
+			f.txq[0] = nil
+			f.txq = f.txq[1:]
+		}
+		if len(f.txq) == 0 {
+			c.dropActive()
 		} else {
 			c.actRR++
 		}
@@ -325,8 +396,17 @@ func (c *Conn) sendNewData(now Time, buf []byte) (Transmit, bool) {
 	return Transmit{}, false
 }
 
+// dropActive removes the flow at actRR from the active list.
+func (c *Conn) dropActive() {
+	f := c.active[c.actRR]
+	f.inActive = false
+	copy(c.active[c.actRR:], c.active[c.actRR+1:])
+	c.active[len(c.active)-1] = nil
+	c.active = c.active[:len(c.active)-1]
+}
+
 func (c *Conn) sendData(now Time, s *sendMsg, off uint64, n int, pref int, retx bool, buf []byte) (Transmit, bool) {
-	p := c.pickPath(dataHdr+n, pref)
+	p := c.pickPath(now, dataHdr+n, pref)
 	if p == nil {
 		return Transmit{}, false
 	}

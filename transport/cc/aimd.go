@@ -78,24 +78,16 @@ type AIMD struct {
 	hint   uint64 // bytes/s, 0 = none
 	srtt   int64  // connection-wide smoothed RTT, ns
 	minRTT int64  // smallest RTT sample, ns (0 = none yet)
+	fRTT   int64  // fast-moving RTT average (gain 1/2), ns: the queueing now
+	ackAt  int64  // time of the latest ACK, ns
+	markAt int64  // time of the latest ACK that reported CE marks, ns
 	sum    float64
-
-	// The connection's share of the hint (docs/spec.md §3.5): the hint
-	// divides the receiver's inbound rate exactly, so a queue built before
-	// the hints arrived (or by pacing bursts) would never drain at 100%.
-	// ECN marks therefore also scale the paced rate down, DCTCP-style once
-	// per RTT over all paths, and unmarked rounds restore it.
-	rateScale   float64 // 1/64..1
-	connAlpha   float64
-	connAcked   int
-	connMarked  int
-	connRoundAt int64
 }
 
 // NewAIMD returns a controller with no paths.
 func NewAIMD(cfg Config) *AIMD {
 	cfg.fill()
-	return &AIMD{cfg: cfg, srtt: cfg.InitRTT, rateScale: 1}
+	return &AIMD{cfg: cfg, srtt: cfg.InitRTT}
 }
 
 // AddPath implements Controller.
@@ -142,10 +134,12 @@ func (a *AIMD) ConnWindow() int {
 	return int(w)
 }
 
-// PacingRate implements Controller: the hint scaled by the ECN rate
-// factor, capped by the line rate.
+// PacingRate implements Controller: the hint scaled by the drain factor,
+// capped by the line rate. (ECN marks at the receiver's queue scale the
+// hint itself, at the receiver, so that every sender gets the same cut;
+// docs/spec.md §3.5.)
 func (a *AIMD) PacingRate() uint64 {
-	r := uint64(float64(a.hint) * a.rateScale)
+	r := uint64(float64(a.hint) * a.drain())
 	if a.hint > 0 && r == 0 {
 		r = 1
 	}
@@ -153,6 +147,34 @@ func (a *AIMD) PacingRate() uint64 {
 		r = a.cfg.LineRate
 	}
 	return r
+}
+
+// drain is the factor that empties a queue standing in front of the
+// receiver (docs/spec.md §3.5). The hints of all senders add up to the
+// receiver's capacity exactly, so a queue built before they took hold (the
+// first packets of an incast, whose count no hint can prevent) would stand
+// for ever, and the ECN rounds remove it only over tens of RTTs. The queueing
+// delay q = fRTT − minRTT says how big the queue is in time at the
+// bottleneck; every sender of an incast sees the same q, so pacing at
+// hint × (1 − q/minRTT) drains it in about one RTT. An eighth of the minimum
+// RTT of queueing is tolerated (jitter and the odd burst; a quarter let a
+// 125 KB queue stand above a 100 KB marking threshold at 400 Gb/s and 10 µs),
+// and the factor is floored at 1/4. It applies only while CE marks were
+// reported within the last 1024 smoothed RTTs: a queue worth draining is
+// one a switch marks (a bottleneck marked once is likely to fill again, so
+// the memory is long: with 64 RTTs the queue of a 63-sender incast crept
+// back above the marking threshold once the start-up marks were forgotten),
+// and delay alone also grows with a software datapath's jitter, which must
+// not slow a sender that sees no marks.
+func (a *AIMD) drain() float64 {
+	if a.hint == 0 || a.minRTT <= 0 || a.fRTT <= 0 || a.markAt == 0 || a.ackAt-a.markAt > 1024*a.srtt {
+		return 1
+	}
+	q := a.fRTT - a.minRTT - a.minRTT/8
+	if q <= 0 {
+		return 1
+	}
+	return max(0.25, 1-float64(q)/float64(a.minRTT))
 }
 
 // Burst is the number of bytes the pacer lets out back to back: at most
@@ -163,14 +185,19 @@ func (a *AIMD) PacingRate() uint64 {
 func (a *AIMD) Burst() int {
 	b := a.cfg.PacingBurst
 	if r := a.PacingRate(); a.hint > 0 && r > 0 {
-		rtt := a.minRTT
-		if rtt <= 0 {
-			rtt = a.srtt
+		// Before the first RTT sample one packet: the senders of an
+		// incast start together, and a burst of BDP/4 each (with the
+		// assumed RTT) was what filled the receiver's queue.
+		b = a.cfg.MSS
+		if a.minRTT > 0 {
+			b = min(a.cfg.PacingBurst, max(a.cfg.MSS, int(float64(r)*float64(a.minRTT)/1e9/4)))
 		}
-		b = min(b, max(a.cfg.MSS, int(float64(r)*float64(rtt)/1e9/4)))
 	}
 	return b
 }
+
+// Hinted reports whether the pacing rate follows a receiver's rate hint.
+func (a *AIMD) Hinted() bool { return a.hint > 0 }
 
 // SRTT is the connection-wide smoothed RTT in nanoseconds.
 func (a *AIMD) SRTT() int64 { return a.srtt }
@@ -181,6 +208,10 @@ func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rt
 		return
 	}
 	ps := &a.paths[p]
+	a.ackAt = now
+	if markedPkts > 0 {
+		a.markAt = now
+	}
 	if rtt > 0 {
 		if ps.srtt == 0 {
 			ps.srtt = rtt
@@ -191,8 +222,12 @@ func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rt
 		if a.minRTT == 0 || rtt < a.minRTT {
 			a.minRTT = rtt
 		}
+		if a.fRTT == 0 {
+			a.fRTT = rtt
+		} else {
+			a.fRTT += (rtt - a.fRTT) / 2
+		}
 	}
-	a.onAckRate(now, ackedPkts, markedPkts)
 	ps.ackedRound += ackedPkts
 	ps.markedRound += markedPkts
 	old := ps.cwnd
@@ -226,30 +261,6 @@ func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rt
 	}
 	ps.cwnd = clamp(ps.cwnd, float64(a.cfg.MinWindow), float64(a.cfg.MaxWindow))
 	a.sum += ps.cwnd - old
-}
-
-// onAckRate runs the connection-wide ECN round that scales the paced rate:
-// once per smoothed RTT, a round with marks multiplies the scale by
-// 1 − max(alpha, f)/2 (f the round's marked fraction, alpha its EWMA with
-// gain 1/G); a round without marks adds 1/16 back, up to 1 (a faster
-// return, half the distance per round, oscillated under 32-sender incast).
-func (a *AIMD) onAckRate(now int64, acked, marked int) {
-	a.connAcked += acked
-	a.connMarked += marked
-	if now < a.connRoundAt || a.connAcked == 0 {
-		return
-	}
-	f := float64(a.connMarked) / float64(a.connAcked)
-	g := 1 / float64(a.cfg.G)
-	a.connAlpha = (1-g)*a.connAlpha + g*f
-	if a.connMarked > 0 {
-		a.rateScale *= 1 - max(a.connAlpha, f)/2
-	} else {
-		a.rateScale += 1.0 / 16
-	}
-	a.rateScale = clamp(a.rateScale, 1.0/64, 1)
-	a.connAcked, a.connMarked = 0, 0
-	a.connRoundAt = now + a.srtt
 }
 
 // OnLoss implements Controller: a loss is not a congestion signal.

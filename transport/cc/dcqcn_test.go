@@ -125,3 +125,39 @@ func TestDCQCNDefaults(t *testing.T) {
 	assert.Equal(t, 5, c.F)
 	assert.EqualValues(t, 50_000, c.CNPInterval)
 }
+
+// TestAIMDDrain: under a hint and while ACKs report CE marks, queueing
+// delay beyond an eighth of the minimum RTT slows the pacer in proportion,
+// floored at a quarter; no hint, no queue or no marks leave the rate alone.
+func TestAIMDDrain(t *testing.T) {
+	half := []int64{10_000, 16_250, 16_250, 16_250, 16_250, 16_250, 16_250, 16_250, 16_250, 16_250, 16_250}
+	cases := []struct {
+		name       string
+		hint       uint64
+		marked     int
+		rtts       []int64
+		wantFactor float64
+	}{
+		{"no hint", 0, 1, []int64{10_000, 20_000, 20_000}, 1},
+		{"no queue", testLine / 4, 1, []int64{10_000, 10_000}, 1},
+		{"within tolerance", testLine / 4, 1, []int64{10_000, 11_250, 11_250, 11_250, 11_250, 11_250, 11_250}, 1},
+		{"half an RTT queued", testLine / 4, 1, half, 0.5},
+		{"delay without marks", testLine / 4, 0, half, 1},
+		{"floor", testLine / 4, 1, []int64{10_000, 90_000, 90_000, 90_000, 90_000, 90_000, 90_000, 90_000, 90_000, 90_000, 90_000}, 0.25},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAIMD(Config{LineRate: testLine})
+			a.AddPath(0, 0)
+			a.OnRateHint(0, tc.hint)
+			for i, r := range tc.rtts {
+				a.OnAck(int64(i)*1000, 0, 4096, 1, tc.marked, r)
+			}
+			if tc.hint == 0 {
+				assert.Equal(t, uint64(testLine), a.PacingRate())
+				return
+			}
+			assert.InDelta(t, tc.wantFactor*float64(tc.hint), float64(a.PacingRate()), 0.02*float64(tc.hint))
+		})
+	}
+}

@@ -53,7 +53,7 @@ func TestReportFigures(t *testing.T) {
 	}
 	const mark = 100_000
 	fmt.Fprintf(&b, "\n| incast N→1 (400 Gb/s, CE above %d B) | RTTs from first ACK to Jain ≥ 0.95 and queue < mark | Jain (last 20 RTTs) | queue peak, B | queue last 20 RTTs, B | utilisation |\n|---|---|---|---|---|---|\n", mark)
-	for _, nSend := range []int{8, 32} {
+	for _, nSend := range []int{8, 32, 63} {
 		for _, s := range seeds[:2] {
 			r, err := transporttest.MeasureIncast(rate400G, nSend, mark, s)
 			if err != nil {

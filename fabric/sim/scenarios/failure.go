@@ -24,7 +24,7 @@ func failureScenario(r *runner) (*Result, error) {
 	res.param("bin_ns", bin)
 	sum := res.table("summary", "case", "protocol", "before_gbps", "after_gbps", "after_frac", "recovery_us", "conn_errors")
 	ts := res.table("timeseries", "case", "protocol", "t_us", "gbps")
-	res.Plots = append(res.Plots, PlotSpec{Table: "timeseries", X: "t_us", Y: "gbps", Series: "protocol",
+	res.Plots = append(res.Plots, PlotSpec{Table: "timeseries", X: "t_us", Y: "gbps", Series: "case+protocol",
 		Title: "throughput around a failure"})
 	for _, kase := range []string{"spine-link", "plane"} {
 		planes := 1

@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -28,22 +30,33 @@ func (r *Result) WritePNG(i int, path string) error {
 		}
 		return -1
 	}
-	xi, yi, si := col(spec.X), col(spec.Y), col(spec.Series)
+	xi, yi := col(spec.X), col(spec.Y)
 	if xi < 0 || yi < 0 {
 		return fmt.Errorf("scenarios: table %q lacks %q or %q", spec.Table, spec.X, spec.Y)
+	}
+	var sis []int
+	if spec.Series != "" {
+		for _, name := range strings.Split(spec.Series, "+") {
+			k := col(name)
+			if k < 0 {
+				return fmt.Errorf("scenarios: table %q lacks series column %q", spec.Table, name)
+			}
+			sis = append(sis, k)
+		}
 	}
 	var order []string
 	series := map[string]plotter.XYs{}
 	for _, row := range t.Rows {
 		x, err1 := strconv.ParseFloat(row[xi], 64)
 		y, err2 := strconv.ParseFloat(row[yi], 64)
-		if err1 != nil || err2 != nil {
-			continue
+		if err1 != nil || err2 != nil || math.IsNaN(x+y) || math.IsInf(x+y, 0) {
+			continue // a cell without a value (Jain's index of no traffic)
 		}
-		s := ""
-		if si >= 0 {
-			s = row[si]
+		parts := make([]string, len(sis))
+		for k, si := range sis {
+			parts[k] = row[si]
 		}
+		s := strings.Join(parts, " ")
 		if _, ok := series[s]; !ok {
 			order = append(order, s)
 		}
@@ -60,5 +73,5 @@ func (r *Result) WritePNG(i int, path string) error {
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
 	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return p.Save(6*vg.Inch, 3.5*vg.Inch, path)
 }

@@ -66,7 +66,8 @@ func (p Perf) EventsPerSec() float64 {
 }
 
 // PlotSpec says which table a PNG plot draws: Y against X, one line per
-// distinct value of Series.
+// distinct value of Series (columns joined by "+" name a line by several,
+// e.g. "case+protocol").
 type PlotSpec struct {
 	Table, X, Y, Series string
 	Title               string

@@ -109,9 +109,7 @@ func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
 		var t sim.Transport
 		switch proto {
 		case MetaRoCE:
-			tc := transport.Config{Listen: true, Planes: c.Planes, MaxDatagram: o.MTU + wire.DataHeaderLen,
-				InboundRate: port * uint64(c.Planes)}
-			tc.CC.LineRate = port * uint64(c.Planes)
+			tc := metaroceConfig(o, c)
 			t = agents.NewMetaRoCE(tc, rng)
 		case RoCEv2, RoCEv2PFC:
 			rc := rocev2.Config{Listen: true, Planes: c.Planes, QPsPerConn: c.Planes, MTU: o.MTU,
@@ -127,6 +125,33 @@ func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
 		s.Attach(h, t, nil)
 	}
 	return s, nil
+}
+
+// metaroceConfig is the MetaRoCE endpoint configuration for fabric c: the
+// core's defaults suit real fabrics (1 ms RTO floor, 100 µs initial RTT),
+// whereas here the base RTT is known (≈ 8.7 µs), so the timers are scaled
+// to it. The RTO floor is 100 µs: above the worst queueing of two full
+// 2 MiB buffers at 400 Gb/s (84 µs) plus the base RTT, so congestion alone
+// does not fire it, yet a black-holed path is found within about ten
+// RTTs (with the 1 ms default a spine-link failure stalled the 3 ms run's
+// every connection for most of its remaining time). Hints divide the host's
+// capacity over all its planes, less the
+// per-packet wire overhead the core does not see.
+func metaroceConfig(o *Options, c sim.Config) transport.Config {
+	port := uint64(c.LinkRate / 8)
+	// The core paces datagram bytes; the wire adds c.Overhead per packet,
+	// which the inbound capacity must leave room for.
+	full := uint64(o.MTU + wire.DataHeaderLen)
+	inbound := port * full / (full + uint64(c.Overhead))
+	base := transport.Time(c.BaseRTT(o.MTU+wire.DataHeaderLen+c.Overhead, 64+c.Overhead))
+	tc := transport.Config{Listen: true, Planes: c.Planes, MaxDatagram: o.MTU + wire.DataHeaderLen,
+		InboundRate: inbound * uint64(c.Planes),
+		MinRTO:      100 * transport.Microsecond,
+		InitialRTT:  2 * base,
+		AckDelay:    base / 2,
+	}
+	tc.CC.LineRate = port * uint64(c.Planes)
+	return tc
 }
 
 // runner accumulates the simulator's speed over the runs of a scenario.

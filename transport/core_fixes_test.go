@@ -1,0 +1,102 @@
+package transport_test
+
+import (
+	"testing"
+
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/transporttest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMessagesOfAFlowGoInOrder: with several receives posted, the messages
+// of one flow are sent one after another, so the first completes after
+// about its own share of the time, not together with the last (an earlier
+// round-robin over all matched messages completed nothing until the end).
+func TestMessagesOfAFlowGoInOrder(t *testing.T) {
+	n, ca, cb := pair(t, baseNet(1), baseCfg())
+	const msgs, size = 8, 256 << 10
+	for i := 0; i < msgs; i++ {
+		_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
+		require.NoError(t, err)
+	}
+	require.NoError(t, n.RunFor(50*transport.Microsecond)) // RECV_READYs arrive
+	start := n.Now()
+	for i := 0; i < msgs; i++ {
+		_, err := n.Send(0, ca, 0, make([]byte, size), 0)
+		require.NoError(t, err)
+	}
+	var done []transport.Time
+	seen := 0
+	require.NoError(t, n.RunUntil(func() bool {
+		for _, ev := range n.Node(1).Events[seen:] {
+			if ev.Kind == transport.EvRecvDone {
+				done = append(done, n.Now())
+			}
+		}
+		seen = len(n.Node(1).Events)
+		return len(done) == msgs
+	}, 100*transport.Millisecond))
+	first, last := done[0]-start, done[msgs-1]-start
+	require.Less(t, int64(first), int64(last)/3, "first of %d messages done at %v, last at %v", msgs, first, last)
+}
+
+// TestRateHintsCountEveryIncastSender: N senders whose receives are posted
+// at one instant are each hinted about InboundRate/N. A cached count that
+// was never refreshed once hinted the whole inbound rate to every sender.
+func TestRateHintsCountEveryIncastSender(t *testing.T) {
+	const senders = 4
+	ncfg := baseNet(2)
+	n := transporttest.New(ncfg)
+	cfg := baseCfg()
+	cfg.InboundRate = linkRate
+	cfg.Listen = true
+	recv := n.AddNode(cfg)
+	cfg.Listen = false
+	type conn struct{ s, r transport.ConnID }
+	var cs []conn
+	for i := 0; i < senders; i++ {
+		n.AddNode(cfg)
+	}
+	for i := 0; i < senders; i++ {
+		s, r, err := n.Connect(i+1, recv)
+		require.NoError(t, err)
+		cs = append(cs, conn{s, r})
+	}
+	const size = 4 << 20
+	for i, c := range cs {
+		_, err := n.PostRecv(recv, c.r, 0, transporttest.RecvSpec{Cap: size})
+		require.NoError(t, err)
+		_, err = n.Send(i+1, c.s, 0, make([]byte, size), 0)
+		require.NoError(t, err)
+		// Posts a little apart, as a driver makes them: each one's hint
+		// ACK leaves before the next post.
+		require.NoError(t, n.RunFor(transport.Microsecond))
+	}
+	require.NoError(t, n.RunFor(200*transport.Microsecond))
+	for i, c := range cs {
+		st, ok := n.Node(i + 1).EP.Stats(c.s)
+		require.True(t, ok)
+		share := float64(linkRate) / senders
+		require.InDelta(t, share, float64(st.RateHint), 0.05*share, "sender %d hinted %d B/s", i, st.RateHint)
+	}
+}
+
+// TestControlOnlyACKsTimeTheRTT: a receiver that sends only RECV_READYs
+// measures its RTT from its own send records; the echoed DATA timestamp
+// of a path that never carried DATA once gave "RTTs" of hundreds of µs.
+func TestControlOnlyACKsTimeTheRTT(t *testing.T) {
+	n, ca, cb := pair(t, baseNet(3), baseCfg())
+	// Start late: a timestamp echo of 0 then reads as milliseconds.
+	require.NoError(t, n.RunFor(3*transport.Millisecond))
+	for i := 0; i < 16; i++ {
+		_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: 64 << 10})
+		require.NoError(t, err)
+		_, err = n.Send(0, ca, 0, make([]byte, 64<<10), 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, n.RunUntil(n.AllDone, 100*transport.Millisecond))
+	st, ok := n.Node(1).EP.Stats(cb)
+	require.True(t, ok)
+	require.Greater(t, st.RTT, transport.Time(0))
+	require.Less(t, st.RTT, 4*2*oneWay, "receiver smoothed RTT %v", st.RTT)
+}
