@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/metaroce/metaroce/internal/eventq"
 )
 
 // node kinds
@@ -42,8 +44,7 @@ type Stats struct {
 type Sim struct {
 	cfg   Config
 	now   int64
-	seq   uint64
-	heap  eventHeap
+	heap  eventq.Queue[event]
 	rng   *rand.Rand
 	pool  []*Packet
 	ports []port
@@ -141,11 +142,7 @@ func (s *Sim) Attach(h int, t Transport, app App) {
 	s.hosts[h].T, s.hosts[h].App = t, app
 }
 
-func (s *Sim) schedule(e event) {
-	s.seq++
-	e.seq = s.seq
-	s.heap.push(e)
-}
+func (s *Sim) schedule(e event) { s.heap.Push(e.at, e) }
 
 // At runs fn at virtual time t (or now if t is in the past).
 func (s *Sim) At(t int64, fn func(now int64)) {
@@ -171,12 +168,12 @@ func (s *Sim) Start() {
 // Run executes events until the heap is empty, virtual time passes until,
 // or stop returns true (checked after every event; nil: never).
 func (s *Sim) Run(until int64, stop func() bool) {
-	for len(s.heap) > 0 {
-		if s.heap[0].at > until {
+	for s.heap.Len() > 0 {
+		if at, _ := s.heap.Next(); at > until {
 			s.now = until
 			return
 		}
-		e := s.heap.pop()
+		_, e := s.heap.Pop()
 		s.now = e.at
 		s.Stats.Events++
 		switch e.kind {

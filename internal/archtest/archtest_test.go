@@ -152,7 +152,8 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		"m/transport: m/transport/wire m/transport/cc time m/transport/helper",
 		"m/transport/helper: golang.org/x/sys/unix",
 		"m/transport/cc/bad: math/rand C",
-		"m/transport/rocev2: m/transport/wire m/transport/cc m/transport",
+		"m/transport/rocev2: m/transport/wire m/transport/cc m/internal/eventq m/transport",
+		"m/internal/eventq: time",
 		"m/transport/udp: m/transport net golang.org/x/net/ipv4",
 		"m/collectives: m/transport/udp",
 		"m/fabric/sim: m/collectives m/transport",
@@ -181,6 +182,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		"m/transport/rocev2 -> golang.org/x/sys/unix",
 		"m/fabric/sim -> m/transport/udp",
 		"m/collectives/reduce -> m/transport/wire",
+		"m/internal/eventq -> time",
 	}
 	for _, w := range want {
 		if !got[w] {

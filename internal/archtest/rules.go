@@ -70,10 +70,17 @@ var Rules = []Rule{
 	},
 	{
 		Pkg:       "transport/rocev2/...",
-		Why:       "the RoCEv2 baseline runs under the same drivers as the core: wire and cc only, no I/O",
+		Why:       "the RoCEv2 baseline runs under the same drivers as the core: wire, cc and the event queue only, no I/O",
 		DirectStd: sansIO,
 		External:  ioModules,
-		OnlyOurs:  []string{"transport/wire/...", "transport/cc/..."},
+		OnlyOurs:  []string{"transport/wire/...", "transport/cc/...", "internal/eventq"},
+	},
+	{
+		Pkg:       "internal/eventq",
+		Why:       "the event queue is shared by sans-I/O code (the RoCEv2 baseline) and must stay pure",
+		DirectStd: sansIO,
+		External:  ioModules,
+		OnlyOurs:  []string{},
 	},
 	{
 		Pkg:  "fabric/sim/...",

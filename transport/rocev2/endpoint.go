@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/metaroce/metaroce/internal/eventq"
 	"github.com/metaroce/metaroce/transport/cc"
 )
 
@@ -22,7 +23,7 @@ type Endpoint struct {
 	ctlHead  int
 	active   []*qp
 	rr       int
-	timers   timerHeap
+	timers   eventq.Queue[timer]
 	stats    Stats
 }
 
@@ -149,7 +150,7 @@ func (e *Endpoint) Dial(now int64, remote uint32) (uint32, error) {
 	c := e.newConn(remote, true)
 	c.tries = 1
 	e.pushCtl(ctlItem{c: c, op: OpConnReq})
-	e.timers.push(timer{at: now + e.cfg.HandshakeRetry, c: c, kind: tmHandshake})
+	e.arm(timer{at: now + e.cfg.HandshakeRetry, c: c, kind: tmHandshake})
 	return c.id, nil
 }
 
@@ -242,16 +243,20 @@ func (q *qp) hasData() bool { return q.nxt != q.max || q.pendHead < len(q.pendin
 
 // NextTimeout is the earliest time HandleTimeout has work (math.MaxInt64: none).
 func (e *Endpoint) NextTimeout() int64 {
-	if e.timers.len() == 0 {
+	if e.timers.Len() == 0 {
 		return math.MaxInt64
 	}
-	return e.timers.h[0].at
+	at, _ := e.timers.Next()
+	return at
 }
 
 // HandleTimeout runs the timers due at now.
 func (e *Endpoint) HandleTimeout(now int64) {
-	for e.timers.len() > 0 && e.timers.h[0].at <= now {
-		t := e.timers.pop()
+	for e.timers.Len() > 0 {
+		if at, _ := e.timers.Next(); at > now {
+			break
+		}
+		_, t := e.timers.Pop()
 		switch t.kind {
 		case tmHandshake:
 			c := t.c
@@ -264,7 +269,7 @@ func (e *Endpoint) HandleTimeout(now int64) {
 			}
 			c.tries++
 			e.pushCtl(ctlItem{c: c, op: OpConnReq})
-			e.timers.push(timer{at: now + e.cfg.HandshakeRetry, c: c, kind: tmHandshake})
+			e.arm(timer{at: now + e.cfg.HandshakeRetry, c: c, kind: tmHandshake})
 		case tmPace:
 			t.q.paceArmed = false
 		case tmRTO:
@@ -299,7 +304,7 @@ func (e *Endpoint) rto(now int64, q *qp) {
 func (e *Endpoint) armRTO(q *qp, at int64) {
 	if !q.rtoArmed {
 		q.rtoArmed = true
-		e.timers.push(timer{at: at, q: q, kind: tmRTO})
+		e.arm(timer{at: at, q: q, kind: tmRTO})
 	}
 }
 

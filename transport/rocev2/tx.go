@@ -34,7 +34,7 @@ func (e *Endpoint) PollTransmit(now int64, buf []byte) (Transmit, bool) {
 		if q.nextSend > now {
 			if !q.paceArmed {
 				q.paceArmed = true
-				e.timers.push(timer{at: q.nextSend, q: q, kind: tmPace})
+				e.arm(timer{at: q.nextSend, q: q, kind: tmPace})
 			}
 			continue
 		}

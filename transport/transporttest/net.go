@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/metaroce/metaroce/internal/eventq"
 	"github.com/metaroce/metaroce/transport"
 	"github.com/metaroce/metaroce/transport/wire"
 )
@@ -58,8 +59,7 @@ type Net struct {
 	rng   *rand.Rand
 	now   transport.Time
 	nodes []*Node
-	q     eventHeap
-	seq   uint64
+	q     eventq.Queue[event]
 	paths map[pathKey]*pathState
 	ge    map[[2]int]bool // Gilbert-Elliott state per node pair: true = bad
 	rules []Rule
@@ -209,8 +209,7 @@ func (n *Net) launch(p *Packet, departs transport.Time) {
 			cp.copy = true
 			q = &cp
 		}
-		n.seq++
-		n.q.push(event{at: at, seq: n.seq, kind: evArrive, pkt: q})
+		n.q.Push(int64(at), event{at: at, kind: evArrive, pkt: q})
 	}
 }
 
@@ -276,8 +275,7 @@ func (n *Net) arrive(p *Packet) {
 	}
 	nd.ingQueued += p.wireLen
 	nd.ingBusy = max(nd.ingBusy, n.now) + n.ingressTime(p.wireLen)
-	n.seq++
-	n.q.push(event{at: nd.ingBusy, seq: n.seq, kind: evDeliver, pkt: p})
+	n.q.Push(int64(nd.ingBusy), event{at: nd.ingBusy, kind: evDeliver, pkt: p})
 }
 
 // deliver hands p to its endpoint and copies what the core places.
@@ -301,8 +299,8 @@ func (n *Net) deliver(p *Packet) {
 // next returns the time of the next thing to do.
 func (n *Net) next() transport.Time {
 	t := transport.Never
-	if len(n.q) > 0 {
-		t = n.q[0].at
+	if at, ok := n.q.Next(); ok {
+		t = transport.Time(at)
 	}
 	for _, nd := range n.nodes {
 		nt := nd.EP.NextTimeout()
@@ -337,8 +335,11 @@ func (n *Net) step(horizon transport.Time) bool {
 	if t > n.now {
 		n.now = t
 	}
-	for len(n.q) > 0 && n.q[0].at <= n.now {
-		e := n.q.pop()
+	for n.q.Len() > 0 {
+		if at, _ := n.q.Next(); transport.Time(at) > n.now {
+			break
+		}
+		_, e := n.q.Pop()
 		switch e.kind {
 		case evArrive:
 			n.arrive(e.pkt)

@@ -2,9 +2,7 @@ package udp
 
 import (
 	"errors"
-
 	"fmt"
-	"github.com/metaroce/metaroce/transport/auth"
 	"net"
 	"net/netip"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/auth"
 	"github.com/metaroce/metaroce/transport/wire"
 )
 

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/metaroce/metaroce/transport/auth"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/auth"
 	"github.com/metaroce/metaroce/transport/udp/sockio"
 )
 

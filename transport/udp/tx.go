@@ -2,10 +2,10 @@ package udp
 
 import (
 	"errors"
-	"github.com/metaroce/metaroce/transport/auth"
 	"net/netip"
 
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/auth"
 	"github.com/metaroce/metaroce/transport/udp/sockio"
 )
 
