@@ -5,6 +5,7 @@ FUZZTIME  ?= 3s
 BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
 DURATION  ?= 30m
+SOAKFLAGS ?=
 
 .PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance conformance-iut bench-peers soak mpirun-check figures-core
 
@@ -67,8 +68,8 @@ conformance: ## Run the conformance suite against our own datapath
 conformance-iut: build ## Conformance suite against mrpeer as a separate process, JUnit in build/
 	$(BUILD)/mrconform --iut $(BUILD)/mrpeer --format tap,human --junit $(BUILD)/conformance.xml
 
-soak: ## Mixed collectives for DURATION under changing faults; fails on corruption, unreported failures or leaks
-	$(GO) run ./cmd/mrsoak -duration $(DURATION) -v
+soak: ## Mixed collectives for DURATION under faults (SOAKFLAGS="--netlab --plugin": nftables faults on a netns fabric, plugin rounds); fails on corruption, missed failures or leaks
+	$(GO) run ./cmd/mrsoak -duration $(DURATION) -v $(SOAKFLAGS)
 
 bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, one table
 	bench/peers/run.sh --rounds 3

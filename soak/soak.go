@@ -15,6 +15,7 @@ import (
 	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/netlab"
 )
 
 // Options parameterise a soak run. Zero fields take the defaults.
@@ -22,7 +23,8 @@ type Options struct {
 	// Duration is how long new rounds are started; the last round runs to
 	// its end. Default 10 s.
 	Duration time.Duration
-	// Ranks is the number of in-process ranks. Default 4.
+	// Ranks is the number of in-process ranks of driver-level rounds.
+	// Default 4. Netlab rounds always run 2 ranks, one per lab host.
 	Ranks int
 	// Seed seeds every random choice; the same seed gives the same rounds.
 	// Default 1.
@@ -31,6 +33,27 @@ type Options struct {
 	OpsPerRound int
 	// MaxCount bounds the element count of one collective. Default 1<<17.
 	MaxCount int
+	// Netlab runs the collective rounds on a namespace fabric (package
+	// netlab) with faults injected by nftables and link state, before and
+	// during each round. Without root or nftables the run says why in
+	// Report.Notes and injects driver-level faults instead.
+	Netlab bool
+	// Plugin adds plugin rounds: the NCCL net plugin and its C harness are
+	// built once, and every PluginEvery-th round runs the harness's data
+	// scenario (every fourth plugin round its kill scenario) in two
+	// processes over loopback. Without gcc the rounds are skipped with a
+	// note.
+	Plugin bool
+	// PluginEvery is the spacing of plugin rounds among all rounds
+	// (default 4: three collective rounds, then a plugin round).
+	PluginEvery int
+	// RepoRoot is the module root holding net-plugin/ and include/, for
+	// building the plugin. Default: the nearest directory at or above the
+	// working directory whose go.mod declares this module.
+	RepoRoot string
+	// MaxRounds, when positive, ends the run after that many rounds
+	// (plugin rounds included) even if Duration has not passed.
+	MaxRounds int
 	// Logf receives one line per round; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -51,13 +74,16 @@ func (o Options) withDefaults() Options {
 	if o.MaxCount <= 0 {
 		o.MaxCount = 1 << 17
 	}
+	if o.PluginEvery < 2 {
+		o.PluginEvery = 4
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
 	return o
 }
 
-// Fault is the fault setting of one round.
+// Fault is the driver-level fault setting of one round.
 type Fault struct {
 	Name      string
 	DropProb  float64 // datagram loss at every sender
@@ -77,49 +103,6 @@ var faults = []Fault{
 	{Name: "clean"},
 	{Name: "loss 1%", DropProb: 0.01},
 	{Name: "kill a rank", Kill: true},
-}
-
-// Report is what a run did and found. Corrupted, Unexpected, MissedKills
-// and the leaks must all be zero for a healthy build.
-type Report struct {
-	Elapsed     time.Duration
-	Rounds      int
-	FaultRounds int // rounds with loss or blackholes
-	KillRounds  int
-	Ops         uint64 // collectives completed and checked, summed over ranks
-	Bytes       uint64 // output bytes of those collectives, summed over ranks
-	// From the ranks' connection counters, summed over every rank and peer.
-	PacketsSent, Retransmits, Lost, Timeouts, PathChanges uint64
-
-	Surfaced    int // errors reported by survivors of kill rounds (expected)
-	MissedKills int // survivors of a kill round that saw no error
-	Unexpected  int // errors in rounds without a kill
-	Corrupted   int // results that differ from the reference
-	// Goroutines and file descriptors before the first and after the last
-	// round (after a grace period for closing sockets and loops).
-	GoroutinesBefore, GoroutinesAfter int
-	FDsBefore, FDsAfter               int
-	FirstErrors                       []string // up to 8 unexpected errors
-}
-
-// Healthy reports whether the run found nothing wrong.
-func (r *Report) Healthy() bool {
-	return r.Corrupted == 0 && r.Unexpected == 0 && r.MissedKills == 0 &&
-		r.GoroutinesAfter <= r.GoroutinesBefore && r.FDsAfter <= r.FDsBefore
-}
-
-func (r *Report) String() string {
-	return fmt.Sprintf("soak: %v, %d rounds (%d with loss/blackholes, %d kill-a-rank)\n"+
-		"  operations %d, output bytes %d (%.1f MiB/s)\n"+
-		"  packets sent %d, retransmits %d, declared lost %d, tail-loss timeouts %d, path moves %d\n"+
-		"  errors surfaced by survivors of killed ranks %d, survivors that missed it %d\n"+
-		"  unexpected errors %d, corrupted results %d\n"+
-		"  goroutines %d -> %d, open fds %d -> %d, healthy %v",
-		r.Elapsed.Round(time.Millisecond), r.Rounds, r.FaultRounds, r.KillRounds,
-		r.Ops, r.Bytes, float64(r.Bytes)/(1<<20)/max(r.Elapsed.Seconds(), 1e-9),
-		r.PacketsSent, r.Retransmits, r.Lost, r.Timeouts, r.PathChanges,
-		r.Surfaced, r.MissedKills, r.Unexpected, r.Corrupted,
-		r.GoroutinesBefore, r.GoroutinesAfter, r.FDsBefore, r.FDsAfter, r.Healthy())
 }
 
 var colls = []sched.Collective{sched.AllReduce, sched.ReduceScatter, sched.AllGather, sched.AllToAll, sched.Broadcast, sched.SendRecv}
@@ -157,22 +140,105 @@ func plan(rng *rand.Rand, n, maxCount int) []op {
 func pow2(x float64) float64 { return math.Exp2(x) }
 
 // Run soaks for opt.Duration (or until ctx ends) and returns the report.
-// It returns an error only when a round cannot start at all.
+// It returns an error only when a round cannot start at all (the lab or
+// the plugin does not build, a fault cannot be injected).
 func Run(ctx context.Context, opt Options) (*Report, error) {
 	opt = opt.withDefaults()
+	rep := &Report{Mode: "driver"}
+	var fab *fabric
+	if opt.Netlab {
+		if err := netlabAvailable(); err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("netlab mode not possible (%v): driver-level faults instead", err))
+		} else {
+			if fab, err = newFabric(); err != nil {
+				return rep, err
+			}
+			defer fab.close()
+			rep.Mode = "netlab"
+		}
+	}
+	var kit *pluginKit
+	if opt.Plugin {
+		var err error
+		kit, err = buildPlugin(ctx, opt.RepoRoot)
+		switch {
+		case errors.Is(err, errNoCompiler):
+			rep.Notes = append(rep.Notes, "plugin rounds skipped: "+err.Error())
+		case err != nil:
+			return rep, err
+		default:
+			defer kit.remove()
+		}
+	}
 	warmNetpoller()
-	rep := &Report{GoroutinesBefore: runtime.NumGoroutine(), FDsBefore: openFDs()}
+	rep.GoroutinesBefore, rep.FDsBefore = runtime.NumGoroutine(), openFDs()
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x50a4))
-	for i := 0; time.Since(start) < opt.Duration && ctx.Err() == nil; i++ {
-		f := faults[i%len(faults)]
-		if err := round(ctx, rep, opt, f, rng.Uint64()); err != nil {
+	coll := 0 // collective rounds started: the index into the fault rotation
+	for i := 0; time.Since(start) < opt.Duration && ctx.Err() == nil && (opt.MaxRounds <= 0 || i < opt.MaxRounds); i++ {
+		if kit != nil && i%opt.PluginEvery == opt.PluginEvery-1 {
+			pluginRound(ctx, rep, opt, kit)
+			continue
+		}
+		var err error
+		if fab != nil {
+			err = fab.round(ctx, rep, opt, coll, rng.Uint64())
+		} else {
+			f := faults[coll%len(faults)]
+			err = round(ctx, rep, opt, driverSpec(rep, opt, f), rng.Uint64())
+		}
+		if err != nil {
+			rep.Elapsed = time.Since(start)
 			return rep, err
 		}
+		coll++
 	}
 	rep.Elapsed = time.Since(start)
 	rep.GoroutinesAfter, rep.FDsAfter = settle(rep.GoroutinesBefore, rep.FDsBefore)
 	return rep, nil
+}
+
+// netlabAvailable is netlab.Available; tests replace it to take the
+// fallback path on machines where labs can be built.
+var netlabAvailable = netlab.Available
+
+// launcher starts n ranks with cfg and runs fn on each, as
+// collectives.LaunchLocal does.
+type launcher func(ctx context.Context, n int, cfg collectives.Config, fn func(c *collectives.Comm) error) error
+
+// roundSpec is one collective round: how its ranks start, the datapath
+// configuration (driver-level faults included) and what happens once they
+// are connected.
+type roundSpec struct {
+	name   string
+	ranks  int
+	kill   bool // one rank leaves part-way through
+	cfg    collectives.Config
+	launch launcher
+	// start, when set, runs once every rank has connected and before the
+	// first collective (netlab: the round's faults go in). Its error ends
+	// the run: the soak cannot do what it claims.
+	start func() error
+}
+
+// driverSpec is the round for driver-level fault f on in-process ranks.
+func driverSpec(rep *Report, opt Options, f Fault) roundSpec {
+	// Notice a dead peer within 2 s and give up a collective after 10 s:
+	// loss rounds recover long before, kill rounds surface quickly.
+	cfg := collectives.Config{Timeout: 10 * time.Second}
+	cfg.UDP.DropProb = f.DropProb
+	cfg.UDP.Blackhole = f.Blackhole
+	cfg.UDP.Core.IdleTimeout = 2e9
+	if f.DropProb > 0 {
+		rep.fault("udp loss")
+	}
+	if len(f.Blackhole) > 0 {
+		rep.fault("udp blackhole")
+	}
+	if f.DropProb > 0 || len(f.Blackhole) > 0 {
+		rep.FaultRounds++
+	}
+	return roundSpec{name: f.Name, ranks: opt.Ranks, kill: f.Kill, cfg: cfg, launch: collectives.LaunchLocal}
 }
 
 // rankResult is what one rank of a round did.
@@ -183,31 +249,43 @@ type rankResult struct {
 	stats      []collectives.PeerStats
 }
 
-// round runs one round with fault f.
-func round(ctx context.Context, rep *Report, opt Options, f Fault, seed uint64) error {
+// round runs the collectives of one round as spec says.
+func round(ctx context.Context, rep *Report, opt Options, spec roundSpec, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	ops := plan(rng, opt.OpsPerRound, opt.MaxCount)
+	n := spec.ranks
 	victim, killAt := -1, 0
-	cfg := collectives.Config{Timeout: 30 * time.Second}
+	cfg := spec.cfg
 	cfg.UDP.Seed = seed | 1
-	cfg.UDP.DropProb = f.DropProb
-	cfg.UDP.Blackhole = f.Blackhole
-	// Notice a dead peer within 2 s and give up a collective after 10 s:
-	// loss rounds recover long before, kill rounds surface quickly.
-	cfg.UDP.Core.IdleTimeout = 2e9
-	cfg.Timeout = 10 * time.Second
-	if f.Kill {
+	if spec.kill {
 		// The round ends with an all-reduce, in which every survivor needs
 		// the victim, so each must see an error.
-		victim, killAt = rng.IntN(opt.Ranks), rng.IntN(len(ops)-1)
+		victim, killAt = rng.IntN(n), rng.IntN(len(ops)-1)
 		ops[len(ops)-1] = op{coll: sched.AllReduce, dt: reduce.Float32, red: reduce.OpSum, count: 1024}
 		rep.KillRounds++
-	} else if f.DropProb > 0 || len(f.Blackhole) > 0 {
-		rep.FaultRounds++
+		rep.fault("kill a rank")
 	}
 	rep.Rounds++
-	res := make([]rankResult, opt.Ranks)
+	res := make([]rankResult, n)
 	var mu sync.Mutex
+	// Every rank waits at the gate until all have connected and spec.start
+	// has run, so that the round's faults hit collectives, not the
+	// rendezvous.
+	gate := make(chan struct{})
+	var arrived int
+	var startErr error
+	arrive := func() {
+		mu.Lock()
+		arrived++
+		last := arrived == n
+		mu.Unlock()
+		if last {
+			if spec.start != nil {
+				startErr = spec.start()
+			}
+			close(gate)
+		}
+	}
 	// Ranks of a round without a kill leave together, as a job's ranks do
 	// after a final barrier: a rank that closes while a peer still waits
 	// for the acknowledgement of its last message to it fails that peer's
@@ -215,11 +293,11 @@ func round(ctx context.Context, rep *Report, opt Options, f Fault, seed uint64) 
 	// transport fault.
 	var finished sync.WaitGroup
 	allDone := make(chan struct{})
-	if !f.Kill {
-		finished.Add(opt.Ranks)
+	if !spec.kill {
+		finished.Add(n)
 		go func() { finished.Wait(); close(allDone) }()
 	}
-	launchErr := collectives.LaunchLocal(ctx, opt.Ranks, cfg, func(c *collectives.Comm) error {
+	launchErr := spec.launch(ctx, n, cfg, func(c *collectives.Comm) error {
 		r := c.Rank()
 		var out rankResult
 		defer func() {
@@ -227,10 +305,21 @@ func round(ctx context.Context, rep *Report, opt Options, f Fault, seed uint64) 
 			res[r] = out
 			mu.Unlock()
 		}()
+		arrive()
+		select {
+		case <-gate:
+		case <-time.After(cfg.Timeout):
+			out.err = fmt.Errorf("not every rank connected within %v", cfg.Timeout)
+		case <-ctx.Done():
+			out.err = ctx.Err()
+		}
 		for i, o := range ops {
+			if out.err != nil {
+				break
+			}
 			if r == victim && i == killAt {
 				out.stats = c.PeerStats()
-				return nil // LaunchLocal closes the communicator: the rank is gone
+				return nil // the launcher closes the communicator: the rank is gone
 			}
 			got, want, err := runOp(ctx, c, o)
 			if err != nil {
@@ -244,22 +333,22 @@ func round(ctx context.Context, rep *Report, opt Options, f Fault, seed uint64) 
 			}
 		}
 		out.stats = c.PeerStats()
-		if !f.Kill {
+		if !spec.kill {
 			finished.Done()
 			select {
 			case <-allDone:
 			case <-time.After(cfg.Timeout):
 			}
 		}
-		// Errors are judged here, not by LaunchLocal, so that a kill round's
-		// expected failures do not cut the survivors short.
+		// Errors are judged here, not by the launcher, so that a kill
+		// round's expected failures do not cut the survivors short.
 		return nil
 	})
 	if launchErr != nil {
 		// Setup failed (rendezvous, handshakes): the fault setting must not
 		// prevent a job from starting, so this is unexpected too.
 		rep.Unexpected++
-		rep.note(fmt.Sprintf("round %d (%s): launch: %v", rep.Rounds, f.Name, launchErr))
+		rep.note(fmt.Sprintf("round %d (%s): launch: %v", rep.Rounds, spec.name, launchErr))
 	}
 	for r, x := range res {
 		rep.Ops += x.ops
@@ -271,28 +360,27 @@ func round(ctx context.Context, rep *Report, opt Options, f Fault, seed uint64) 
 			rep.Lost += p.Conn.Lost
 			rep.Timeouts += p.Conn.Timeouts
 			rep.PathChanges += p.Conn.PathChanges
+			rep.ECNMarks += p.Conn.ECNMarks
+			rep.CERecv += p.Conn.CERecv
 		}
 		switch {
 		case r == victim:
-		case f.Kill && x.err != nil:
+		case spec.kill && x.err != nil:
 			rep.Surfaced++
-		case f.Kill && launchErr == nil:
+		case spec.kill && launchErr == nil:
 			rep.MissedKills++
 			rep.note(fmt.Sprintf("round %d: rank %d saw no error after rank %d left at op %d", rep.Rounds, r, victim, killAt))
 		case x.err != nil:
 			rep.Unexpected++
-			rep.note(fmt.Sprintf("round %d (%s): rank %d: %v", rep.Rounds, f.Name, r, x.err))
+			rep.note(fmt.Sprintf("round %d (%s): rank %d: %v", rep.Rounds, spec.name, r, x.err))
 		}
 	}
 	opt.Logf("round %d (%s): ops %d, corrupted %d, unexpected %d, surfaced %d",
-		rep.Rounds, f.Name, rep.Ops, rep.Corrupted, rep.Unexpected, rep.Surfaced)
-	return nil
-}
-
-func (r *Report) note(s string) {
-	if len(r.FirstErrors) < 8 {
-		r.FirstErrors = append(r.FirstErrors, s)
+		rep.Rounds, spec.name, rep.Ops, rep.Corrupted, rep.Unexpected, rep.Surfaced)
+	if startErr != nil {
+		return fmt.Errorf("soak: round %d (%s): injecting faults: %w", rep.Rounds, spec.name, startErr)
 	}
+	return nil
 }
 
 // runOp runs o on c and returns the rank's output and the reference.

@@ -1,0 +1,126 @@
+package soak
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Report is what a run did and found. Corrupted, Unexpected, MissedKills,
+// PluginFailures, PluginMissedKills and the leaks must all be zero for a
+// healthy build.
+type Report struct {
+	// Mode is "driver" (faults injected by the datapath's test options on
+	// in-process ranks) or "netlab" (faults injected by nftables and link
+	// state on a namespace fabric between two ranks).
+	Mode        string
+	Elapsed     time.Duration
+	Rounds      int // collective rounds, plugin rounds not included
+	FaultRounds int // collective rounds with a fault other than a kill
+	KillRounds  int
+	Ops         uint64 // collectives completed and checked, summed over ranks
+	Bytes       uint64 // output bytes of those collectives, summed over ranks
+	// From the ranks' connection counters, summed over every rank and peer.
+	PacketsSent, Retransmits, Lost, Timeouts, PathChanges uint64
+	// ECNMarks counts sent packets the peer saw CE-marked, CERecv received
+	// packets that carried CE (netlab's CE rules produce them).
+	ECNMarks, CERecv uint64
+
+	// Faults counts the faults injected, by kind ("udp loss",
+	// "link loss", "link flap", …). A fault held for a whole round counts
+	// once; one injected during a round counts once per injection.
+	Faults map[string]int
+	// MidRoundFaults is how many of Faults were injected while collectives
+	// were running (netlab mode).
+	MidRoundFaults int
+
+	Surfaced    int // errors reported by survivors of kill rounds (expected)
+	MissedKills int // survivors of a kill round that saw no error
+	Unexpected  int // errors in rounds without a kill
+	Corrupted   int // results that differ from the reference
+
+	// Plugin rounds: the NCCL net plugin driven by the C harness in two
+	// processes over loopback (udp backend).
+	PluginRounds      int
+	PluginMessages    uint64 // messages received and verified byte by byte by the harness
+	PluginKills       int    // kill scenarios run (the sender dies mid-transfer)
+	PluginSurfaced    int    // kill scenarios whose receiver got an error (expected)
+	PluginMissedKills int    // kill scenarios whose receiver saw no error
+	PluginFailures    int    // harness runs that failed without a kill to explain it
+
+	// Goroutines and file descriptors before the first and after the last
+	// round (after a grace period for closing sockets and loops).
+	GoroutinesBefore, GoroutinesAfter int
+	FDsBefore, FDsAfter               int
+	FirstErrors                       []string // up to 8 unexpected errors
+	// Notes say what the run could not do as asked (no root for netlab,
+	// no gcc for the plugin) and what it did instead.
+	Notes []string
+}
+
+// Healthy reports whether the run found nothing wrong.
+func (r *Report) Healthy() bool {
+	return r.Corrupted == 0 && r.Unexpected == 0 && r.MissedKills == 0 &&
+		r.PluginFailures == 0 && r.PluginMissedKills == 0 &&
+		r.GoroutinesAfter <= r.GoroutinesBefore && r.FDsAfter <= r.FDsBefore
+}
+
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak (%s faults): %v, %d rounds (%d with faults, %d kill-a-rank)\n"+
+		"  operations %d, output bytes %d (%.1f MiB/s)\n"+
+		"  packets sent %d, retransmits %d, declared lost %d, tail-loss timeouts %d, path moves %d, CE echoed %d, CE received %d\n",
+		r.Mode, r.Elapsed.Round(time.Millisecond), r.Rounds, r.FaultRounds, r.KillRounds,
+		r.Ops, r.Bytes, float64(r.Bytes)/(1<<20)/max(r.Elapsed.Seconds(), 1e-9),
+		r.PacketsSent, r.Retransmits, r.Lost, r.Timeouts, r.PathChanges, r.ECNMarks, r.CERecv)
+	if len(r.Faults) > 0 {
+		fmt.Fprintf(&b, "  faults injected: %s", faultList(r.Faults))
+		if r.Mode == "netlab" {
+			fmt.Fprintf(&b, " (%d of them during rounds)", r.MidRoundFaults)
+		}
+		b.WriteString("\n")
+	}
+	if r.PluginRounds > 0 {
+		fmt.Fprintf(&b, "  plugin rounds %d: messages verified %d, kills %d (surfaced %d, missed %d), failures %d\n",
+			r.PluginRounds, r.PluginMessages, r.PluginKills, r.PluginSurfaced, r.PluginMissedKills, r.PluginFailures)
+	}
+	fmt.Fprintf(&b, "  errors surfaced by survivors of killed ranks %d, survivors that missed it %d\n"+
+		"  unexpected errors %d, corrupted results %d\n"+
+		"  goroutines %d -> %d, open fds %d -> %d, healthy %v",
+		r.Surfaced, r.MissedKills, r.Unexpected, r.Corrupted,
+		r.GoroutinesBefore, r.GoroutinesAfter, r.FDsBefore, r.FDsAfter, r.Healthy())
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\n  note: %s", n)
+	}
+	return b.String()
+}
+
+// faultList renders the fault counts as "kind n, kind n" in kind order.
+func faultList(m map[string]int) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fault counts one injected fault of kind.
+func (r *Report) fault(kind string) {
+	if r.Faults == nil {
+		r.Faults = make(map[string]int)
+	}
+	r.Faults[kind]++
+}
+
+// note keeps the first 8 error descriptions.
+func (r *Report) note(s string) {
+	if len(r.FirstErrors) < 8 {
+		r.FirstErrors = append(r.FirstErrors, s)
+	}
+}
