@@ -23,11 +23,11 @@ func Cases() []*Case {
 		{ID: "handshake", Spec: "§2.8", Level: Mandatory, Title: "HELLO answered by HELLO_ACK echoing conn and token", Run: caseHandshake},
 		{ID: "forged-token", NeedsControl: true, Spec: "§2.1", Level: Mandatory, Title: "DATA with a wrong token is dropped silently", Run: caseForgedToken},
 		{ID: "unknown-conn", Spec: "§2.7", Level: Mandatory, Title: "DATA to an unknown conn id draws NACK UnknownConn", Run: caseUnknownConn},
-		{ID: "sack", NeedsControl: true, Spec: "§2.5", Level: Mandatory, Title: "ACK after PSNs 0,1,3,5,6: cum 2, SACK bits {0,2,3}", Run: caseSack},
+		{ID: "sack", NeedsControl: true, Spec: "§2.5, §2.11, §3.1", Level: Mandatory, Title: "ACK record after PSNs 0,1,3,5,6: cum 2, SACK bits {0,2,3}", Run: caseSack},
 		{ID: "reorder", NeedsControl: true, Spec: "§2.4", Level: Mandatory, Title: "segments in reverse order place identical bytes", Run: caseReorder},
 		{ID: "out-of-bounds", NeedsControl: true, Spec: "§2.7", Level: Mandatory, Title: "DATA beyond the posted capacity is rejected unwritten", Run: caseOutOfBounds},
 		{ID: "duplicate", NeedsControl: true, Spec: "§2.5", Level: Mandatory, Title: "duplicate DATA is acknowledged, placed once", Run: caseDuplicate},
-		{ID: "ecn-echo", NeedsControl: true, Spec: "§1, §2.5", Level: Mandatory, Title: "ACK records count the CE-marked DATA of the path", Run: caseECN},
+		{ID: "ecn-echo", NeedsControl: true, Spec: "§1, §2.5, §2.11", Level: Mandatory, Title: "ACK records count the CE-marked DATA of the path", Run: caseECN},
 		{ID: "not-ready", Spec: "§3.4, §2.7", Level: Mandatory, Title: "DATA for a message never announced draws NACK NotReady", Run: caseNotReady},
 		{ID: "sender-loss", NeedsControl: true, Spec: "§3.2, §2.3", Level: Mandatory, Title: "one lost DATA is retransmitted alone, under a fresh PSN, on its path", Run: caseSenderLoss},
 		{ID: "sender-reorder", NeedsControl: true, Spec: "§3.2, §2.3", Level: Mandatory, Title: "reordering between paths causes no retransmission", Run: caseSenderReorder},
@@ -221,13 +221,16 @@ func caseSack(ctx context.Context, e *Env) (Verdict, string) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var rec wire.AckRecord
+	at := -1
 	covers := func(r wire.AckRecord) bool {
 		return wire.PSN(6).Less(r.Cum) || r.Sack.Has(int(wire.PSN(6).Diff(r.Cum))-1)
 	}
+	// The record may come in an ACK or piggybacked on a sequenced packet
+	// of the IUT, such as the RECV_READY of its next receive (§2.11).
 	if !p.wait(wctx, nil, func() bool {
-		for _, r := range p.acks {
+		for i, r := range p.acks {
 			if covers(r) {
-				rec = r
+				rec, at = r, i
 				return true
 			}
 		}
@@ -240,7 +243,7 @@ func caseSack(ctx context.Context, e *Env) (Verdict, string) {
 	want.Set(2)
 	want.Set(3)
 	if rec.Cum != 2 || rec.Sack != want {
-		return Fail, fmt.Sprintf("ACK cum %d SACK bits %v, want cum 2 bits [0 2 3]", rec.Cum, sackBits(&rec.Sack))
+		return Fail, fmt.Sprintf("ACK record (%s) cum %d SACK bits %v, want cum 2 bits [0 2 3]", p.ackVia(at), rec.Cum, sackBits(&rec.Sack))
 	}
 	for _, i := range []int{2, 4, 7} {
 		p.send(p.data(flow, rr.Msg, uint64(len(msg)), i*p.seg, seg(i), int64(i), wire.FlagAckReq))
@@ -253,7 +256,7 @@ func caseSack(ctx context.Context, e *Env) (Verdict, string) {
 	if bad := checkBytes(c, msg); bad != "" {
 		return Fail, bad
 	}
-	return Pass, "ACK path 0: cum 2, SACK bits {0,2,3}; message completed after filling the holes"
+	return Pass, fmt.Sprintf("ACK record path 0 (%s): cum 2, SACK bits {0,2,3}; message completed after filling the holes", p.ackVia(at))
 }
 
 func caseReorder(ctx context.Context, e *Env) (Verdict, string) {

@@ -107,10 +107,13 @@ type peer struct {
 	rx    map[uint16]*rxPath
 	ready map[[2]uint32]wire.RecvReady // RECV_READY by (flow, msg)
 	acks  []wire.AckRecord             // records for the tester's path 0, arrival order
-	nacks []wire.Nack
-	close []wire.Close
-	comps []Completion
-	buf   []byte
+	// ackOps says which packet carried each record of acks: OpAck, or the
+	// sequenced packet it was piggybacked on (docs/spec.md §2.11).
+	ackOps []wire.Opcode
+	nacks  []wire.Nack
+	close  []wire.Close
+	comps  []Completion
+	buf    []byte
 }
 
 // newPeer opens a UDP socket next to the IUT's address family.
@@ -300,6 +303,7 @@ func (p *peer) processAt(pk *rxPacket) {
 			for i := 0; i < a.N; i++ {
 				if a.Records[i].Path == 0 {
 					p.acks = append(p.acks, a.Records[i])
+					p.ackOps = append(p.ackOps, wire.OpAck)
 				}
 			}
 		}
@@ -312,6 +316,13 @@ func (p *peer) processAt(pk *rxPacket) {
 		p.probes = append(p.probes, rxPacket{at: pk.at, src: pk.src, h: pk.h})
 	}
 	if h.Op.Sequenced() {
+		// An acknowledgement may ride on any sequenced packet
+		// (docs/spec.md §2.11, §3.1); it counts like an ACK's record.
+		var pg wire.Piggyback
+		if err := wire.ParsePiggy(&pg, b); err == nil && pg.HasPiggy && pg.Piggy.Path == 0 {
+			p.acks = append(p.acks, pg.Piggy)
+			p.ackOps = append(p.ackOps, h.Op)
+		}
 		r := p.pathState(h.Path)
 		if h.Op == wire.OpData {
 			var d wire.Data
@@ -334,6 +345,14 @@ func (p *peer) pathState(path uint16) *rxPath {
 		p.rx[path] = r
 	}
 	return r
+}
+
+// ackVia names the packet that carried acks[i], for evidence text.
+func (p *peer) ackVia(i int) string {
+	if i < 0 || i >= len(p.ackOps) || p.ackOps[i] == wire.OpAck {
+		return "in an ACK"
+	}
+	return "piggybacked on " + p.ackOps[i].String() + " (§2.11)"
 }
 
 // ackPath sends an ACK with the record of the IUT's path and the tester's

@@ -34,10 +34,11 @@ func caseECN(ctx context.Context, e *Env) (Verdict, string) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var rec wire.AckRecord
+	at := -1
 	if !p.wait(wctx, nil, func() bool {
-		for _, r := range p.acks {
+		for i, r := range p.acks {
 			if r.Cum == 5 {
-				rec = r
+				rec, at = r, i
 				return true
 			}
 		}
@@ -55,7 +56,7 @@ func caseECN(ctx context.Context, e *Env) (Verdict, string) {
 	if rec.CE != ceMarked {
 		return Fail, fmt.Sprintf("ACK record ce %d after %d CE-marked DATA of 5", rec.CE, ceMarked)
 	}
-	return Pass, fmt.Sprintf("5 DATA, the last %d with IP ECN CE: ACK cum 5 ce %d; message intact", ceMarked, rec.CE)
+	return Pass, fmt.Sprintf("5 DATA, the last %d with IP ECN CE: ACK record cum 5 ce %d (%s); message intact", ceMarked, rec.CE, p.ackVia(at))
 }
 
 func caseNotReady(ctx context.Context, e *Env) (Verdict, string) {

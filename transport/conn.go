@@ -78,6 +78,7 @@ type Conn struct {
 	ackDue     bool
 	hintDue    bool // an ACK must go even with nothing to acknowledge, for its rate hint
 	ackAt      Time // when a held-back ACK must go
+	ackFirst   bool // the due acknowledgement goes as an ACK before any sequenced packet
 
 	peerPlanes int
 	peerPaths  int

@@ -161,8 +161,9 @@ func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
 	c.ctrlQ = append(c.ctrlQ, rr)
 	if c.ep.cfg.InboundRate > 0 {
 		// Receiver-driven incast control (docs/spec.md §3.5): the sender
-		// learns its fair share from an ACK that leaves before this
-		// RECV_READY (ACKs go first in poll), so its first packets are
+		// learns its fair share from the acknowledgement this makes
+		// due: piggybacked on this RECV_READY, and applied before it,
+		// or in an ACK that leaves before it, so its first packets are
 		// already paced at the share instead of a full initial window.
 		c.ep.markActive()
 		c.hintDue = true

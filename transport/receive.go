@@ -76,6 +76,7 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 	// Sequenced packets: parse the whole packet before its PSN counts, so a
 	// malformed packet cannot consume a sequence number.
 	var ts uint32
+	var pg *wire.Piggyback
 	switch h.Op {
 	case wire.OpData:
 		if _, err := wire.ParseData(&e.data, d.Data); err != nil {
@@ -83,27 +84,41 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 			return Placement{}
 		}
 		ts = e.data.Timestamp
+		pg = &e.data.Piggyback
 	case wire.OpRecvReady:
 		if _, err := wire.ParseRecvReady(&e.rr2, d.Data); err != nil {
 			e.drop(DropMalformed)
 			return Placement{}
 		}
+		pg = &e.rr2.Piggyback
 	case wire.OpNack:
 		if _, err := wire.ParseNack(&e.nack, d.Data); err != nil {
 			e.drop(DropMalformed)
 			return Placement{}
 		}
+		pg = &e.nack.Piggyback
 	case wire.OpProbe:
 		if _, err := wire.ParseProbe(&e.probe, d.Data); err != nil {
 			e.drop(DropMalformed)
 			return Placement{}
 		}
+		pg = &e.probe.Piggyback
 	default:
 		// One-sided Write is reserved in version 1.
 		e.drop(DropMalformed)
 		return Placement{}
 	}
 	c.lastRecv = now
+	if pg.HasPiggy {
+		// The piggybacked acknowledgement goes first (docs/spec.md
+		// §3.1): it counts even when the packet itself is a duplicate,
+		// and a rate hint it carries paces the DATA that a RECV_READY
+		// carrying it releases, as a separate ACK sent before it would.
+		c.onPiggy(now, pg)
+		if c.state == stateClosed {
+			return Placement{}
+		}
+	}
 	c.stats.PacketsRecv++
 	if d.ECN == CE {
 		c.stats.CERecv++

@@ -162,6 +162,69 @@ func (c *Conn) ackDelay() Time {
 	return d
 }
 
+// piggyback fills pg with the acknowledgement a sequenced packet about to
+// leave for the peer should carry (docs/spec.md §3.1): the record of the
+// first urgent path in arrival order, else of the first path with pending
+// arrivals, with the current rate hint. The path it covers counts as
+// acknowledged; when no other path waits, no separate ACK is left to send.
+// With nothing pending but a rate hint due, it carries the hint with the
+// (acknowledging nothing) record of the peer's path 0, as buildAck does.
+// pg.HasPiggy is false when there is nothing to carry.
+func (c *Conn) piggyback(now Time, pg *wire.Piggyback) {
+	pg.HasPiggy = false
+	if !c.ackDue && c.ackAt == 0 && !c.hintDue {
+		return // nothing pending: the common case costs no scan
+	}
+	var pick *rxPath
+	for _, r := range c.rxOrder {
+		if r.urgent {
+			pick = r
+			break
+		}
+		if pick == nil && r.pending > 0 {
+			pick = r
+		}
+	}
+	if pick == nil && c.hintDue {
+		pick = c.rxPathFor(0)
+	}
+	if pick == nil {
+		return
+	}
+	pg.HasPiggy = true
+	pg.PiggyHint = c.ep.rateHint(now, c)
+	pick.record(now, &pg.Piggy)
+	pick.pending, pick.urgent = 0, false
+	c.hintDue = false
+	c.stats.AcksPiggybacked++
+	// What is left decides whether an ACK still has to go, and when.
+	due, held := false, false
+	for _, r := range c.rxOrder {
+		due = due || r.urgent
+		held = held || r.pending > 0
+	}
+	c.ackDue = due
+	switch {
+	case due:
+	case !held:
+		c.ackAt = 0
+	case c.ackAt == 0:
+		c.ackAt = now + c.ackDelay()
+	}
+}
+
+// onPiggy applies a piggybacked acknowledgement exactly like the record and
+// rate hint of an ACK packet (docs/spec.md §3.1).
+func (c *Conn) onPiggy(now Time, pg *wire.Piggyback) {
+	c.stats.PiggyAcksRecv++
+	c.cc.OnRateHint(int64(now), uint64(pg.PiggyHint)*1000/8)
+	c.stats.RateHint = uint64(pg.PiggyHint) * 1000 / 8
+	if int(pg.Piggy.Path) < len(c.paths) {
+		c.onAckRecord(now, c.paths[pg.Piggy.Path], &pg.Piggy)
+	}
+	c.checkPeerClosed(now)
+}
+
 // buildAck writes one ACK covering up to MaxAckRecords paths with pending
 // acknowledgements; it clears what it covered.
 func (c *Conn) buildAck(now Time, a *wire.Ack) bool {

@@ -37,12 +37,17 @@ type ConnStats struct {
 	PathChanges uint64
 	AcksSent    uint64
 	AcksRecv    uint64
-	NacksRecv   uint64
-	RTT         Time
-	Window      int    // connection window, bytes
-	PacingRate  uint64 // bytes/s, 0 = unpaced
-	RateHint    uint64 // latest hint from the peer, bytes/s
-	Inflight    int
+	// AcksPiggybacked counts acknowledgements we carried inside our own
+	// sequenced packets instead of separate ACKs; PiggyAcksRecv those the
+	// peer carried in its packets (docs/spec.md §3.1).
+	AcksPiggybacked uint64
+	PiggyAcksRecv   uint64
+	NacksRecv       uint64
+	RTT             Time
+	Window          int    // connection window, bytes
+	PacingRate      uint64 // bytes/s, 0 = unpaced
+	RateHint        uint64 // latest hint from the peer, bytes/s
+	Inflight        int
 }
 
 // Stats returns a snapshot of connection id's counters.

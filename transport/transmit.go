@@ -124,6 +124,18 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 		return c.sendHello(buf, wire.OpHelloAck), true
 	}
 	if c.ackDue || (c.ackAt != 0 && now >= c.ackAt) {
+		// A sequenced packet that can leave now carries the
+		// acknowledgement (docs/spec.md §3.1); only what it could not
+		// carry, or all of it when nothing can leave, goes in an ACK.
+		// One that could carry none (a full DATA segment) delays the
+		// ACK by that one packet only: ackFirst sends the ACK next.
+		if !c.ackFirst {
+			if tx, ok := c.pollSequenced(now, buf); ok {
+				c.ackFirst = c.ackDue || (c.ackAt != 0 && now >= c.ackAt)
+				return tx, true
+			}
+		}
+		c.ackFirst = false
 		a := &c.ep.ack
 		a.Header = c.hdr(wire.OpAck)
 		a.RateHint = c.ep.rateHint(now, c)
@@ -188,6 +200,7 @@ func (c *Conn) sendProbe(now Time, p *txPath, buf []byte) Transmit {
 	pr.Flags = wire.FlagAckReq
 	pr.Path = p.id
 	pr.PSN = p.next
+	c.piggyback(now, &pr.Piggyback)
 	rec := p.push()
 	rec.kind, rec.sent, rec.bytes = recProbe, now, wire.HeaderLen
 	p.inflight += rec.bytes
@@ -335,16 +348,23 @@ func (c *Conn) sendCtrl(now Time, cp *ctrlPkt, pref int, retx bool, buf []byte) 
 	}
 	h := c.hdr(cp.op)
 	h.Path, h.PSN = p.id, p.next
-	h.Flags = wire.FlagAckReq
+	// A RECV_READY asks for no immediate ACK (docs/spec.md §3.1): the
+	// peer acknowledges it in its next ACK or piggybacked on the DATA it
+	// releases, within the ACK delay. A retransmission and a NACK ask.
+	if cp.op != wire.OpRecvReady || retx {
+		h.Flags = wire.FlagAckReq
+	}
 	if retx {
 		h.Flags |= wire.FlagRetransmit
 	}
 	var b []byte
 	if cp.op == wire.OpRecvReady {
 		cp.rr.Header = h
+		c.piggyback(now, &cp.rr.Piggyback)
 		b = cp.rr.Append(buf[:0])
 	} else {
 		cp.nack.Header = h
+		c.piggyback(now, &cp.nack.Piggyback)
 		b = cp.nack.Append(buf[:0])
 	}
 	rec := p.push()
@@ -422,6 +442,12 @@ func (c *Conn) sendData(now Time, s *sendMsg, off uint64, n int, pref int, retx 
 	d.Flow, d.Msg, d.Index = s.flow.id, s.msg, s.index
 	d.Timestamp = nowTS(now)
 	d.Offset, d.MsgLen = off, s.length
+	d.HasPiggy = false
+	if n+wire.PiggyLen <= c.seg {
+		// Only where the acknowledgement fits the peer's datagram
+		// size: a full segment leaves it to an ACK.
+		c.piggyback(now, &d.Piggyback)
+	}
 	b := d.AppendHeader(buf[:0])
 	rec := p.push()
 	rec.kind, rec.sent, rec.bytes = recData, now, dataHdr+n

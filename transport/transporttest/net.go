@@ -1,6 +1,7 @@
 package transporttest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 
@@ -173,7 +174,11 @@ func (n *Net) ingressTime(bytes int) transport.Time {
 func (n *Net) launch(p *Packet, departs transport.Time) {
 	n.Stats.Sent++
 	if p.Op == wire.OpData {
-		n.Stats.PayloadSent += uint64(len(p.Data) - wire.DataHeaderLen)
+		hdr := wire.DataHeaderLen
+		if len(p.Data) >= 4 && wire.Flags(binary.BigEndian.Uint16(p.Data[2:]))&wire.FlagPiggyAck != 0 {
+			hdr += wire.PiggyLen // a piggybacked acknowledgement is no payload
+		}
+		n.Stats.PayloadSent += uint64(len(p.Data) - hdr)
 	}
 	if n.lose(p) {
 		n.dropped(p)

@@ -133,6 +133,9 @@ func ParseAck(a *Ack, b []byte) (int, error) {
 	if err := expect(&a.Header, OpAck, b); err != nil {
 		return 0, err
 	}
+	if err := noPiggy(&a.Header); err != nil {
+		return 0, err
+	}
 	if len(b) < HeaderLen+ackFixedLen {
 		return 0, perr(OpAck, "length", uint64(len(b)), ErrShort)
 	}
@@ -154,21 +157,42 @@ func ParseAck(a *Ack, b []byte) (int, error) {
 	a.N = n
 	p := b[HeaderLen+ackFixedLen:]
 	for i := 0; i < n; i++ {
-		r := &a.Records[i]
-		q := p[i*ackRecordLen:]
-		r.Path = binary.BigEndian.Uint16(q)
-		if binary.BigEndian.Uint16(q[2:]) != 0 {
+		if !parseRecord(&a.Records[i], p[i*ackRecordLen:]) {
 			return 0, perr(OpAck, "reserved", 0, ErrReserved)
-		}
-		r.Cum = PSN(binary.BigEndian.Uint32(q[4:]))
-		r.CE = binary.BigEndian.Uint32(q[8:])
-		r.EchoTS = binary.BigEndian.Uint32(q[12:])
-		r.Delay = binary.BigEndian.Uint32(q[16:])
-		for w := range r.Sack {
-			r.Sack[w] = binary.BigEndian.Uint64(q[20+8*w:])
 		}
 	}
 	return want, nil
+}
+
+// parseRecord decodes one ACK record from q (at least ackRecordLen bytes)
+// into r; it reports false when the record's reserved field is non-zero.
+func parseRecord(r *AckRecord, q []byte) bool {
+	r.Path = binary.BigEndian.Uint16(q)
+	if binary.BigEndian.Uint16(q[2:]) != 0 {
+		return false
+	}
+	r.Cum = PSN(binary.BigEndian.Uint32(q[4:]))
+	r.CE = binary.BigEndian.Uint32(q[8:])
+	r.EchoTS = binary.BigEndian.Uint32(q[12:])
+	r.Delay = binary.BigEndian.Uint32(q[16:])
+	for w := range r.Sack {
+		r.Sack[w] = binary.BigEndian.Uint64(q[20+8*w:])
+	}
+	return true
+}
+
+// appendRecord appends the ackRecordLen-byte encoding of r.
+func appendRecord(b []byte, r *AckRecord) []byte {
+	b = binary.BigEndian.AppendUint16(b, r.Path)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(r.Cum))
+	b = binary.BigEndian.AppendUint32(b, r.CE)
+	b = binary.BigEndian.AppendUint32(b, r.EchoTS)
+	b = binary.BigEndian.AppendUint32(b, r.Delay)
+	for _, w := range r.Sack {
+		b = binary.BigEndian.AppendUint64(b, w)
+	}
+	return b
 }
 
 // Append appends the ACK. N must be in [1, MaxAckRecords].
@@ -178,16 +202,7 @@ func (a *Ack) Append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, a.RateHint)
 	b = append(b, byte(a.N), 0, 0, 0)
 	for i := 0; i < a.N; i++ {
-		r := &a.Records[i]
-		b = binary.BigEndian.AppendUint16(b, r.Path)
-		b = binary.BigEndian.AppendUint16(b, 0)
-		b = binary.BigEndian.AppendUint32(b, uint32(r.Cum))
-		b = binary.BigEndian.AppendUint32(b, r.CE)
-		b = binary.BigEndian.AppendUint32(b, r.EchoTS)
-		b = binary.BigEndian.AppendUint32(b, r.Delay)
-		for _, w := range r.Sack {
-			b = binary.BigEndian.AppendUint64(b, w)
-		}
+		b = appendRecord(b, &a.Records[i])
 	}
 	return b
 }

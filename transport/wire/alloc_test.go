@@ -13,6 +13,8 @@ func TestAllocsDataAck(t *testing.T) {
 	data := dataPacket(4096)
 	ack := ackPacket(wire.MaxAckRecords)
 	db, ab := data.Append(nil), ack.Append(nil)
+	piggy := withPiggy(dataPacket(4096)).(*wire.Data)
+	pb := piggy.Append(nil)
 	buf := make([]byte, 0, 8192)
 	var d wire.Data
 	var a wire.Ack
@@ -27,6 +29,12 @@ func TestAllocsDataAck(t *testing.T) {
 		}},
 		{"Data.Append", func() { buf = data.Append(buf[:0]) }},
 		{"Data.AppendHeader", func() { buf = data.AppendHeader(buf[:0]) }},
+		{"ParseData piggybacked", func() {
+			if _, err := wire.ParseData(&d, pb); err != nil || !d.HasPiggy {
+				t.Fatal(err)
+			}
+		}},
+		{"Data.AppendHeader piggybacked", func() { buf = piggy.AppendHeader(buf[:0]) }},
 		{"ParseAck", func() {
 			if _, err := wire.ParseAck(&a, ab); err != nil {
 				t.Fatal(err)

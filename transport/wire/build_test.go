@@ -75,18 +75,50 @@ func closePacket() *wire.Close {
 // allPackets is one valid packet of every type, by name.
 func allPackets() map[string]packet {
 	return map[string]packet{
-		"data":       dataPacket(100),
-		"data-empty": dataPacket(0),
-		"ack-1":      ackPacket(1),
-		"ack-16":     ackPacket(wire.MaxAckRecords),
-		"recv-1":     recvReadyPacket(1),
-		"recv-8":     recvReadyPacket(wire.MaxRecvEntries),
-		"nack":       nackPacket(),
-		"hello":      helloPacket(wire.OpHello, 18),
-		"hello-ack":  helloPacket(wire.OpHelloAck, 0),
-		"probe":      probePacket(),
-		"close":      closePacket(),
+		"data":        dataPacket(100),
+		"data-empty":  dataPacket(0),
+		"ack-1":       ackPacket(1),
+		"ack-16":      ackPacket(wire.MaxAckRecords),
+		"recv-1":      recvReadyPacket(1),
+		"recv-8":      recvReadyPacket(wire.MaxRecvEntries),
+		"nack":        nackPacket(),
+		"hello":       helloPacket(wire.OpHello, 18),
+		"hello-ack":   helloPacket(wire.OpHelloAck, 0),
+		"probe":       probePacket(),
+		"close":       closePacket(),
+		"data-piggy":  withPiggy(dataPacket(64)),
+		"recv-piggy":  withPiggy(recvReadyPacket(3)),
+		"nack-piggy":  withPiggy(nackPacket()),
+		"probe-piggy": withPiggy(probePacket()),
 	}
+}
+
+// testPiggy is a piggybacked acknowledgement with every field distinct.
+func testPiggy() wire.Piggyback {
+	pg := wire.Piggyback{HasPiggy: true, PiggyHint: 25_000_000}
+	pg.Piggy = wire.AckRecord{Path: 3, Cum: 0xfffffffe, CE: 9, EchoTS: 0x31323334, Delay: 777}
+	pg.Piggy.Sack.Set(0)
+	pg.Piggy.Sack.Set(64)
+	pg.Piggy.Sack.Set(255)
+	return pg
+}
+
+// withPiggy attaches testPiggy to one of the packet types that may carry it.
+func withPiggy[P interface {
+	*wire.Data | *wire.RecvReady | *wire.Nack | *wire.Probe
+}](p P) packet {
+	pg := testPiggy()
+	switch x := any(p).(type) {
+	case *wire.Data:
+		x.Piggyback = pg
+	case *wire.RecvReady:
+		x.Piggyback = pg
+	case *wire.Nack:
+		x.Piggyback = pg
+	case *wire.Probe:
+		x.Piggyback = pg
+	}
+	return any(p).(packet)
 }
 
 // with returns a copy of b changed by f.

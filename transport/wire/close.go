@@ -46,6 +46,9 @@ func ParseClose(c *Close, b []byte) (int, error) {
 	if err := expect(&c.Header, OpClose, b); err != nil {
 		return 0, err
 	}
+	if err := noPiggy(&c.Header); err != nil {
+		return 0, err
+	}
 	if len(b) < CloseLen {
 		return 0, perr(OpClose, "length", uint64(len(b)), ErrShort)
 	}

@@ -25,9 +25,11 @@ const MaxMessageLen = 1 << 48
 //	36     4    sender timestamp, nanoseconds modulo 2^32 (echoed in ACK)
 //	40     8    byte offset of Payload in the message
 //	48     8    message length in bytes
-//	56     …    payload (the rest of the datagram)
+//	56     56   piggybacked acknowledgement, only with FlagPiggyAck (§2.11)
+//	56|112 …    payload (the rest of the datagram)
 type Data struct {
 	Header
+	Piggyback
 	Flow      uint32
 	Msg       uint32
 	Index     uint8
@@ -63,27 +65,34 @@ func ParseData(d *Data, b []byte) (int, error) {
 	if d.MsgLen > MaxMessageLen {
 		return 0, perr(OpData, "msglen", d.MsgLen, ErrRange)
 	}
-	n := uint64(len(b) - DataHeaderLen)
+	off, err := d.parsePiggy(&d.Header, b, DataHeaderLen)
+	if err != nil {
+		return 0, err
+	}
+	n := uint64(len(b) - off)
 	if d.Offset > d.MsgLen || n > d.MsgLen-d.Offset {
 		return 0, perr(OpData, "offset", d.Offset, ErrLength)
 	}
-	d.Payload = b[DataHeaderLen:]
+	d.Payload = b[off:]
 	return len(b), nil
 }
 
-// AppendHeader appends everything but the payload; the driver appends the
-// payload bytes itself (docs/spec.md §2.4: the core never touches payload).
-// Like Append, it forces the header's opcode to OpData, so a Data built
-// without setting Op still encodes a DATA packet.
+// AppendHeader appends everything but the payload, the piggybacked
+// acknowledgement included; the driver appends the payload bytes itself
+// (docs/spec.md §2.4: the core never touches payload). Like Append, it
+// forces the header's opcode to OpData, so a Data built without setting Op
+// still encodes a DATA packet, and sets FlagPiggyAck from HasPiggy.
 func (d *Data) AppendHeader(b []byte) []byte {
 	d.Op = OpData
+	d.Flags = d.piggyFlags(d.Flags)
 	b = d.Header.Append(b)
 	b = binary.BigEndian.AppendUint32(b, d.Flow)
 	b = binary.BigEndian.AppendUint32(b, d.Msg)
 	b = append(b, d.Index, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, d.Timestamp)
 	b = binary.BigEndian.AppendUint64(b, d.Offset)
-	return binary.BigEndian.AppendUint64(b, d.MsgLen)
+	b = binary.BigEndian.AppendUint64(b, d.MsgLen)
+	return d.appendPiggy(b)
 }
 
 // Append appends the whole packet, payload included. The header's opcode is
@@ -93,4 +102,8 @@ func (d *Data) Append(b []byte) []byte {
 }
 
 // Length is the encoded size of d.
-func (d *Data) Length() int { return DataHeaderLen + len(d.Payload) }
+func (d *Data) Length() int { return d.HeaderLength() + len(d.Payload) }
+
+// HeaderLength is the encoded size of d without its payload: DataHeaderLen,
+// plus PiggyLen when it carries a piggybacked acknowledgement.
+func (d *Data) HeaderLength() int { return DataHeaderLen + d.piggyLen() }

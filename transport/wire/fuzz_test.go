@@ -108,7 +108,7 @@ func FuzzData(f *testing.F) {
 			if d.MsgLen > wire.MaxMessageLen || d.Offset+uint64(len(d.Payload)) > d.MsgLen || d.Index >= wire.MaxRecvEntries {
 				t.Fatalf("accepted out-of-range DATA %+v", d.Header)
 			}
-			if hdr := d.AppendHeader(nil); !bytes.Equal(hdr, b[:wire.DataHeaderLen]) {
+			if hdr := d.AppendHeader(nil); len(hdr) != d.HeaderLength() || !bytes.Equal(hdr, b[:len(b)-len(d.Payload)]) {
 				t.Fatal("AppendHeader differs from the input header")
 			}
 		}

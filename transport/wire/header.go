@@ -21,8 +21,14 @@ const (
 	FlagAuth Flags = 1 << 2
 	// FlagReply marks a CLOSE that answers a CLOSE.
 	FlagReply Flags = 1 << 3
+	// FlagPiggyAck says a piggybacked acknowledgement (PiggyLen bytes:
+	// rate hint and one ACK record) follows the fixed part of this
+	// sequenced packet (docs/spec.md §2.11). Only DATA, RECV_READY,
+	// sequenced NACK and PROBE may carry it; their parsers refuse it
+	// elsewhere.
+	FlagPiggyAck Flags = 1 << 4
 
-	flagsKnown = FlagAckReq | FlagRetransmit | FlagAuth | FlagReply
+	flagsKnown = FlagAckReq | FlagRetransmit | FlagAuth | FlagReply | FlagPiggyAck
 )
 
 // AuthTagLen is the length of the reserved per-packet authentication tag.

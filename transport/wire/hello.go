@@ -59,6 +59,9 @@ func ParseHello(h *Hello, b []byte) (int, error) {
 	if h.Op != OpHello && h.Op != OpHelloAck {
 		return 0, perr(OpHello, "opcode", uint64(h.Op), ErrOpcode)
 	}
+	if err := noPiggy(&h.Header); err != nil {
+		return 0, err
+	}
 	if len(b) < HeaderLen+helloFixedLen {
 		return 0, perr(h.Op, "length", uint64(len(b)), ErrShort)
 	}

@@ -57,8 +57,11 @@ func (r NackReason) String() string {
 //	28     4    flow id
 //	32     4    message sequence number
 //	36     8    value (meaning depends on the reason)
+//	44     56   piggybacked acknowledgement, only with FlagPiggyAck and a
+//	            reason other than NackUnknownConn (§2.11)
 type Nack struct {
 	Header
+	Piggyback
 	Reason NackReason
 	Index  uint8
 	Flow   uint32
@@ -71,10 +74,14 @@ func ParseNack(n *Nack, b []byte) (int, error) {
 	if err := expect(&n.Header, OpNack, b); err != nil {
 		return 0, err
 	}
-	if len(b) < NackLen {
+	want := NackLen
+	if n.Flags&FlagPiggyAck != 0 {
+		want += PiggyLen
+	}
+	if len(b) < want {
 		return 0, perr(OpNack, "length", uint64(len(b)), ErrShort)
 	}
-	if len(b) > NackLen {
+	if len(b) > want {
 		return 0, perr(OpNack, "length", uint64(len(b)), ErrLength)
 	}
 	n.Reason = NackReason(b[24])
@@ -91,18 +98,29 @@ func ParseNack(n *Nack, b []byte) (int, error) {
 	n.Flow = binary.BigEndian.Uint32(b[28:])
 	n.Msg = binary.BigEndian.Uint32(b[32:])
 	n.Value = binary.BigEndian.Uint64(b[36:])
-	return NackLen, nil
+	if n.Reason == NackUnknownConn {
+		// Unsequenced: it acknowledges nothing and carries nothing.
+		if err := noPiggy(&n.Header); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := n.parsePiggy(&n.Header, b, NackLen); err != nil {
+		return 0, err
+	}
+	return want, nil
 }
 
 // Append appends the packet.
 func (n *Nack) Append(b []byte) []byte {
 	n.Op = OpNack
+	n.Flags = n.piggyFlags(n.Flags)
 	b = n.Header.Append(b)
 	b = append(b, byte(n.Reason), n.Index, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, n.Flow)
 	b = binary.BigEndian.AppendUint32(b, n.Msg)
-	return binary.BigEndian.AppendUint64(b, n.Value)
+	b = binary.BigEndian.AppendUint64(b, n.Value)
+	return n.appendPiggy(b)
 }
 
 // Length is the encoded size of n.
-func (n *Nack) Length() int { return NackLen }
+func (n *Nack) Length() int { return NackLen + n.piggyLen() }

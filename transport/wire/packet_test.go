@@ -68,9 +68,25 @@ func fieldMap(p packet) map[string]string {
 		u("path", uint64(h.Path))
 		u("psn", uint64(h.PSN))
 	}
+	// piggy lists a piggybacked acknowledgement (docs/spec.md §2.11) only
+	// when the packet carries one, so examples without one need not say so.
+	piggy := func(pg *wire.Piggyback) {
+		if !pg.HasPiggy {
+			return
+		}
+		r := &pg.Piggy
+		u("piggy.rate_hint", uint64(pg.PiggyHint))
+		u("piggy.path", uint64(r.Path))
+		u("piggy.cum", uint64(r.Cum))
+		u("piggy.ce", uint64(r.CE))
+		u("piggy.echo_ts", uint64(r.EchoTS))
+		u("piggy.delay", uint64(r.Delay))
+		m["piggy.sack"] = sackString(&r.Sack)
+	}
 	switch x := p.(type) {
 	case *wire.Data:
 		hdr(&x.Header)
+		piggy(&x.Piggyback)
 		u("flow", uint64(x.Flow))
 		u("msg", uint64(x.Msg))
 		u("index", uint64(x.Index))
@@ -94,6 +110,7 @@ func fieldMap(p packet) map[string]string {
 		}
 	case *wire.RecvReady:
 		hdr(&x.Header)
+		piggy(&x.Piggyback)
 		u("flow", uint64(x.Flow))
 		u("msg", uint64(x.Msg))
 		u("count", uint64(x.N))
@@ -104,6 +121,7 @@ func fieldMap(p packet) map[string]string {
 		}
 	case *wire.Nack:
 		hdr(&x.Header)
+		piggy(&x.Piggyback)
 		u("reason", uint64(x.Reason))
 		u("index", uint64(x.Index))
 		u("flow", uint64(x.Flow))
@@ -121,6 +139,7 @@ func fieldMap(p packet) map[string]string {
 		m["addr"] = "hex:" + hex.EncodeToString(x.Addr)
 	case *wire.Probe:
 		hdr(&x.Header)
+		piggy(&x.Piggyback)
 	case *wire.Close:
 		hdr(&x.Header)
 		u("reason", uint64(x.Reason))

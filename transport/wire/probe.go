@@ -4,8 +4,12 @@ package wire
 // path with FlagAckReq set, sent on a path under test (a path re-tried with a
 // new source port) or to elicit an ACK for a tail. The receiver answers with
 // an ACK for that path; a probe carries no data and is never retransmitted.
+//
+// With FlagPiggyAck the header is followed by a piggybacked acknowledgement
+// (§2.11); otherwise the probe is the bare header.
 type Probe struct {
 	Header
+	Piggyback
 }
 
 // ParseProbe parses a PROBE packet; it has no body.
@@ -13,17 +17,25 @@ func ParseProbe(p *Probe, b []byte) (int, error) {
 	if err := expect(&p.Header, OpProbe, b); err != nil {
 		return 0, err
 	}
-	if len(b) != HeaderLen {
+	want := HeaderLen
+	if p.Flags&FlagPiggyAck != 0 {
+		want += PiggyLen
+	}
+	if len(b) != want {
 		return 0, perr(OpProbe, "length", uint64(len(b)), ErrLength)
 	}
-	return HeaderLen, nil
+	if _, err := p.parsePiggy(&p.Header, b, HeaderLen); err != nil {
+		return 0, err
+	}
+	return want, nil
 }
 
 // Append appends the packet.
 func (p *Probe) Append(b []byte) []byte {
 	p.Op = OpProbe
-	return p.Header.Append(b)
+	p.Flags = p.piggyFlags(p.Flags)
+	return p.appendPiggy(p.Header.Append(b))
 }
 
 // Length is the encoded size of p.
-func (p *Probe) Length() int { return HeaderLen }
+func (p *Probe) Length() int { return HeaderLen + p.piggyLen() }

@@ -28,8 +28,10 @@ type RecvEntry struct {
 //	32     1    entry count (1..8)
 //	33     3    reserved (0)
 //	36     16×n entries: capacity u64, tag u32, reserved u32
+//	…      56   piggybacked acknowledgement, only with FlagPiggyAck (§2.11)
 type RecvReady struct {
 	Header
+	Piggyback
 	Flow    uint32
 	Msg     uint32
 	N       int
@@ -54,6 +56,9 @@ func ParseRecvReady(r *RecvReady, b []byte) (int, error) {
 		return 0, perr(OpRecvReady, "reserved", 0, ErrReserved)
 	}
 	want := HeaderLen + recvReadyFixedLen + n*recvEntryLen
+	if r.Flags&FlagPiggyAck != 0 {
+		want += PiggyLen
+	}
 	if len(b) < want {
 		return 0, perr(OpRecvReady, "length", uint64(len(b)), ErrShort)
 	}
@@ -73,12 +78,16 @@ func ParseRecvReady(r *RecvReady, b []byte) (int, error) {
 			return 0, perr(OpRecvReady, "reserved", 0, ErrReserved)
 		}
 	}
+	if _, err := r.parsePiggy(&r.Header, b, HeaderLen+recvReadyFixedLen+n*recvEntryLen); err != nil {
+		return 0, err
+	}
 	return want, nil
 }
 
 // Append appends the packet. N must be in [1, MaxRecvEntries].
 func (r *RecvReady) Append(b []byte) []byte {
 	r.Op = OpRecvReady
+	r.Flags = r.piggyFlags(r.Flags)
 	b = r.Header.Append(b)
 	b = binary.BigEndian.AppendUint32(b, r.Flow)
 	b = binary.BigEndian.AppendUint32(b, r.Msg)
@@ -88,8 +97,10 @@ func (r *RecvReady) Append(b []byte) []byte {
 		b = binary.BigEndian.AppendUint32(b, r.Entries[i].Tag)
 		b = binary.BigEndian.AppendUint32(b, 0)
 	}
-	return b
+	return r.appendPiggy(b)
 }
 
 // Length is the encoded size of r.
-func (r *RecvReady) Length() int { return HeaderLen + recvReadyFixedLen + r.N*recvEntryLen }
+func (r *RecvReady) Length() int {
+	return HeaderLen + recvReadyFixedLen + r.N*recvEntryLen + r.piggyLen()
+}

@@ -160,7 +160,7 @@ func specExamples(tb testing.TB) []specExample {
 // bytes. Every packet type has an example.
 func TestSpecExamples(t *testing.T) {
 	ex := specExamples(t)
-	want := []string{"data", "ack", "recv_ready", "nack", "hello", "hello_ack", "probe", "close"}
+	want := []string{"data", "data_piggy", "ack", "recv_ready", "nack", "hello", "hello_ack", "probe", "close"}
 	var got []string
 	for _, e := range ex {
 		got = append(got, e.Name)
