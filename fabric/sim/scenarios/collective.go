@@ -1,8 +1,11 @@
 package scenarios
 
-// collectiveScenario: ring all-reduce and all-to-all completion time and
-// bus bandwidth (nccl-tests formulas) on a leaf/spine fabric, MetaRoCE
-// beside RoCEv2 with PFC and DCQCN and lossy RoCEv2.
+import "github.com/metaroce/metaroce/collectives/sched"
+
+// collectiveScenario: all-reduce and all-to-all completion time and bus
+// bandwidth (nccl-tests formulas) on a leaf/spine fabric, MetaRoCE beside
+// RoCEv2 with PFC and DCQCN and lossy RoCEv2. The messages are those of the
+// schedules the collectives run for real (collectives/sched).
 func collectiveScenario(r *runner) (*Result, error) {
 	o := r.o
 	leaves, spines, per := 8, 8, 8
@@ -26,13 +29,14 @@ func collectiveScenario(r *runner) (*Result, error) {
 				if err != nil {
 					return nil, err
 				}
-				var progs [][]step
-				factor := 2 * float64(n-1) / float64(n)
-				if op == "allreduce" {
-					progs = ringAllReduce(n, size)
-				} else {
-					progs = allToAll(n, size)
-					factor = float64(n-1) / float64(n)
+				coll := sched.AllReduce
+				if op == "alltoall" {
+					coll = sched.AllToAll
+				}
+				factor := sched.BusBWFactor(coll, n)
+				progs, err := schedProgs(coll, n, size, schedChannels)
+				if err != nil {
+					return nil, err
 				}
 				j := newJob(s, progs)
 				r.run(s, j, 2_000_000_000, func() bool { return j.Finished == n || j.Err != nil })

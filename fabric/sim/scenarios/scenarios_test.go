@@ -160,24 +160,7 @@ func TestOutputs(t *testing.T) {
 	assert.Equal(t, []string{"collective", "failure", "incast", "loss", "planes"}, Names())
 }
 
-func TestRingSchedule(t *testing.T) {
-	// Every host sends exactly what its right neighbour receives, step by
-	// step: a dumb check of the schedule against its definition.
-	n := 5
-	p := ringAllReduce(n, 1000)
-	for h := 0; h < n; h++ {
-		require.Len(t, p[h], 2*(n-1))
-		for k, st := range p[h] {
-			r := (h + 1) % n
-			assert.Equal(t, st.sends[0], xfer{r, 200})
-			assert.Equal(t, p[r][k].recvs[0], xfer{h, 200})
-		}
-	}
-	a := allToAll(4, 400)
-	for h := 0; h < 4; h++ {
-		assert.Len(t, a[h][0].sends, 3)
-		assert.Len(t, a[h][0].recvs, 3)
-	}
+func TestJain(t *testing.T) {
 	assert.InDelta(t, 1.0, jain([]float64{2, 2, 2}), 1e-12)
 	assert.InDelta(t, 0.25, jain([]float64{1, 0, 0, 0}), 1e-12)
 }

@@ -274,37 +274,6 @@ func (jh *jobHost) advance(now int64) {
 	}
 }
 
-// ringAllReduce is the ring schedule: 2(N-1) steps, each sending one
-// chunk of size/N to the right neighbour and receiving one from the left
-// (reduce-scatter then all-gather).
-func ringAllReduce(n int, size uint64) [][]step {
-	chunk := max(size/uint64(n), 1)
-	progs := make([][]step, n)
-	for h := 0; h < n; h++ {
-		r, l := (h+1)%n, (h+n-1)%n
-		for k := 0; k < 2*(n-1); k++ {
-			progs[h] = append(progs[h], step{sends: []xfer{{r, chunk}}, recvs: []xfer{{l, chunk}}})
-		}
-	}
-	return progs
-}
-
-// allToAll is one step in which every host sends size/N bytes to every
-// other host, in a staggered order (host h starts with h+1).
-func allToAll(n int, size uint64) [][]step {
-	part := max(size/uint64(n), 1)
-	progs := make([][]step, n)
-	for h := 0; h < n; h++ {
-		var st step
-		for k := 1; k < n; k++ {
-			st.sends = append(st.sends, xfer{(h + k) % n, part})
-			st.recvs = append(st.recvs, xfer{(h - k + n) % n, part})
-		}
-		progs[h] = []step{st}
-	}
-	return progs
-}
-
 // streams gives each (src, dst) pair a long flow made of count messages of
 // msg bytes, all in one step, so the flow never drains before the run ends.
 func streams(n int, pairs [][2]int, msg uint64, count int) [][]step {
