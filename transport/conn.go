@@ -75,10 +75,14 @@ type Conn struct {
 	lastSent   Time
 	lastData   Time // last DATA received (rate-hint activity)
 	lastAck    Time // last ACK that acknowledged something
-	ackDue     bool
-	hintDue    bool // an ACK must go even with nothing to acknowledge, for its rate hint
-	ackAt      Time // when a held-back ACK must go
-	ackFirst   bool // the due acknowledgement goes as an ACK before any sequenced packet
+	// ackedSent is the send time of the newest packet acknowledged on any
+	// path: a packet sent before it and still outstanding on another path
+	// is overdue (txPath.deadline).
+	ackedSent Time
+	ackDue    bool
+	hintDue   bool // an ACK must go even with nothing to acknowledge, for its rate hint
+	ackAt     Time // when a held-back ACK must go
+	ackFirst  bool // the due acknowledgement goes as an ACK before any sequenced packet
 
 	peerPlanes int
 	peerPaths  int

@@ -100,3 +100,44 @@ func TestControlOnlyACKsTimeTheRTT(t *testing.T) {
 	require.Greater(t, st.RTT, transport.Time(0))
 	require.Less(t, st.RTT, 4*2*oneWay, "receiver smoothed RTT %v", st.RTT)
 }
+
+// TestBlackholedRouteFoundInRTTs: once packets sent after a path's oldest
+// one are acknowledged on other paths, the oldest is overdue after a few
+// of the path's RTTs, not after the MinRTO floor; the path moves to a new
+// route. A clean run of the same transfer times nothing out, so the rule
+// does not fire on ordinary queueing.
+func TestBlackholedRouteFoundInRTTs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault bool
+	}{{"clean", false}, {"blackholed", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseCfg()
+			cfg.MinRTO = 2 * transport.Millisecond // far beyond the run's first phase
+			n, ca, cb := pair(t, baseNet(4), cfg)
+			const size = 8 << 20
+			_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
+			require.NoError(t, err)
+			_, err = n.Send(0, ca, 0, make([]byte, size), 0)
+			require.NoError(t, err)
+			require.NoError(t, n.RunFor(100*transport.Microsecond))
+			ps, ok := n.Node(0).EP.PathStats(ca, 2)
+			require.True(t, ok)
+			at := n.Now()
+			if tc.fault {
+				n.Blackhole(0, int(ps.Plane), int(ps.Entropy), at)
+			}
+			// 20 base RTTs: a tenth of the RTO floor.
+			require.NoError(t, n.RunFor(200*transport.Microsecond))
+			st, _ := n.Node(0).EP.Stats(ca)
+			if tc.fault {
+				require.GreaterOrEqual(t, st.Timeouts, uint64(1), "black hole not found within 20 RTTs")
+				require.GreaterOrEqual(t, st.PathChanges, uint64(1))
+			} else {
+				require.Zero(t, st.Timeouts, "timeouts without a fault")
+				require.Zero(t, st.PathChanges)
+			}
+			require.NoError(t, n.RunUntil(n.AllDone, 100*transport.Millisecond))
+		})
+	}
+}

@@ -120,11 +120,26 @@ func (p *txPath) rto(cfg *Config) Time {
 func (p *txPath) setRTO(cfg *Config) { p.rtoV = p.rto(cfg) }
 
 // deadline is when the oldest outstanding packet times out, or Never.
-func (p *txPath) deadline(cfg *Config) Time {
+//
+// ackedSent is the send time of the newest packet the connection had
+// acknowledged on any path. Once a packet sent after p's oldest one came
+// back on another path, the oldest is overdue after 2·srtt + 4·rttvar of p,
+// without the MinRTO floor (docs/spec.md §3.2): a path does not reorder,
+// and the peer and the network are shown alive, so only a dead route (or
+// a queue far deeper than p's own history) still holds it. The floor is
+// meant for a connection that hears nothing at all; with it, a
+// black-holed route held its packets, and the in-order messages behind
+// them, for the whole 100 µs floor of the simulator (12 RTTs).
+func (p *txPath) deadline(cfg *Config, ackedSent Time) Time {
 	if p.una == p.next {
 		return Never
 	}
-	return p.rec(p.una).sent + p.rtoV
+	sent := p.rec(p.una).sent
+	t := sent + p.rtoV
+	if p.hasRTT && ackedSent > sent {
+		t = min(t, sent+2*p.srtt+4*p.rttvar)
+	}
+	return t
 }
 
 func (p *txPath) rttSample(rtt Time) {
@@ -202,6 +217,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 	}
 	p.advanceUna()
 	if ackedPkts > 0 {
+		c.ackedSent = max(c.ackedSent, newest)
 		p.timeouts = 0
 		p.backoff = 0
 		c.lastAck = now
@@ -261,6 +277,33 @@ func (c *Conn) declareLost(p *txPath, rec *txRec) {
 	case recCtrl:
 		c.retxQ = append(c.retxQ, retxItem{kind: recCtrl, ctrl: rec.ctrl, pref: int(p.id)})
 	}
+}
+
+// passedTwice reports whether the two oldest outstanding packets of p were
+// both sent before ackedSent, the newest packet acknowledged on any path:
+// a route that swallows everything (a black hole) leaves many such packets,
+// whereas random loss rarely takes two in a row.
+func (p *txPath) passedTwice(ackedSent Time) bool {
+	if p.outstanding() < 2 {
+		return false
+	}
+	a, b := p.rec(p.una), p.rec(p.una+1)
+	return a.state == recOut && b.state == recOut && b.sent < ackedSent
+}
+
+// onTailLoss handles the oldest packet of p overdue by the other paths'
+// progress while the packets after it were not overtaken (docs/spec.md
+// §3.2): it alone is declared lost and queued again. Windows, back-off
+// and the path's health are left alone: on a lossy fabric this is the
+// ordinary loss of the last packet sent on a path, which resetting the
+// window and moving the path (onPathTimeout) would punish as a failure.
+func (c *Conn) onTailLoss(now Time, p *txPath) {
+	rec := p.rec(p.una)
+	if rec.state == recOut {
+		c.declareLost(p, rec)
+		c.cc.OnLoss(int64(now), int(p.id), 1)
+	}
+	p.advanceUna()
 }
 
 // onPathTimeout fires when the oldest packet of p outlived the path's RTO

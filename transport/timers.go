@@ -74,7 +74,7 @@ func (c *Conn) nextTimeout() Time {
 		t = min(t, c.ackAt)
 	}
 	for _, p := range c.paths {
-		t = min(t, p.deadline(cfg))
+		t = min(t, p.deadline(cfg, c.ackedSent))
 		if p.state == pathProbing && p.probeAt != 0 {
 			t = min(t, p.probeAt)
 		}
@@ -147,8 +147,15 @@ func (c *Conn) onTimeout(now Time) {
 		return
 	}
 	for _, p := range c.paths {
-		if p.deadline(cfg) <= now {
-			c.onPathTimeout(now, p)
+		if p.deadline(cfg, c.ackedSent) > now {
+			continue
 		}
+		if p.deadline(cfg, 0) > now && !p.passedTwice(c.ackedSent) {
+			// Overdue by the other paths' progress, but only the oldest
+			// packet was overtaken: a random tail loss, not a dead route.
+			c.onTailLoss(now, p)
+			continue
+		}
+		c.onPathTimeout(now, p)
 	}
 }

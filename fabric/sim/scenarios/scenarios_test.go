@@ -122,6 +122,10 @@ func TestFailureSmoke(t *testing.T) {
 		k := map[string]string{"case": kase, "protocol": MetaRoCE}
 		assert.Greater(t, get(t, tb, "after_frac", k), 0.4, kase)
 		assert.Zero(t, get(t, tb, "conn_errors", k), kase)
+		assert.Greater(t, get(t, tb, "after_of_surviving", k), 0.85, kase)
+		// No flow waits out the 100 µs RTO floor (12 base RTTs): dead
+		// routes are found from the other paths' progress.
+		assert.Less(t, get(t, tb, "max_flow_gap_rtts", k), 10.0, kase)
 	}
 }
 
