@@ -53,8 +53,10 @@ type Config struct {
 	// shared out as fair-share rate hints among active senders
 	// (docs/spec.md §3.5). 0 disables hints.
 	InboundRate uint64
-	// ActiveWindow: a sender counts as active for rate hints if it sent DATA
-	// within this long. Default 1 ms.
+	// ActiveWindow bounds how long a quiet sender still counts as active
+	// for rate hints: the activity window is four packet gaps at the
+	// current share, at least InitialRTT and at most ActiveWindow
+	// (docs/spec.md §3.5). Default 1 ms.
 	ActiveWindow Time
 	// MaxConns bounds connections (established plus handshaking). Default 4096.
 	MaxConns int

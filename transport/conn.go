@@ -74,6 +74,7 @@ type Conn struct {
 	lastRecv   Time // last valid packet from the peer
 	lastSent   Time
 	lastData   Time // last DATA received (rate-hint activity)
+	lastPost   Time // last receive posted (rate-hint activity)
 	lastAck    Time // last ACK that acknowledged something
 	// ackedSent is the send time of the newest packet acknowledged on any
 	// path: a packet sent before it and still outstanding on another path

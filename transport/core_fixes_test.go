@@ -141,3 +141,54 @@ func TestBlackholedRouteFoundInRTTs(t *testing.T) {
 		})
 	}
 }
+
+// TestRateHintsFollowTheSendersThatSend: the receiver posts receives for
+// every sender up front, as a pairwise all-to-all does, and the senders then
+// send one after another. Each one, alone on the receiver's link once the
+// previous transfer completed, is hinted about the whole inbound rate
+// within a few RTTs of its first DATA; counting every connection with
+// receives posted once hinted each of them InboundRate/senders for the
+// whole transfer.
+func TestRateHintsFollowTheSendersThatSend(t *testing.T) {
+	const senders = 4
+	n := transporttest.New(baseNet(5))
+	cfg := baseCfg()
+	cfg.InboundRate = linkRate
+	cfg.Listen = true
+	recv := n.AddNode(cfg)
+	cfg.Listen = false
+	type conn struct{ s, r transport.ConnID }
+	var cs []conn
+	for i := 0; i < senders; i++ {
+		n.AddNode(cfg)
+	}
+	for i := 0; i < senders; i++ {
+		s, r, err := n.Connect(i+1, recv)
+		require.NoError(t, err)
+		cs = append(cs, conn{s, r})
+	}
+	const size = 4 << 20
+	for _, c := range cs {
+		_, err := n.PostRecv(recv, c.r, 0, transporttest.RecvSpec{Cap: size})
+		require.NoError(t, err)
+	}
+	// Let the posts age: a schedule starts its later rounds long after.
+	require.NoError(t, n.RunFor(200*transport.Microsecond))
+	for i, c := range cs {
+		_, err := n.Send(i+1, c.s, 0, make([]byte, size), 0)
+		require.NoError(t, err)
+		require.NoError(t, n.RunFor(10*2*oneWay))
+		st, ok := n.Node(i + 1).EP.Stats(c.s)
+		require.True(t, ok)
+		require.Greater(t, float64(st.RateHint), 0.9*linkRate, "sender %d, alone, hinted %d B/s", i, st.RateHint)
+		require.NoError(t, n.RunUntil(func() bool {
+			done := 0
+			for _, ev := range n.Node(recv).Events {
+				if ev.Kind == transport.EvRecvDone {
+					done++
+				}
+			}
+			return done == i+1
+		}, 10*transport.Millisecond), "transfer %d", i)
+	}
+}

@@ -74,9 +74,10 @@ type Endpoint struct {
 	dueScratch []*Conn
 
 	// Rate-hint state (docs/spec.md §3.5).
-	activeAt    Time
+	activeUntil Time // the cached count holds until then
 	activeCount int
 	activeStale bool // recount at the next hint (markActive)
+	activeFor   Time // a sender stays counted this long after its DATA or post
 
 	// Receiver-side ECN scaling of the hints (docs/spec.md §3.5): DATA
 	// packets and CE-marked DATA packets received this round, the round's
@@ -286,28 +287,70 @@ func (e *Endpoint) Shutdown(now Time) {
 	}
 }
 
-// activeSenders returns how many connections are expected to send to us:
-// those that sent DATA within ActiveWindow and those for which receives are
-// posted and not complete (docs/spec.md §3.5). It is recomputed at most
-// every ActiveWindow/4, and at once after a connection became active
-// (markActive), so that the first hints of an incast already divide the
-// inbound rate among all its senders.
+// activeSenders returns how many connections are sending to us or about to
+// (docs/spec.md §3.5): those with receives posted and not complete (a peer
+// sends DATA only into announced receives) whose DATA arrived within the
+// activity window W, or whose latest receive was posted within
+// max(W, 2 × InitialRTT) (its DATA arrives about an RTT after the post).
+// W (activityWindow) is four packet gaps of a sender at the current share,
+// so a sender using under a quarter of its share stops counting and the
+// others' shares grow, and one whose transfer ended stops counting within
+// W rather than ActiveWindow. Receives posted long ago without DATA do not
+// count: a pairwise all-to-all posts every receive up front and has one
+// peer sending at a time, and counting every connection with receives
+// posted hinted that sender 1/63 of the link at 64 hosts for its whole
+// transfer. The count is cached until the first counted connection would
+// stop counting (at most ActiveWindow/4), and recomputed at once after a
+// connection became active (markActive).
 func (e *Endpoint) activeSenders(now Time) int {
-	if !e.activeStale && now-e.activeAt < e.cfg.ActiveWindow/4 && e.activeCount > 0 {
+	if !e.activeStale && now < e.activeUntil && e.activeCount > 0 {
 		return e.activeCount
 	}
+	e.activeFor = e.activityWindow()
+	w, wp := e.activeFor, max(e.activeFor, 2*e.cfg.InitialRTT)
 	n := 0
+	until := now + e.cfg.ActiveWindow/4
 	for _, c := range e.order {
-		if c.lastData != 0 && now-c.lastData < e.cfg.ActiveWindow || c.expectsData() {
+		if !c.expectsData() {
+			continue
+		}
+		var end Time
+		if c.lastData != 0 && now-c.lastData < w {
+			end = c.lastData + w
+		}
+		if c.lastPost != 0 && now-c.lastPost < wp {
+			end = max(end, c.lastPost+wp)
+		}
+		if end != 0 {
 			n++
+			until = min(until, end)
 		}
 	}
-	e.activeAt, e.activeCount, e.activeStale = now, max(n, 1), false
+	e.activeUntil, e.activeCount, e.activeStale = until, max(n, 1), false
 	return e.activeCount
 }
 
+// activityWindow is W of activeSenders: four gaps between the packets of a
+// sender paced at the current share, MSS × count / (InboundRate × scale),
+// at least InitialRTT (ACK clocking and jitter leave gaps of about an RTT)
+// and at most ActiveWindow. It is recomputed with the count, and place
+// marks a connection active after a quiet W of the latest recount, so no
+// sender starts counting unnoticed.
+func (e *Endpoint) activityWindow() Time {
+	scale := e.hintScale
+	if scale <= 0 {
+		scale = 1
+	}
+	w := e.cfg.ActiveWindow
+	if r := float64(e.cfg.InboundRate) * scale; r > 0 {
+		gap := float64(e.cfg.CC.MSS) * float64(max(e.activeCount, 1)) / r * 1e9
+		w = min(w, Time(4*gap))
+	}
+	return min(max(w, e.cfg.InitialRTT), e.cfg.ActiveWindow)
+}
+
 // markActive invalidates the cached active-sender count: c just became
-// active (its first DATA after a quiet ActiveWindow, or a receive posted).
+// active (its first DATA after a quiet activity window, or a receive posted).
 // A flag, not a time in the far past: now minus such a time overflows, and
 // an earlier version froze the count at its first value (1) that way, so
 // every incast sender was hinted the whole inbound rate.
@@ -327,7 +370,8 @@ func (c *Conn) expectsData() bool {
 // rateHint is the fair share of the inbound capacity for the sender of c,
 // in kbit/s as carried in ACKs; 0 when the endpoint gives no hints.
 //
-// A connection that has not sent us DATA within ActiveWindow is starting:
+// A connection that has not sent us DATA within the activity window
+// (activeSenders) is starting:
 // its hint divides the capacity by every established connection, not only
 // by the active ones. Drivers post the receives of an incast one at a time,
 // and each post sends its hint at once, so counting only the active
@@ -345,7 +389,7 @@ func (e *Endpoint) rateHint(now Time, c *Conn) uint32 {
 	}
 	n := e.activeSenders(now)
 	div := uint64(1)
-	if c.lastData == 0 || now-c.lastData >= e.cfg.ActiveWindow {
+	if c.lastData == 0 || now-c.lastData >= e.activeFor {
 		n = max(n, e.established())
 		if n > 1 {
 			div = 2

@@ -165,6 +165,7 @@ func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
 		// due: piggybacked on this RECV_READY, and applied before it,
 		// or in an ACK that leaves before it, so its first packets are
 		// already paced at the share instead of a full initial window.
+		c.lastPost = now
 		c.ep.markActive()
 		c.hintDue = true
 		c.ackDue = true
@@ -292,7 +293,7 @@ func (c *Conn) onPktAcked(s *sendMsg) {
 // place handles a DATA packet for this connection and returns where its
 // payload goes (docs/spec.md §3.4).
 func (c *Conn) place(now Time, d *wire.Data) Placement {
-	if c.lastData == 0 || now-c.lastData >= c.ep.cfg.ActiveWindow {
+	if c.lastData == 0 || now-c.lastData >= c.ep.activeFor {
 		c.ep.markActive()
 	}
 	c.lastData = now
