@@ -1,6 +1,10 @@
 package scenarios
 
-import "github.com/metaroce/metaroce/collectives/sched"
+import (
+	"math"
+
+	"github.com/metaroce/metaroce/collectives/sched"
+)
 
 // collectiveScenario: all-reduce and all-to-all completion time and bus
 // bandwidth (nccl-tests formulas) on a leaf/spine fabric, MetaRoCE beside
@@ -19,40 +23,49 @@ func collectiveScenario(r *runner) (*Result, error) {
 	c := o.fabric(leaves, spines, per, 1)
 	res.fabricParams(o, c)
 	res.param("hosts", n)
-	tb := res.table("collectives", "op", "size_bytes", "protocol", "time_us", "busbw_gbps", "status")
+	tb := res.table("collectives", "op", "size_bytes", "loss_pct", "protocol", "time_us", "busbw_gbps", "status")
 	res.Plots = append(res.Plots, PlotSpec{Table: "collectives", X: "size_bytes", Y: "busbw_gbps", Series: "protocol",
 		Title: "bus bandwidth"})
+	// Random loss per link such that a cross-spine path (four links) loses
+	// the table's percentage end to end, as in the loss scenario.
+	losses := []float64{0, 0.1, 1}
+	if o.Smoke {
+		losses = []float64{0, 1}
+	}
 	for _, op := range []string{"allreduce", "alltoall"} {
 		for _, size := range sizes {
-			for _, proto := range []string{MetaRoCE, RoCEv2PFC, RoCEv2} {
-				s, err := build(o, c, proto)
-				if err != nil {
-					return nil, err
+			for _, lp := range losses {
+				c.Loss = 1 - math.Pow(1-lp/100, 0.25)
+				for _, proto := range []string{MetaRoCE, RoCEv2PFC, RoCEv2} {
+					s, err := build(o, c, proto)
+					if err != nil {
+						return nil, err
+					}
+					coll := sched.AllReduce
+					if op == "alltoall" {
+						coll = sched.AllToAll
+					}
+					factor := sched.BusBWFactor(coll, n)
+					progs, err := schedProgs(coll, n, size, schedChannels)
+					if err != nil {
+						return nil, err
+					}
+					j := newJob(s, progs)
+					r.run(s, j, 2_000_000_000, func() bool { return j.Finished == n || j.Err != nil })
+					status := "ok"
+					var us, bw float64
+					switch {
+					case j.Err != nil:
+						status = "error: " + j.Err.Error()
+					case j.Finished < n:
+						status = "incomplete"
+					default:
+						t := float64(j.End - j.Start)
+						us = t / 1e3
+						bw = float64(size) / t * factor * 8 // Gb/s
+					}
+					tb.Add(op, size, lp, proto, us, bw, status)
 				}
-				coll := sched.AllReduce
-				if op == "alltoall" {
-					coll = sched.AllToAll
-				}
-				factor := sched.BusBWFactor(coll, n)
-				progs, err := schedProgs(coll, n, size, schedChannels)
-				if err != nil {
-					return nil, err
-				}
-				j := newJob(s, progs)
-				r.run(s, j, 2_000_000_000, func() bool { return j.Finished == n || j.Err != nil })
-				status := "ok"
-				var us, bw float64
-				switch {
-				case j.Err != nil:
-					status = "error: " + j.Err.Error()
-				case j.Finished < n:
-					status = "incomplete"
-				default:
-					t := float64(j.End - j.Start)
-					us = t / 1e3
-					bw = float64(size) / t * factor * 8 // Gb/s
-				}
-				tb.Add(op, size, proto, us, bw, status)
 			}
 		}
 	}
