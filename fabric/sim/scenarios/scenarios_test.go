@@ -81,13 +81,23 @@ func TestIncastSmoke(t *testing.T) {
 func TestCollectiveSmoke(t *testing.T) {
 	res := smoke(t, "collective")
 	tb := res.Table("collectives")
-	require.Len(t, tb.Rows, 12)
+	// 2 operations × 2 sizes × 2 loss rates × 3 protocols.
+	require.Len(t, tb.Rows, 24)
 	for _, row := range tb.Rows {
-		assert.Equal(t, "ok", row[5], "%v", row)
-		bw, err := strconv.ParseFloat(row[4], 64)
+		assert.Equal(t, "ok", row[6], "%v", row)
+		bw, err := strconv.ParseFloat(row[5], 64)
 		require.NoError(t, err)
 		assert.Positive(t, bw)
 		assert.Less(t, bw, 400.0*2, "bus bandwidth above what the links carry: %v", row)
+	}
+	// Under 1% loss selective repeat finishes well ahead of go-back-N.
+	for _, op := range []string{"allreduce", "alltoall"} {
+		sel := map[string]string{"op": op, "size_bytes": "2097152", "loss_pct": "1.0000"}
+		sel["protocol"] = MetaRoCE
+		m := get(t, tb, "time_us", sel)
+		sel["protocol"] = RoCEv2
+		r := get(t, tb, "time_us", sel)
+		assert.Less(t, 2*m, r, "%s at 1%% loss: MetaRoCE %v µs, RoCEv2 %v µs", op, m, r)
 	}
 }
 
