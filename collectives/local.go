@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
+	"strconv"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -43,4 +45,63 @@ func freeLocalAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// RankHost places one rank of LaunchOn: the address its endpoint uses and a
+// function that runs code inside the rank's network namespace (for ranks
+// spread over the hosts of a netlab fabric; nil runs in the caller's).
+type RankHost struct {
+	Addr netip.Addr
+	Run  func(func() error) error
+}
+
+func (h RankHost) run(f func() error) error {
+	if h.Run == nil {
+		return f()
+	}
+	return h.Run(f)
+}
+
+// LaunchOn runs fn on len(hosts) in-process ranks, rank r with address
+// hosts[r].Addr inside hosts[r]'s namespace, joined through a rendezvous on
+// hosts[0]. Each communicator is created inside its namespace, so every
+// socket it opens lives there and keeps it when other goroutines drive it.
+func LaunchOn(ctx context.Context, hosts []RankHost, cfg Config, fn func(c *Comm, h RankHost) error) error {
+	n := len(hosts)
+	if n < 1 {
+		return fmt.Errorf("collectives: no hosts to launch ranks on")
+	}
+	var port int
+	err := hosts[0].run(func() error {
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(hosts[0].Addr, 0).String())
+		if err != nil {
+			return err
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		return ln.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("collectives: finding a free rendezvous port on %v: %w", hosts[0].Addr, err)
+	}
+	root := net.JoinHostPort(hosts[0].Addr.String(), strconv.Itoa(port))
+	g, gctx := errgroup.WithContext(ctx)
+	for r := 0; r < n; r++ {
+		g.Go(func() error {
+			rc := cfg
+			rc.UDP.Addrs = []netip.Addr{hosts[r].Addr}
+			b := Bootstrap{Rank: r, NRanks: n, Root: root, Source: "hosts"}
+			var c *Comm
+			err := hosts[r].run(func() error {
+				var err error
+				c, err = New(gctx, b, rc)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("rank %d on %v: %w", r, hosts[r].Addr, err)
+			}
+			defer c.Close()
+			return fn(c, hosts[r])
+		})
+	}
+	return g.Wait()
 }

@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/netlab"
-	"golang.org/x/sync/errgroup"
 )
 
 // Shape of the netlab fabric: one plane of netlabLinks parallel spine
@@ -314,39 +310,11 @@ func (f *fabric) launch(ctx context.Context, n int, cfg collectives.Config, fn f
 	if n != netlabRanks {
 		return fmt.Errorf("soak: the namespace fabric runs %d ranks, not %d", netlabRanks, n)
 	}
-	h1 := f.lab.Host(1).Addr(0)
-	var port int
-	err := f.lab.Run(1, func() error {
-		ln, err := net.Listen("tcp", netip.AddrPortFrom(h1, 0).String())
-		if err != nil {
-			return err
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		return ln.Close()
-	})
-	if err != nil {
-		return fmt.Errorf("soak: finding a free rendezvous port on %v: %w", h1, err)
+	hosts := make([]collectives.RankHost, n)
+	for r := range hosts {
+		host := r + 1
+		hosts[r] = collectives.RankHost{Addr: f.lab.Host(host).Addr(0),
+			Run: func(fn func() error) error { return f.lab.Run(host, fn) }}
 	}
-	root := net.JoinHostPort(h1.String(), strconv.Itoa(port))
-	g, gctx := errgroup.WithContext(ctx)
-	for r := 0; r < n; r++ {
-		g.Go(func() error {
-			host := r + 1
-			rc := cfg
-			rc.UDP.Addrs = []netip.Addr{f.lab.Host(host).Addr(0)}
-			b := collectives.Bootstrap{Rank: r, NRanks: n, Root: root, Source: "netlab"}
-			var c *collectives.Comm
-			err := f.lab.Run(host, func() error {
-				var err error
-				c, err = collectives.New(gctx, b, rc)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("rank %d in lab host %d: %w", r, host, err)
-			}
-			defer c.Close()
-			return fn(c)
-		})
-	}
-	return g.Wait()
+	return collectives.LaunchOn(ctx, hosts, cfg, func(c *collectives.Comm, _ collectives.RankHost) error { return fn(c) })
 }

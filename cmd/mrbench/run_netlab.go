@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
-	"strconv"
 
 	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/netlab"
-	"golang.org/x/sync/errgroup"
 )
 
 // netlabLinks is the number of parallel spine links of the --netlab fabric:
@@ -56,40 +52,13 @@ func newNetlabLauncher(o *options) (*hostLauncher, error) {
 // host's namespace; the sockets keep that namespace when the sweep then
 // drives them from other threads.
 func (l *hostLauncher) launchNetlab(ctx context.Context, transport string, cfg collectives.Config, fn func(r rankEnv) error) error {
-	h1 := l.lab.Host(1).Addr(0)
-	var port int
-	err := l.lab.Run(1, func() error {
-		ln, err := net.Listen("tcp", netip.AddrPortFrom(h1, 0).String())
-		if err != nil {
-			return err
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		return ln.Close()
+	hosts := make([]collectives.RankHost, netlabRanks)
+	for r := range hosts {
+		host := r + 1
+		hosts[r] = collectives.RankHost{Addr: l.lab.Host(host).Addr(0),
+			Run: func(f func() error) error { return l.lab.Run(host, f) }}
+	}
+	return collectives.LaunchOn(ctx, hosts, cfg, func(c *collectives.Comm, h collectives.RankHost) error {
+		return fn(hostEnv(c, transport, cfg, h.Run))
 	})
-	if err != nil {
-		return fmt.Errorf("netlab: finding a free rendezvous port on %v: %w", h1, err)
-	}
-	root := net.JoinHostPort(h1.String(), strconv.Itoa(port))
-	g, gctx := errgroup.WithContext(ctx)
-	for r := 0; r < netlabRanks; r++ {
-		g.Go(func() error {
-			host := r + 1
-			rc := cfg
-			rc.UDP.Addrs = []netip.Addr{l.lab.Host(host).Addr(0)}
-			b := collectives.Bootstrap{Rank: r, NRanks: netlabRanks, Root: root, Source: "netlab"}
-			var c *collectives.Comm
-			err := l.lab.Run(host, func() error {
-				var err error
-				c, err = collectives.New(gctx, b, rc)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("rank %d in lab host %d: %w", r, host, err)
-			}
-			defer c.Close()
-			inNS := func(f func() error) error { return l.lab.Run(host, f) }
-			return fn(hostEnv(c, transport, rc, inNS))
-		})
-	}
-	return g.Wait()
 }
