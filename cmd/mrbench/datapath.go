@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
 
 	"github.com/metaroce/metaroce/collectives"
+	"github.com/metaroce/metaroce/transport/udp"
 )
 
 // datapathInfo is what the header's "# datapath:" line says about the
@@ -75,30 +75,9 @@ func probeDatapath(li collectives.LinkInfo, peers []collectives.PeerStats) datap
 		addrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}
 	}
 	for _, a := range addrs {
-		if ifc := interfaceOf(a); ifc != nil {
+		if ifc := udp.InterfaceOf(a); ifc != nil {
 			d.Ifaces = append(d.Ifaces, ifaceMTU{Name: ifc.Name, MTU: ifc.MTU})
 		}
 	}
 	return d
-}
-
-// interfaceOf returns the interface holding address a in the calling
-// thread's network namespace, or nil.
-func interfaceOf(a netip.Addr) *net.Interface {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil
-	}
-	for i := range ifs {
-		as, err := ifs[i].Addrs()
-		if err != nil {
-			continue
-		}
-		for _, x := range as {
-			if p, err := netip.ParsePrefix(x.String()); err == nil && p.Addr().Unmap() == a.Unmap() {
-				return &ifs[i]
-			}
-		}
-	}
-	return nil
 }

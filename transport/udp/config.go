@@ -209,7 +209,7 @@ func defaultDatagram(addrs []netip.Addr) int {
 	}
 	best := 0
 	for _, a := range addrs {
-		ifc := interfaceOf(a)
+		ifc := InterfaceOf(a)
 		if ifc == nil || ifc.MTU <= 0 {
 			return fallbackDatagram
 		}
@@ -238,9 +238,9 @@ func allLoopback(addrs []netip.Addr) bool {
 	return true
 }
 
-// interfaceOf returns the interface that holds address a, or nil. It looks in
-// the calling thread's network namespace.
-func interfaceOf(a netip.Addr) *net.Interface {
+// InterfaceOf returns the interface that holds address a, or nil. It looks in
+// the calling thread's network namespace (interfaces are per namespace).
+func InterfaceOf(a netip.Addr) *net.Interface {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return nil
@@ -268,7 +268,7 @@ func inboundRate(addrs []netip.Addr) uint64 {
 		if a.IsLoopback() {
 			return 0
 		}
-		ifc := interfaceOf(a)
+		ifc := InterfaceOf(a)
 		if ifc == nil {
 			return 0
 		}
