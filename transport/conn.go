@@ -82,6 +82,7 @@ type Conn struct {
 	ackedSent Time
 	ackDue    bool
 	hintDue   bool // an ACK must go even with nothing to acknowledge, for its rate hint
+	hintIdle  bool // the peer's latest rate hint arrived with nothing to send
 	ackAt     Time // when a held-back ACK must go
 	ackFirst  bool // the due acknowledgement goes as an ACK before any sequenced packet
 

@@ -150,6 +150,7 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 func (c *Conn) onAck(now Time, a *wire.Ack) {
 	c.stats.AcksRecv++
 	c.cc.OnRateHint(int64(now), uint64(a.RateHint)*1000/8)
+	c.hintIdle = len(c.active) == 0
 	c.stats.RateHint = uint64(a.RateHint) * 1000 / 8
 	for i := 0; i < a.N; i++ {
 		r := &a.Records[i]

@@ -142,10 +142,21 @@ func (c *Conn) onSequenced(now Time, h *wire.Header, ecn ECN, ts uint32, isData 
 			r.urgent = true
 		}
 	}
-	if r.urgent {
+	switch {
+	case r.urgent:
 		c.ackDue = true
-	} else if c.ackAt == 0 {
+	case !isData:
+		// A first-sent RECV_READY: its acknowledgement is held for the
+		// whole AckDelay, not the srtt/4 that keeps a paced sender's
+		// window fed, so that the next sequenced packet (usually the
+		// DATA it releases) carries it rather than an ACK of its own.
+		if c.ackAt == 0 {
+			c.ackAt = now + c.ep.cfg.AckDelay
+		}
+	case c.ackAt == 0:
 		c.ackAt = now + c.ackDelay()
+	default:
+		c.ackAt = min(c.ackAt, now+c.ackDelay())
 	}
 	return fresh
 }
@@ -218,6 +229,7 @@ func (c *Conn) piggyback(now Time, pg *wire.Piggyback) {
 func (c *Conn) onPiggy(now Time, pg *wire.Piggyback) {
 	c.stats.PiggyAcksRecv++
 	c.cc.OnRateHint(int64(now), uint64(pg.PiggyHint)*1000/8)
+	c.hintIdle = len(c.active) == 0
 	c.stats.RateHint = uint64(pg.PiggyHint) * 1000 / 8
 	if int(pg.Piggy.Path) < len(c.paths) {
 		c.onAckRecord(now, c.paths[pg.Piggy.Path], &pg.Piggy)

@@ -263,6 +263,12 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 	if len(c.ctrlQ) == 0 && len(c.retxQ) == 0 && len(c.active) == 0 {
 		return Transmit{}, false
 	}
+	if c.hintIdle && c.inflight == 0 && len(c.ctrlQ) == 0 && len(c.retxQ) == 0 {
+		// New data after idling: a hint that arrived before the idle
+		// spell and is a few RTTs old is stale (docs/spec.md
+		// §3.5, cc.AIMD.Restart).
+		c.cc.Restart(int64(now))
+	}
 	rate := c.cc.PacingRate()
 	c.paceHeld = false
 	if rate > 0 && now < c.paceNext {

@@ -76,12 +76,17 @@ type AIMD struct {
 	cfg    Config
 	paths  []pathState
 	hint   uint64 // bytes/s, 0 = none
-	srtt   int64  // connection-wide smoothed RTT, ns
-	minRTT int64  // smallest RTT sample, ns (0 = none yet)
-	fRTT   int64  // fast-moving RTT average (gain 1/2), ns: the queueing now
-	ackAt  int64  // time of the latest ACK, ns
-	markAt int64  // time of the latest ACK that reported CE marks, ns
-	sum    float64
+	hintAt int64  // when hint was set, ns
+	// restart is set while the sender restarts after idling on a stale
+	// hint (Restart): the hint is ignored and the connection window is at
+	// most InitWindow, until the next hint arrives.
+	restart bool
+	srtt    int64 // connection-wide smoothed RTT, ns
+	minRTT  int64 // smallest RTT sample, ns (0 = none yet)
+	fRTT    int64 // fast-moving RTT average (gain 1/2), ns: the queueing now
+	ackAt   int64 // time of the latest ACK, ns
+	markAt  int64 // time of the latest ACK that reported CE marks, ns
+	sum     float64
 }
 
 // NewAIMD returns a controller with no paths.
@@ -120,6 +125,9 @@ func (a *AIMD) ConnWindow() int {
 	if a.cfg.ConnWindow > 0 && w > float64(a.cfg.ConnWindow) {
 		w = float64(a.cfg.ConnWindow)
 	}
+	if a.restart {
+		return int(min(w, float64(a.cfg.InitWindow)))
+	}
 	if a.hint > 0 {
 		// Allow twice the hinted bandwidth-delay product in flight so that
 		// the pacer, not the window, is what holds the sender at its share.
@@ -139,8 +147,9 @@ func (a *AIMD) ConnWindow() int {
 // hint itself, at the receiver, so that every sender gets the same cut;
 // docs/spec.md §3.5.)
 func (a *AIMD) PacingRate() uint64 {
-	r := uint64(float64(a.hint) * a.drain())
-	if a.hint > 0 && r == 0 {
+	hint := a.liveHint()
+	r := uint64(float64(hint) * a.drain())
+	if hint > 0 && r == 0 {
 		r = 1
 	}
 	if a.cfg.LineRate > 0 && (r == 0 || r > a.cfg.LineRate) {
@@ -167,7 +176,7 @@ func (a *AIMD) PacingRate() uint64 {
 // and delay alone also grows with a software datapath's jitter, which must
 // not slow a sender that sees no marks.
 func (a *AIMD) drain() float64 {
-	if a.hint == 0 || a.minRTT <= 0 || a.fRTT <= 0 || a.markAt == 0 || a.ackAt-a.markAt > 1024*a.srtt {
+	if a.liveHint() == 0 || a.minRTT <= 0 || a.fRTT <= 0 || a.markAt == 0 || a.ackAt-a.markAt > 1024*a.srtt {
 		return 1
 	}
 	q := a.fRTT - a.minRTT - a.minRTT/8
@@ -184,7 +193,7 @@ func (a *AIMD) drain() float64 {
 // N × PacingBurst.
 func (a *AIMD) Burst() int {
 	b := a.cfg.PacingBurst
-	if r := a.PacingRate(); a.hint > 0 && r > 0 {
+	if r := a.PacingRate(); a.liveHint() > 0 && r > 0 {
 		// Before the first RTT sample one packet: the senders of an
 		// incast start together, and a burst of BDP/4 each (with the
 		// assumed RTT) was what filled the receiver's queue.
@@ -197,7 +206,51 @@ func (a *AIMD) Burst() int {
 }
 
 // Hinted reports whether the pacing rate follows a receiver's rate hint.
-func (a *AIMD) Hinted() bool { return a.hint > 0 }
+func (a *AIMD) Hinted() bool { return a.liveHint() > 0 }
+
+// liveHint is the hint that governs the sender now: 0 while it restarts on
+// a stale one.
+func (a *AIMD) liveHint() uint64 {
+	if a.restart {
+		return 0
+	}
+	return a.hint
+}
+
+// StaleHintRTTs is the age, in smoothed RTTs, beyond which a hint received
+// while the connection had nothing in flight no longer describes the
+// receiver when the sender starts again (Restart).
+const StaleHintRTTs = 4
+
+// Restart is called by the sender when it is about to send new data with
+// nothing in flight, the hint having arrived while nothing was in flight
+// either. A hint older than StaleHintRTTs smoothed RTTs is then stale: it
+// was the receiver's starting hint for a connection that did not send yet
+// (a share of the capacity among every established connection, halved;
+// docs/spec.md §3.5), and a pairwise all-to-all, which posts every receive
+// up front and then sends to one peer at a time, paced each round's first
+// RTT at about 1/(2N) of the link that way. Until the next hint arrives
+// (the ACK of its first DATA brings a fresh one) the sender ignores the
+// stale hint and sends at most InitWindow, paced at LineRate: the initial
+// window is what a sender without any hint may put into the fabric in its
+// first RTT; a stale hint that allows more than that per smoothed RTT is
+// kept. Restart reports whether the sender restarts.
+func (a *AIMD) Restart(now int64) bool {
+	if a.restart {
+		return true
+	}
+	if a.hint == 0 || now-a.hintAt <= StaleHintRTTs*a.srtt {
+		return false
+	}
+	if float64(a.hint)*float64(a.srtt)/1e9 >= float64(a.cfg.InitWindow) {
+		// The stale hint already allows more than the initial window
+		// per RTT: restarting would only slow the sender (a ring's
+		// lone sender, hinted the whole link, idling between steps).
+		return false
+	}
+	a.restart = true
+	return true
+}
 
 // SRTT is the connection-wide smoothed RTT in nanoseconds.
 func (a *AIMD) SRTT() int64 { return a.srtt }
@@ -282,7 +335,9 @@ func (a *AIMD) OnTimeout(now int64, p int) {
 }
 
 // OnRateHint implements Controller.
-func (a *AIMD) OnRateHint(now int64, bytesPerSec uint64) { a.hint = bytesPerSec }
+func (a *AIMD) OnRateHint(now int64, bytesPerSec uint64) {
+	a.hint, a.hintAt, a.restart = bytesPerSec, now, false
+}
 
 func clamp(v, lo, hi float64) float64 {
 	if v < lo {
