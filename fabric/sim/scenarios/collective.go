@@ -24,8 +24,11 @@ func collectiveScenario(r *runner) (*Result, error) {
 	res.fabricParams(o, c)
 	res.param("hosts", n)
 	tb := res.table("collectives", "op", "size_bytes", "loss_pct", "protocol", "time_us", "busbw_gbps", "status")
-	res.Plots = append(res.Plots, PlotSpec{Table: "collectives", X: "size_bytes", Y: "busbw_gbps", Series: "protocol",
-		Title: "bus bandwidth"})
+	// The plot follows the largest size across loss rates, one line per
+	// operation and protocol.
+	big := res.table("largest_vs_loss", "op", "loss_pct", "protocol", "busbw_gbps")
+	res.Plots = append(res.Plots, PlotSpec{Table: "largest_vs_loss", X: "loss_pct", Y: "busbw_gbps", Series: "op+protocol",
+		Title: "bus bandwidth of the largest size vs random loss"})
 	// Random loss per link such that a cross-spine path (four links) loses
 	// the table's percentage end to end, as in the loss scenario.
 	losses := []float64{0, 0.1, 1}
@@ -65,6 +68,9 @@ func collectiveScenario(r *runner) (*Result, error) {
 						bw = float64(size) / t * factor * 8 // Gb/s
 					}
 					tb.Add(op, size, lp, proto, us, bw, status)
+					if size == sizes[len(sizes)-1] {
+						big.Add(op, lp, proto, bw)
+					}
 				}
 			}
 		}
