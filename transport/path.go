@@ -85,6 +85,13 @@ type txPath struct {
 	lastCE  uint32
 	probeAt Time // probing: when to send the next probe (0 = one is out)
 
+	// rtoFloor is the path's adaptive extra floor under the RTO, raised
+	// by spurious timeouts and decayed without them (spurious.go); 0 until
+	// the first spurious timeout.
+	rtoFloor   Time
+	floorSince Time // when rtoFloor last rose or decayed
+	lastTO     timeoutRec
+
 	stats PathStats
 }
 
@@ -109,9 +116,9 @@ func (p *txPath) push() *txRec {
 }
 
 // rto is the tail-loss timeout of the path (RFC 6298 with a configurable
-// floor, doubled per consecutive timeout).
+// floor, raised by the adaptive rtoFloor, doubled per consecutive timeout).
 func (p *txPath) rto(cfg *Config) Time {
-	t := max(p.srtt+4*p.rttvar, cfg.MinRTO)
+	t := max(p.srtt+4*p.rttvar, cfg.MinRTO, p.rtoFloor)
 	t <<= min(p.backoff, 16)
 	return min(t, cfg.MaxRTO)
 }
@@ -129,7 +136,9 @@ func (p *txPath) setRTO(cfg *Config) { p.rtoV = p.rto(cfg) }
 // a queue far deeper than p's own history) still holds it. The floor is
 // meant for a connection that hears nothing at all; with it, a
 // black-holed route held its packets, and the in-order messages behind
-// them, for the whole 100 µs floor of the simulator (12 RTTs).
+// them, for the whole 100 µs floor of the simulator (12 RTTs). The
+// adaptive rtoFloor does not apply either: a stalled receiver that
+// acknowledged a later packet has seen the older one too.
 func (p *txPath) deadline(cfg *Config, ackedSent Time) Time {
 	if p.una == p.next {
 		return Never
@@ -182,6 +191,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 	var ackedBytes, ackedPkts, lostPkts int
 	probeAcked, dataAcked := false, false
 	var newest Time // send time of the newest packet this record acknowledges
+	c.checkSpuriousTimeout(now, p, r)
 	for q := p.una; q != p.next && q.LessEq(highest); q++ {
 		rec := p.rec(q)
 		if rec.state == recAcked {
@@ -221,6 +231,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		p.timeouts = 0
 		p.backoff = 0
 		c.lastAck = now
+		p.decayFloor(now, &c.ep.cfg)
 		// The echoed timestamp is that of the peer's latest DATA on this
 		// path, so it times only DATA: an ACK of control packets alone
 		// (a receiver's RECV_READYs, probes, which are acknowledged at
@@ -314,9 +325,12 @@ func (c *Conn) onTailLoss(now Time, p *txPath) {
 // is acknowledged.
 func (c *Conn) onPathTimeout(now Time, p *txPath) {
 	oldest := p.rec(p.una).sent
+	to := &p.lastTO
+	to.begin(p.una, p.next, oldest, p.state == pathActive)
 	for q := p.una; q != p.next; q++ {
 		if rec := p.rec(q); rec.state == recOut {
 			c.declareLost(p, rec)
+			to.add(q)
 		}
 	}
 	p.advanceUna()
@@ -329,6 +343,9 @@ func (c *Conn) onPathTimeout(now Time, p *txPath) {
 	othersProgress := c.lastAck > oldest
 	if p.state == pathProbing || othersProgress || p.timeouts >= c.ep.cfg.BadPathTimeouts {
 		c.markBad(now, p)
+		to.markedBad = to.markedBad && p.state == pathProbing
+	} else {
+		to.markedBad = false
 	}
 }
 

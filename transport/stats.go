@@ -10,6 +10,12 @@ type PathStats struct {
 	Lost        uint64 // packets declared lost (gap or timeout)
 	Spurious    uint64 // declared lost, then acknowledged after all
 	Timeouts    uint64
+	// SpuriousTimeouts counts timeouts that an acknowledgement later
+	// showed unneeded: something they declared lost had arrived.
+	SpuriousTimeouts uint64
+	// RTOFloor is the path's adaptive timer floor raised by spurious
+	// timeouts (0 = none, MinRTO rules), virtual-time units.
+	RTOFloor    Time
 	ECNMarks    uint64 // acknowledged packets that carried CE
 	Probes      uint64
 	PathChanges uint64 // moves to a fresh entropy
@@ -32,11 +38,14 @@ type ConnStats struct {
 	Lost        uint64
 	Spurious    uint64
 	Timeouts    uint64
-	ECNMarks    uint64 // our packets the peer saw marked
-	CERecv      uint64 // packets we received marked
-	PathChanges uint64
-	AcksSent    uint64
-	AcksRecv    uint64
+	// SpuriousTimeouts counts path timeouts later shown unneeded (see
+	// PathStats.SpuriousTimeouts).
+	SpuriousTimeouts uint64
+	ECNMarks         uint64 // our packets the peer saw marked
+	CERecv           uint64 // packets we received marked
+	PathChanges      uint64
+	AcksSent         uint64
+	AcksRecv         uint64
 	// AcksPiggybacked counts acknowledgements we carried inside our own
 	// sequenced packets instead of separate ACKs; PiggyAcksRecv those the
 	// peer carried in its packets (docs/spec.md §3.1).
@@ -77,6 +86,7 @@ func (e *Endpoint) PathStats(id ConnID, i int) (PathStats, bool) {
 	s.Plane, s.Entropy, s.Active = p.plane, p.entropy, p.state == pathActive
 	s.Window = c.cc.PathWindow(i)
 	s.Inflight = p.inflight
+	s.RTOFloor = p.rtoFloor
 	if s.RTT == 0 {
 		s.RTT = p.srtt
 	}
