@@ -150,18 +150,25 @@ func (p *peer) probedFrom(path uint16, old rxData) (rxPacket, bool) {
 	return rxPacket{}, false
 }
 
-func caseSenderLoss(ctx context.Context, e *Env) (Verdict, string) {
-	const flow = 20
-	var lost []rxData
-	p, v, why := sendSetupN(ctx, e, flow, 24, func(p *peer) {
+// dropFirstData returns a peer set-up whose filter drops the first DATA of
+// flow for which match reports true, records it in *lost and delivers
+// everything else: the one precise loss the sender-side cases inject.
+func dropFirstData(flow uint32, match func(rxData) bool, lost *[]rxData) func(*peer) {
+	return func(p *peer) {
 		p.filter = func(pk *rxPacket) action {
-			if d, ok := dataOf(pk); ok && d.flow == flow && len(lost) == 0 {
-				lost = append(lost, d)
+			if d, ok := dataOf(pk); ok && d.flow == flow && len(*lost) == 0 && match(d) {
+				*lost = append(*lost, d)
 				return drop
 			}
 			return deliver
 		}
-	})
+	}
+}
+
+func caseSenderLoss(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 20
+	var lost []rxData
+	p, v, why := sendSetupN(ctx, e, flow, 24, dropFirstData(flow, func(rxData) bool { return true }, &lost))
 	if why != "" {
 		return v, why
 	}
@@ -286,15 +293,8 @@ const tailBound = 250 * time.Millisecond
 func caseTailLoss(ctx context.Context, e *Env) (Verdict, string) {
 	const flow = 22
 	var lost []rxData
-	p, v, why := sendSetupN(ctx, e, flow, 6, func(p *peer) {
-		p.filter = func(pk *rxPacket) action {
-			if d, ok := dataOf(pk); ok && d.flow == flow && len(lost) == 0 && d.off+uint64(len(d.payload)) == d.msgLen {
-				lost = append(lost, d)
-				return drop
-			}
-			return deliver
-		}
-	})
+	isTail := func(d rxData) bool { return d.off+uint64(len(d.payload)) == d.msgLen }
+	p, v, why := sendSetupN(ctx, e, flow, 6, dropFirstData(flow, isTail, &lost))
 	if why != "" {
 		return v, why
 	}

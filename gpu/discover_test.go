@@ -7,33 +7,34 @@ import (
 	"testing/fstest"
 
 	"github.com/metaroce/metaroce/gpu/internal/ctest"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDiscoverAMDFakeTree(t *testing.T) {
 	devs, err := DiscoverAMD(loadTree(t, "testdata/amd.tree"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	want := []Device{
 		{Vendor: AMD, Index: 0, Name: "gfx942", Arch: "gfx942", MemBytes: 206141652992, PCI: "0000:c3:00.0", NUMANode: 1},
 		{Vendor: AMD, Index: 1, Name: "aldebaran", Arch: "gfx90a", MemBytes: 68702699520, PCI: "0001:c1:01.0", NUMANode: -1},
 	}
-	mustEqual(t, want, devs, "AMD devices")
+	require.Equal(t, want, devs, "AMD devices")
 }
 
 func TestDiscoverNVIDIAProcFakeTree(t *testing.T) {
 	devs, err := DiscoverNVIDIAProc(loadTree(t, "testdata/nvidia.tree"))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	want := []Device{
 		{Vendor: NVIDIA, Index: 0, Name: "NVIDIA H100 80GB HBM3", PCI: "0000:18:00.0", NUMANode: 0},
 		{Vendor: NVIDIA, Index: 1, Name: "Fake GPU 1", PCI: "0000:28:00.0", NUMANode: -1},
 	}
-	mustEqual(t, want, devs, "NVIDIA devices")
+	require.Equal(t, want, devs, "NVIDIA devices")
 }
 
 func TestDiscoverEmptyTree(t *testing.T) {
 	rep, err := Discover(Options{Root: fstest.MapFS{}, NoCUDADriver: true})
-	mustNoErr(t, err)
-	mustEqual(t, 0, len(rep.Devices), "devices")
-	mustEqual(t, rep.FallbackNotice(), rep.Summary(), "summary of an empty machine")
+	require.NoError(t, err)
+	require.Equal(t, 0, len(rep.Devices), "devices")
+	require.Equal(t, rep.FallbackNotice(), rep.Summary(), "summary of an empty machine")
 	if s := rep.Summary(); !strings.Contains(s, "using host memory") || strings.Contains(s, "\n") {
 		t.Errorf("summary %q: want one line saying host memory is used", s)
 	}
@@ -53,7 +54,7 @@ func TestDiscoverBrokenTree(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Discover(Options{Root: c.fsys, NoCUDADriver: true})
-			mustErrContains(t, err, c.want)
+			require.ErrorContains(t, err, c.want)
 		})
 	}
 }
@@ -67,11 +68,11 @@ func TestDiscoverThisMachine(t *testing.T) {
 		}
 	}
 	rep, err := Discover(Options{})
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	if len(rep.Devices) > 0 {
 		t.Skipf("libcuda reports GPUs without procfs entries: %s", rep.Summary())
 	}
-	mustEqual(t, "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory", rep.Summary(), "summary")
+	require.Equal(t, "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory", rep.Summary(), "summary")
 }
 
 func fakeCUDADriver(t *testing.T) string {
@@ -81,32 +82,34 @@ func fakeCUDADriver(t *testing.T) string {
 func TestQueryCUDAFake(t *testing.T) {
 	lib := fakeCUDADriver(t)
 	devs, err := QueryCUDA(lib)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	want := []Device{
 		{Vendor: NVIDIA, Index: 0, Name: "Fake GPU 0", MemBytes: 16 << 30, PCI: "0000:18:00.0", NUMANode: -1},
 		{Vendor: NVIDIA, Index: 1, Name: "Fake GPU 1", MemBytes: 32 << 30, PCI: "0000:28:00.0", NUMANode: -1},
 	}
-	mustEqual(t, want, devs, "devices from libcuda")
+	require.Equal(t, want, devs, "devices from libcuda")
 
 	t.Setenv("FAKE_CU_INIT", "100")
 	devs, err = QueryCUDA(lib)
-	mustNoErr(t, err, "CUDA_ERROR_NO_DEVICE means no GPU, not a failure")
-	mustEqual(t, 0, len(devs), "devices")
+	require.NoError(t, err, "CUDA_ERROR_NO_DEVICE means no GPU, not a failure")
+	require.Equal(t, 0, len(devs), "devices")
 
 	t.Setenv("FAKE_CU_INIT", "999")
 	_, err = QueryCUDA(lib)
-	mustErrContains(t, err, "cuInit failed with error 999: fake: unknown error", lib)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "cuInit failed with error 999: fake: unknown error")
+	require.ErrorContains(t, err, lib)
 }
 
 func TestDiscoverMergesCUDA(t *testing.T) {
 	lib := fakeCUDADriver(t)
 	rep, err := Discover(Options{Root: loadTree(t, "testdata/nvidia.tree"), CUDADriver: lib})
-	mustNoErr(t, err)
-	mustEqual(t, 2, len(rep.Devices), "devices")
-	mustEqual(t, uint64(16<<30), rep.Devices[0].MemBytes, "memory of GPU 0")
-	mustEqual(t, "NVIDIA H100 80GB HBM3", rep.Devices[0].Name, "procfs names win")
-	mustEqual(t, uint64(32<<30), rep.Devices[1].MemBytes, "memory of GPU 1")
-	mustEqual(t, "", rep.FallbackNotice(), "notice")
+	require.NoError(t, err)
+	require.Equal(t, 2, len(rep.Devices), "devices")
+	require.Equal(t, uint64(16<<30), rep.Devices[0].MemBytes, "memory of GPU 0")
+	require.Equal(t, "NVIDIA H100 80GB HBM3", rep.Devices[0].Name, "procfs names win")
+	require.Equal(t, uint64(32<<30), rep.Devices[1].MemBytes, "memory of GPU 1")
+	require.Equal(t, "", rep.FallbackNotice(), "notice")
 	wantPrefix := `gpu: 2 GPU(s): NVIDIA GPU 0 "NVIDIA H100 80GB HBM3", 16.0 GiB, PCI 0000:18:00.0, NUMA node 0;`
 	if !strings.HasPrefix(rep.Summary(), wantPrefix) {
 		t.Errorf("summary %q lacks prefix %q", rep.Summary(), wantPrefix)
@@ -115,16 +118,16 @@ func TestDiscoverMergesCUDA(t *testing.T) {
 	// Without procfs (containers), the driver's list is used with sysfs NUMA.
 	root := fstest.MapFS{"sys/bus/pci/devices/0000:28:00.0/numa_node": {Data: []byte("3\n")}}
 	rep, err = Discover(Options{Root: root, CUDADriver: lib})
-	mustNoErr(t, err)
-	mustEqual(t, 2, len(rep.Devices), "devices")
-	mustEqual(t, 3, rep.Devices[1].NUMANode, "NUMA node from sysfs")
+	require.NoError(t, err)
+	require.Equal(t, 2, len(rep.Devices), "devices")
+	require.Equal(t, 3, rep.Devices[1].NUMANode, "NUMA node from sysfs")
 
 	// A driver that cannot be loaded leaves sizes unknown and says why.
 	rep, err = Discover(Options{Root: loadTree(t, "testdata/nvidia.tree"), CUDADriver: "/nonexistent/libcuda.so.1"})
-	mustNoErr(t, err)
-	mustEqual(t, 2, len(rep.Devices), "devices")
-	mustEqual(t, uint64(0), rep.Devices[0].MemBytes, "unknown memory")
-	mustEqual(t, 1, len(rep.Notes), "notes")
+	require.NoError(t, err)
+	require.Equal(t, 2, len(rep.Devices), "devices")
+	require.Equal(t, uint64(0), rep.Devices[0].MemBytes, "unknown memory")
+	require.Equal(t, 1, len(rep.Notes), "notes")
 	if !strings.Contains(rep.Summary(), "NVIDIA memory sizes unknown") || !strings.Contains(rep.Summary(), EnvCUDADriverLib) {
 		t.Errorf("summary %q does not explain the missing sizes", rep.Summary())
 	}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestParsePCI(t *testing.T) {
@@ -26,24 +28,24 @@ func TestParsePCI(t *testing.T) {
 	for _, c := range cases {
 		got, err := ParsePCI(c.in)
 		if c.err != "" {
-			mustErrContains(t, err, c.err)
+			require.ErrorContains(t, err, c.err)
 			continue
 		}
-		mustNoErr(t, err, c.in)
-		mustEqual(t, c.want, got, c.in)
+		require.NoError(t, err, c.in)
+		require.Equal(t, c.want, got, c.in)
 	}
 }
 
 func TestGfxArch(t *testing.T) {
 	for v, want := range map[uint64]string{0: "", 90402: "gfx942", 90010: "gfx90a", 110000: "gfx1100", 100300: "gfx1030", 90008: "gfx908"} {
-		mustEqual(t, want, gfxArch(v), v)
+		require.Equal(t, want, gfxArch(v), v)
 	}
 }
 
 func TestPCIFromLocation(t *testing.T) {
-	mustEqual(t, "0000:c3:00.0", pciFromLocation(0, 0xc300), "bus c3")
-	mustEqual(t, "0001:c1:01.0", pciFromLocation(1, 0xc108), "device 1")
-	mustEqual(t, "0000:ff:1f.7", pciFromLocation(0, 0xffff), "all ones")
+	require.Equal(t, "0000:c3:00.0", pciFromLocation(0, 0xc300), "bus c3")
+	require.Equal(t, "0001:c1:01.0", pciFromLocation(1, 0xc108), "device 1")
+	require.Equal(t, "0000:ff:1f.7", pciFromLocation(0, 0xffff), "all ones")
 }
 
 // FuzzParsePCI checks that every accepted address is canonical: parsing the
@@ -94,14 +96,14 @@ func FuzzParseKFDProperties(f *testing.F) {
 		if err != nil {
 			t.Fatalf("reparse: %v", err)
 		}
-		mustEqual(t, m, m2, "round trip")
+		require.Equal(t, m, m2, "round trip")
 	})
 }
 
 func TestParseKFDProperties(t *testing.T) {
 	m, err := ParseKFDProperties([]byte("simd_count 4\n\nbad\nneg -1\nbig 18446744073709551615\nname gfx\n"))
-	mustNoErr(t, err)
-	mustEqual(t, map[string]uint64{"simd_count": 4, "big": 1<<64 - 1}, m, "parsed")
+	require.NoError(t, err)
+	require.Equal(t, map[string]uint64{"simd_count": 4, "big": 1<<64 - 1}, m, "parsed")
 }
 
 // FuzzParseNVInformation round-trips accepted input through a reference
@@ -123,12 +125,12 @@ func FuzzParseNVInformation(f *testing.F) {
 		if err != nil {
 			t.Fatalf("reparse of %q: %v", sb.String(), err)
 		}
-		mustEqual(t, m, m2, "round trip")
+		require.Equal(t, m, m2, "round trip")
 	})
 }
 
 func TestParseNVInformation(t *testing.T) {
 	m, err := ParseNVInformation([]byte("Model: \t\t NVIDIA X\nBus Location: \t 0000:18:00.0\nno colon\nK:v:w\n"))
-	mustNoErr(t, err)
-	mustEqual(t, map[string]string{"Model": "NVIDIA X", "Bus Location": "0000:18:00.0", "K": "v:w"}, m, "parsed")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"Model": "NVIDIA X", "Bus Location": "0000:18:00.0", "K": "v:w"}, m, "parsed")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/metaroce/metaroce/gpu"
 	"github.com/metaroce/metaroce/gpu/internal/ctest"
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkCallOverhead measures the binding's cost per collective call: a
@@ -40,13 +41,13 @@ func BenchmarkCallOverhead(b *testing.B) {
 
 func TestCallAllocs(t *testing.T) {
 	l, err := Open(ctest.SharedLib(t, "libnccl-fake.so", fakeSources))
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	c := initFake(t, l, 1, 0)
 	buf, err := gpu.AllocHost(64, -1)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer buf.Free()
 	allocs := testing.AllocsPerRun(100, func() {
 		_ = c.AllReduce(buf.Addr(), buf.Addr(), 1, Float32, Sum, 0)
 	})
-	mustEqual(t, 0.0, allocs, "allocations per successful collective call")
+	require.Equal(t, 0.0, allocs, "allocations per successful collective call")
 }

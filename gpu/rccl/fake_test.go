@@ -13,6 +13,7 @@ import (
 
 	"github.com/metaroce/metaroce/gpu"
 	"github.com/metaroce/metaroce/gpu/internal/ctest"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeSources builds the fake library: RCCL/NCCL entry points plus a CUDA
@@ -23,7 +24,7 @@ func openFake(t *testing.T, name string, flags ...string) *Lib {
 	t.Helper()
 	path := ctest.SharedLib(t, name, fakeSources, flags...)
 	l, err := Open(path)
-	mustNoErr(t, err, "open the fake library")
+	require.NoError(t, err, "open the fake library")
 	return l
 }
 
@@ -31,9 +32,9 @@ func openFake(t *testing.T, name string, flags ...string) *Lib {
 func initFake(t *testing.T, l *Lib, nranks, rank int) *Comm {
 	t.Helper()
 	id, err := l.UniqueID()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	c, err := l.InitRank(context.Background(), nranks, id, rank)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Destroy() })
 	return c
 }
@@ -67,7 +68,7 @@ func hostSlice[T number](t *testing.T, rng *rand.Rand, count int) (*gpu.HostBuff
 	t.Helper()
 	var zero T
 	b, err := gpu.AllocHost(count*int(unsafe.Sizeof(zero))+1, -1)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Free() })
 	s := unsafe.Slice((*T)(unsafe.Pointer(&b.Host()[0])), count)
 	for i := range s {
@@ -81,12 +82,12 @@ func checkAllReduce[T number](t *testing.T, c *Comm, dt DataType, rng *rand.Rand
 	for _, op := range []RedOp{Sum, Prod, Max, Min, Avg} {
 		sb, send := hostSlice[T](t, rng, count)
 		rb, recv := hostSlice[T](t, rng, count)
-		mustNoErr(t, c.AllReduce(sb.Addr(), rb.Addr(), count, dt, op, 0), dt, op)
-		mustEqual(t, refReduce(send, op, c.Ranks()), recv, dt, op)
+		require.NoError(t, c.AllReduce(sb.Addr(), rb.Addr(), count, dt, op, 0), dt, op)
+		require.Equal(t, refReduce(send, op, c.Ranks()), recv, dt, op)
 		// In place.
 		want := refReduce(send, op, c.Ranks())
-		mustNoErr(t, c.AllReduce(sb.Addr(), sb.Addr(), count, dt, op, 0))
-		mustEqual(t, want, send, dt, op, "in place")
+		require.NoError(t, c.AllReduce(sb.Addr(), sb.Addr(), count, dt, op, 0))
+		require.Equal(t, want, send, dt, op, "in place")
 	}
 }
 
@@ -106,10 +107,10 @@ func TestFakeAllReduceDataTypes(t *testing.T) {
 	// The fake has no half-precision arithmetic: the library's refusal
 	// comes back with its code and its recorded detail.
 	b, err := gpu.AllocHost(64, -1)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer b.Free()
 	err = c.AllReduce(b.Addr(), b.Addr(), 8, Float16, Sum, 0)
-	mustErrContains(t, err, "ncclAllReduce failed: fake: invalid argument (ncclResult 4): fake: no arithmetic for data type 6")
+	require.ErrorContains(t, err, "ncclAllReduce failed: fake: invalid argument (ncclResult 4): fake: no arithmetic for data type 6")
 	if !errors.Is(err, InvalidArgument) {
 		t.Errorf("%v is not InvalidArgument", err)
 	}
@@ -124,32 +125,32 @@ func TestFakeCollectives(t *testing.T) {
 			name, flags = "libnccl-fake.so", []string{"-DNO_ALLTOALL"}
 		}
 		l := openFake(t, name, flags...)
-		mustEqual(t, native, l.HasAllToAll(), "native all-to-all")
+		require.Equal(t, native, l.HasAllToAll(), "native all-to-all")
 		c := initFake(t, l, nranks, rank)
 		n, err := c.Count()
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		r, err := c.UserRank()
-		mustNoErr(t, err)
-		mustEqual(t, []int{nranks, rank}, []int{n, r}, "count and rank from the library")
+		require.NoError(t, err)
+		require.Equal(t, []int{nranks, rank}, []int{n, r}, "count and rank from the library")
 
 		sb, send := hostSlice[float32](t, rng, nranks*count)
 		rb, recv := hostSlice[float32](t, rng, nranks*count)
 
-		mustNoErr(t, c.ReduceScatter(sb.Addr(), rb.Addr(), count, Float32, Sum, 0))
-		mustEqual(t, refReduce(send[rank*count:(rank+1)*count], Sum, nranks), recv[:count], "reduce-scatter")
+		require.NoError(t, c.ReduceScatter(sb.Addr(), rb.Addr(), count, Float32, Sum, 0))
+		require.Equal(t, refReduce(send[rank*count:(rank+1)*count], Sum, nranks), recv[:count], "reduce-scatter")
 
-		mustNoErr(t, c.AllGather(sb.Addr(), rb.Addr(), count, Float32, 0))
+		require.NoError(t, c.AllGather(sb.Addr(), rb.Addr(), count, Float32, 0))
 		for p := 0; p < nranks; p++ {
-			mustEqual(t, send[:count], recv[p*count:(p+1)*count], "all-gather block", p)
+			require.Equal(t, send[:count], recv[p*count:(p+1)*count], "all-gather block", p)
 		}
 
-		mustNoErr(t, c.Broadcast(sb.Addr(), rb.Addr(), count, Float32, 1, 0))
-		mustEqual(t, send[:count], recv[:count], "broadcast")
+		require.NoError(t, c.Broadcast(sb.Addr(), rb.Addr(), count, Float32, 1, 0))
+		require.Equal(t, send[:count], recv[:count], "broadcast")
 
 		clear(recv)
-		mustNoErr(t, c.AllToAll(sb.Addr(), rb.Addr(), count, Float32, 0), "native", native)
+		require.NoError(t, c.AllToAll(sb.Addr(), rb.Addr(), count, Float32, 0), "native", native)
 		for p := 0; p < nranks; p++ {
-			mustEqual(t, send[rank*count:(rank+1)*count], recv[p*count:(p+1)*count], "all-to-all block", p, "native", native)
+			require.Equal(t, send[rank*count:(rank+1)*count], recv[p*count:(p+1)*count], "all-to-all block", p, "native", native)
 		}
 	}
 }
@@ -158,7 +159,7 @@ func TestFakeErrorCodes(t *testing.T) {
 	l := openFake(t, "libnccl-fake.so", "-DNO_ALLTOALL")
 	c := initFake(t, l, 2, 0)
 	b, err := gpu.AllocHost(4096, -1)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer b.Free()
 	p := b.Addr()
 
@@ -182,14 +183,17 @@ func TestFakeErrorCodes(t *testing.T) {
 			t.Setenv("FAKENCCL_FAIL", tc.sym)
 			t.Setenv("FAKENCCL_CODE", tc.code)
 			err := tc.call()
-			mustErrContains(t, err, "rccl: "+tc.sym+" failed: fake: ", "(ncclResult "+tc.code+")", tc.sym+" failed as asked")
+			require.Error(t, err)
+			require.ErrorContains(t, err, "rccl: "+tc.sym+" failed: fake: ")
+			require.ErrorContains(t, err, "(ncclResult "+tc.code+")")
+			require.ErrorContains(t, err, tc.sym+" failed as asked")
 			if !errors.Is(err, tc.want) {
 				t.Errorf("%v is not %v", err, tc.want)
 			}
 		})
 	}
 	// The group is closed after a failed send, so the next all-to-all works.
-	mustNoErr(t, c.AllToAll(p, p+64, 4, Int32, 0), "all-to-all after failures")
+	require.NoError(t, c.AllToAll(p, p+64, 4, Int32, 0), "all-to-all after failures")
 }
 
 func TestArgumentChecks(t *testing.T) {
@@ -210,22 +214,21 @@ func TestArgumentChecks(t *testing.T) {
 		{"alltoall dtype", c.AllToAll(0, 0, 1, DataType(10), 0), "unknown data type 10"},
 	}
 	for _, tc := range cases {
-		mustErrContains(t, tc.err, tc.want)
+		require.ErrorContains(t, tc.err, tc.want)
 		if !errors.Is(tc.err, InvalidArgument) {
 			t.Errorf("%s: %v is not InvalidArgument", tc.name, tc.err)
 		}
 	}
 	id, err := l.UniqueID()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	_, err = l.InitRank(context.Background(), 2, id, 2)
-	mustErrContains(t, err, "rank 2 of 2 ranks")
+	require.ErrorContains(t, err, "rank 2 of 2 ranks")
 	_, err = l.InitRank(context.Background(), 0, id, 0)
-	mustErrContains(t, err, "rank 0 of 0 ranks")
-
-	mustNoErr(t, c.Destroy())
-	mustNoErr(t, c.Destroy(), "second Destroy")
-	mustNoErr(t, c.Abort(), "Abort after Destroy")
-	mustErrContains(t, c.AllReduce(0, 0, 1, Float32, Sum, 0), "communicator already destroyed")
+	require.ErrorContains(t, err, "rank 0 of 0 ranks")
+	require.NoError(t, c.Destroy())
+	require.NoError(t, c.Destroy(), "second Destroy")
+	require.NoError(t, c.Abort(), "Abort after Destroy")
+	require.ErrorContains(t, c.AllReduce(0, 0, 1, Float32, Sum, 0), "communicator already destroyed")
 }
 
 func TestFakeVersionAndID(t *testing.T) {
@@ -234,10 +237,10 @@ func TestFakeVersionAndID(t *testing.T) {
 		t.Errorf("%s not recognised as RCCL", l.Path())
 	}
 	v, err := l.Version()
-	mustNoErr(t, err)
-	mustEqual(t, "2.23.4", VersionString(v), "version")
+	require.NoError(t, err)
+	require.Equal(t, "2.23.4", VersionString(v), "version")
 	id, err := l.UniqueID()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	for i, b := range id {
 		if b != byte(i*3+1) {
 			t.Fatalf("unique id byte %d = %d, want %d", i, b, byte(i*3+1))
@@ -247,8 +250,10 @@ func TestFakeVersionAndID(t *testing.T) {
 	// refused there, with the library's detail.
 	id[0]++
 	_, err = l.InitRank(context.Background(), 1, id, 0)
-	mustErrContains(t, err, "ncclCommInitRank failed", "unique id byte 0 is wrong")
-
+	if err := err; true {
+		require.ErrorContains(t, err, "ncclCommInitRank failed")
+		require.ErrorContains(t, err, "unique id byte 0 is wrong")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	id[0]--
@@ -256,8 +261,8 @@ func TestFakeVersionAndID(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("InitRank with a cancelled context: %v", err)
 	}
-	mustEqual(t, "nccl remote error", RemoteError.Error(), "result text")
-	mustEqual(t, "fake: invalid usage", l.ErrorString(InvalidUsage), "library text")
+	require.Equal(t, "nccl remote error", RemoteError.Error(), "result text")
+	require.Equal(t, "fake: invalid usage", l.ErrorString(InvalidUsage), "library text")
 }
 
 // TestFakeDeviceMemoryAndStream runs the path mrbench takes on a GPU: device
@@ -266,42 +271,44 @@ func TestFakeVersionAndID(t *testing.T) {
 func TestFakeDeviceMemoryAndStream(t *testing.T) {
 	path := ctest.SharedLib(t, "libnccl-fake.so", fakeSources)
 	l, err := Open(path)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Setenv(gpu.EnvCUDARTLib, path)
 	rt, err := l.Runtime()
-	mustNoErr(t, err)
-	mustEqual(t, gpu.CUDA, rt.API(), "NCCL uses the CUDA runtime")
+	require.NoError(t, err)
+	require.Equal(t, gpu.CUDA, rt.API(), "NCCL uses the CUDA runtime")
 
 	const count = 4096
 	c := initFake(t, l, 8, 3)
 	rng := rand.New(rand.NewPCG(5, 6))
 	hb, host := hostSlice[float32](t, rng, count)
 	dev, err := rt.AllocDevice(count * 4)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer dev.Free()
-	mustNoErr(t, gpu.Copy(dev, hb, count*4))
+	require.NoError(t, gpu.Copy(dev, hb, count*4))
 	t.Setenv("FAKE_STREAM_PENDING", "2")
 	s, err := rt.StreamCreate()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	defer rt.StreamDestroy(s)
-	mustNoErr(t, c.AllReduce(dev.Addr(), dev.Addr(), count, Float32, Sum, s))
+	require.NoError(t, c.AllReduce(dev.Addr(), dev.Addr(), count, Float32, Sum, s))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mustNoErr(t, rt.StreamWait(ctx, s))
+	require.NoError(t, rt.StreamWait(ctx, s))
 	want := refReduce(host, Sum, 8)
-	mustNoErr(t, gpu.Copy(hb, dev, count*4))
-	mustEqual(t, want, host, "all-reduce through device memory")
+	require.NoError(t, gpu.Copy(hb, dev, count*4))
+	require.Equal(t, want, host, "all-reduce through device memory")
 
 	// An RCCL-named library asks for HIP, and says how to point at it.
 	rcclPath := filepath.Join(t.TempDir(), "librccl.so")
 	raw, err := os.ReadFile(path)
-	mustNoErr(t, err)
-	mustNoErr(t, os.WriteFile(rcclPath, raw, 0o755))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(rcclPath, raw, 0o755))
 	r, err := Open(rcclPath)
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	t.Setenv(gpu.EnvHIPLib, "/nonexistent/libamdhip64.so")
 	_, err = r.Runtime()
-	mustErrContains(t, err, "HIP runtime", gpu.EnvHIPLib)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "HIP runtime")
+	require.ErrorContains(t, err, gpu.EnvHIPLib)
 }
 
 // TestInitRankDeadline covers the peer that never comes: the library blocks
@@ -310,7 +317,7 @@ func TestFakeDeviceMemoryAndStream(t *testing.T) {
 func TestInitRankDeadline(t *testing.T) {
 	l := openFake(t, "libnccl-fake.so")
 	id, err := l.UniqueID()
-	mustNoErr(t, err)
+	require.NoError(t, err)
 	gate := filepath.Join(t.TempDir(), "release")
 	t.Setenv("FAKENCCL_INIT_WAIT", gate)
 
@@ -322,15 +329,18 @@ func TestInitRankDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("InitRank with missing peers: %v, want a deadline error", err)
 	}
-	mustErrContains(t, err, "rank 0 of 2", "did not complete", "same unique id")
-
-	mustNoErr(t, os.WriteFile(gate, nil, 0o644))
+	if err := err; true {
+		require.ErrorContains(t, err, "rank 0 of 2")
+		require.ErrorContains(t, err, "did not complete")
+		require.ErrorContains(t, err, "same unique id")
+	}
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 	// The background abort writes into the gate file; wait for it with a
 	// deadline, polling the file (the only signal a C library can give here).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, err := os.ReadFile(gate)
-		mustNoErr(t, err)
+		require.NoError(t, err)
 		if string(b) == "aborted" {
 			break
 		}
