@@ -17,7 +17,6 @@ const (
 	DropUnknownConn                    // DstConn names no connection
 	DropBadToken                       // token does not match the connection
 	DropDuplicate                      // PSN already received
-	DropBeyondWindow                   // not used: PSNs beyond the window slide it
 	DropNotReady                       // DATA for a receive not posted (NACKed)
 	DropBadPlacement                   // DATA outside the posted buffer or inconsistent
 	DropNotListening                   // HELLO to an endpoint that does not accept
@@ -26,7 +25,7 @@ const (
 	numDropReasons
 )
 
-var dropNames = [...]string{"malformed", "unknown-conn", "bad-token", "duplicate", "beyond-window",
+var dropNames = [numDropReasons]string{"malformed", "unknown-conn", "bad-token", "duplicate",
 	"not-ready", "bad-placement", "not-listening", "conn-limit", "stale"}
 
 func (r DropReason) String() string {
