@@ -67,7 +67,6 @@ type Conn struct {
 	deadline   Time // dialing: handshake deadline; closing: give-up time
 	closeDue   Time
 	closeTries int
-	closeReply bool // a CLOSE reply is owed
 	closeRsn   wire.CloseReason
 	peerClosed bool // the peer sent CLOSE; we linger until graceEnd
 	graceEnd   Time
@@ -240,7 +239,6 @@ func (c *Conn) onPeerClose(now Time, cl *wire.Close) {
 		}
 		return
 	}
-	c.closeReply = true
 	if c.state == stateClosing {
 		// Both sides closed at once: the reply below completes the peer;
 		// we are done too.
