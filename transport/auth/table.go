@@ -65,6 +65,8 @@ type entry struct {
 	pending     bool // initiator: HELLO sealed, HELLO_ACK not yet opened
 	tx          cipher.AEAD
 	rx          cipher.AEAD
+	txMAC       *gmac // authentication-only tags where the CPU runs gmac fast; else nil
+	rxMAC       *gmac
 	next        uint64 // next sequence number to seal with tx
 	win         window
 }
@@ -188,6 +190,8 @@ func (t *Table) Seal(dst, pkt []byte) ([]byte, error) {
 		body := out[wire.HeaderLen:n]
 		e.tx.Seal(body[:0], t.nonce[:], body, out[:wire.HeaderLen])
 		copy(out[n+seqLen:], out[n:n+tagLen])
+	} else if e.txMAC != nil {
+		e.txMAC.tag((*[tagLen]byte)(out[n+seqLen:]), t.nonce[:], out[:n])
 	} else {
 		e.tx.Seal(out[n+seqLen:n+seqLen], t.nonce[:], nil, out[:n])
 	}
@@ -244,6 +248,10 @@ func (t *Table) Open(pkt []byte) ([]byte, error) {
 		copy(pkt[n:], pkt[n+seqLen:]) // ciphertext‖tag, contiguous for GCM
 		body := pkt[wire.HeaderLen : n+tagLen]
 		_, err = e.rx.Open(body[:0], t.nonce[:], body, pkt[:wire.HeaderLen])
+	} else if e.rxMAC != nil {
+		if !e.rxMAC.verify(pkt[n+seqLen:], t.nonce[:], pkt[:n]) {
+			err = ErrTag
+		}
 	} else {
 		_, err = e.rx.Open(pkt[n:n], t.nonce[:], pkt[n+seqLen:], pkt[:n])
 	}
@@ -324,11 +332,11 @@ func (t *Table) install(local, peer connKey, tu tuple, txDir, rxDir byte) error 
 		t.count.Full++
 		return ErrFull
 	}
-	tx, err := connAEAD(t.prk, tu, txDir)
+	tx, txMAC, err := connKeys(t.prk, tu, txDir)
 	if err != nil {
 		return err
 	}
-	rx, err := connAEAD(t.prk, tu, rxDir)
+	rx, rxMAC, err := connKeys(t.prk, tu, rxDir)
 	if err != nil {
 		return err
 	}
@@ -336,7 +344,7 @@ func (t *Table) install(local, peer connKey, tu tuple, txDir, rxDir byte) error 
 	if old := t.byPeer[peer]; old != nil {
 		t.Forget(old.local.conn)
 	}
-	e := &entry{local: local, peer: peer, tx: tx, rx: rx, next: randomSeq(), win: newWindow(t.cfg.ReplayWindow)}
+	e := &entry{local: local, peer: peer, tx: tx, rx: rx, txMAC: txMAC, rxMAC: rxMAC, next: randomSeq(), win: newWindow(t.cfg.ReplayWindow)}
 	t.byLocal[local.conn] = e
 	t.byPeer[peer] = e
 	return nil
