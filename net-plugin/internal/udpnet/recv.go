@@ -2,38 +2,31 @@ package udpnet
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
-	"github.com/metaroce/metaroce/transport/udp"
 )
 
 // recvReq is one grouped irecv in its comm's fixed slot array.
 type recvReq struct {
+	slot
 	c    *recvConn
-	idx  int32
-	used bool // guarded by c.mu
-	r    *udp.Request
 	tags [backend.MaxRecvs]uint32
 }
 
 // recvConn is the receiving end of one flow on a shared connection.
 type recvConn struct {
-	p    *peer
-	flow uint32
-
-	mu     sync.Mutex
-	closed bool
-	free   []int32
-	reqs   [MaxRecvRequests]recvReq
+	flowEnd
+	reqs [MaxRecvRequests]recvReq
 }
 
 func newRecvConn(p *peer, flow uint32) *recvConn {
-	r := &recvConn{p: p, flow: flow, free: make([]int32, MaxRecvRequests)}
+	r := &recvConn{}
+	slots := make([]*slot, len(r.reqs))
 	for i := range r.reqs {
-		r.reqs[i].c, r.reqs[i].idx = r, int32(i)
-		r.free[i] = int32(MaxRecvRequests - 1 - i)
+		r.reqs[i].c = r
+		slots[i] = &r.reqs[i].slot
 	}
+	r.init(p, flow, slots)
 	return r
 }
 
@@ -49,10 +42,11 @@ func (r *recvConn) Irecv(bufs [][]byte, tags []int32) (backend.Request, error) {
 	if r.closed {
 		return nil, fmt.Errorf("udpnet: receive on closed comm from %s: %w", r.p.name, backend.ErrInternal)
 	}
-	if len(r.free) == 0 {
+	s := r.next()
+	if s == nil {
 		return nil, nil
 	}
-	q := &r.reqs[r.free[len(r.free)-1]]
+	q := &r.reqs[s.idx]
 	for i, t := range tags {
 		q.tags[i] = uint32(t)
 	}
@@ -60,8 +54,7 @@ func (r *recvConn) Irecv(bufs [][]byte, tags []int32) (backend.Request, error) {
 	if err != nil {
 		return nil, opErr("receive", r.p, r.flow, err)
 	}
-	r.free = r.free[:len(r.free)-1]
-	q.used, q.r = true, u
+	r.take(s, u)
 	return q, nil
 }
 
@@ -80,32 +73,11 @@ func (q *recvReq) Test(sizes []int) (bool, error) {
 		r.mu.Unlock()
 		return false, nil
 	}
-	q.used, q.r = false, nil
-	r.free = append(r.free, q.idx)
+	r.put(&q.slot)
 	r.mu.Unlock()
 	if err != nil {
 		return false, opErr("receive", r.p, r.flow, err)
 	}
 	copy(sizes, u.Sizes())
 	return true, nil
-}
-
-// Close waits (bounded) for receives in flight and drops the connection
-// reference.
-func (r *recvConn) Close() error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil
-	}
-	r.closed = true
-	var inflight []*udp.Request
-	for i := range r.reqs {
-		if q := &r.reqs[i]; q.used {
-			inflight = append(inflight, q.r)
-		}
-	}
-	r.mu.Unlock()
-	drain(r.p, r.flow, inflight)
-	return nil
 }

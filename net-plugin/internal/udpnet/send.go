@@ -2,39 +2,32 @@ package udpnet
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
-	"github.com/metaroce/metaroce/transport/udp"
 )
 
 // sendReq is one isend, living in its comm's fixed slot array so that
 // handing it out allocates nothing.
 type sendReq struct {
+	slot
 	c    *sendConn
-	idx  int32
-	used bool // guarded by c.mu
-	r    *udp.Request
 	size int
 }
 
 // sendConn is the sending end of one flow on a shared connection.
 type sendConn struct {
-	p    *peer
-	flow uint32
-
-	mu     sync.Mutex
-	closed bool
-	free   []int32
-	reqs   [MaxSendRequests]sendReq
+	flowEnd
+	reqs [MaxSendRequests]sendReq
 }
 
 func newSendConn(p *peer, flow uint32) *sendConn {
-	s := &sendConn{p: p, flow: flow, free: make([]int32, MaxSendRequests)}
+	s := &sendConn{}
+	slots := make([]*slot, len(s.reqs))
 	for i := range s.reqs {
-		s.reqs[i].c, s.reqs[i].idx = s, int32(i)
-		s.free[i] = int32(MaxSendRequests - 1 - i)
+		s.reqs[i].c = s
+		slots[i] = &s.reqs[i].slot
 	}
+	s.init(p, flow, slots)
 	return s
 }
 
@@ -46,16 +39,17 @@ func (s *sendConn) Isend(buf []byte, tag int32) (backend.Request, error) {
 	if s.closed {
 		return nil, fmt.Errorf("udpnet: send on closed comm to %s: %w", s.p.name, backend.ErrInternal)
 	}
-	if len(s.free) == 0 {
+	sl := s.next()
+	if sl == nil {
 		return nil, nil
 	}
 	r, err := s.p.conn.Send(s.flow, buf, uint32(tag))
 	if err != nil {
 		return nil, opErr("send", s.p, s.flow, err)
 	}
-	q := &s.reqs[s.free[len(s.free)-1]]
-	s.free = s.free[:len(s.free)-1]
-	q.used, q.r, q.size = true, r, len(buf)
+	q := &s.reqs[sl.idx]
+	s.take(sl, r)
+	q.size = len(buf)
 	return q, nil
 }
 
@@ -73,8 +67,7 @@ func (q *sendReq) Test(sizes []int) (bool, error) {
 		return false, nil
 	}
 	size := q.size
-	q.used, q.r = false, nil
-	s.free = append(s.free, q.idx)
+	s.put(&q.slot)
 	s.mu.Unlock()
 	if err != nil {
 		return false, opErr("send", s.p, s.flow, err)
@@ -83,24 +76,4 @@ func (q *sendReq) Test(sizes []int) (bool, error) {
 		sizes[0] = size
 	}
 	return true, nil
-}
-
-// Close waits (bounded) for sends in flight and drops the connection
-// reference.
-func (s *sendConn) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	var inflight []*udp.Request
-	for i := range s.reqs {
-		if q := &s.reqs[i]; q.used {
-			inflight = append(inflight, q.r)
-		}
-	}
-	s.mu.Unlock()
-	drain(s.p, s.flow, inflight)
-	return nil
 }

@@ -1,0 +1,79 @@
+package udpnet
+
+import (
+	"sync"
+
+	"github.com/metaroce/metaroce/transport/udp"
+)
+
+// slot is the bookkeeping part of one request slot of a comm: requests
+// live in fixed arrays so that handing one out allocates nothing.
+type slot struct {
+	idx  int32
+	used bool         // guarded by the comm's mu
+	r    *udp.Request // the datapath request while used
+}
+
+// flowEnd is what the sending and the receiving comm of a flow share: the
+// peer connection, the flow, and the free list of request slots. Its lock
+// guards the slots' used and r fields and the free list.
+type flowEnd struct {
+	p    *peer
+	flow uint32
+
+	mu     sync.Mutex
+	closed bool
+	free   []int32 // indices of unused slots, the next one last
+	slots  []*slot // every slot, by index
+}
+
+// init makes every slot free, lowest index first out.
+func (f *flowEnd) init(p *peer, flow uint32, slots []*slot) {
+	f.p, f.flow, f.slots = p, flow, slots
+	f.free = make([]int32, len(slots))
+	for i, s := range slots {
+		s.idx = int32(i)
+		f.free[i] = int32(len(slots) - 1 - i)
+	}
+}
+
+// next returns the slot the next request takes, nil when all are busy; the
+// caller holds mu and calls take once the request is in flight.
+func (f *flowEnd) next() *slot {
+	if len(f.free) == 0 {
+		return nil
+	}
+	return f.slots[f.free[len(f.free)-1]]
+}
+
+// take marks the slot returned by next as carrying r; the caller holds mu.
+func (f *flowEnd) take(s *slot, r *udp.Request) {
+	f.free = f.free[:len(f.free)-1]
+	s.used, s.r = true, r
+}
+
+// put frees s; the caller holds mu.
+func (f *flowEnd) put(s *slot) {
+	s.used, s.r = false, nil
+	f.free = append(f.free, s.idx)
+}
+
+// Close waits (bounded by closeGrace) for the requests in flight and drops
+// the comm's reference on the connection. A second Close does nothing.
+func (f *flowEnd) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	var inflight []*udp.Request
+	for _, s := range f.slots {
+		if s.used {
+			inflight = append(inflight, s.r)
+		}
+	}
+	f.mu.Unlock()
+	drain(f.p, f.flow, inflight)
+	return nil
+}
