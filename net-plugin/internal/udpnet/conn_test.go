@@ -1,9 +1,7 @@
 package udpnet
 
 import (
-	"math/rand/v2"
 	"net/netip"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -11,20 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+	"github.com/metaroce/metaroce/net-plugin/internal/backend/backendtest"
 )
-
-// pollUntil calls step until it reports true, failing the test after a
-// generous deadline so that a bug shows up as a failure, not a hang.
-func pollUntil(t testing.TB, what string, step func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !step() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no progress within the deadline", what)
-		}
-		runtime.Gosched()
-	}
-}
 
 // newBackend returns a loopback backend closed at the end of the test; two
 // of them stand for two processes.
@@ -46,7 +32,7 @@ func connect(t testing.TB, sb, rb *Backend) (*sendConn, *recvConn) {
 	require.NoError(t, err)
 	var sc backend.SendConn
 	var rc backend.RecvConn
-	pollUntil(t, "connect", func() bool {
+	backendtest.PollUntil(t, "connect", func() bool {
 		if sc == nil {
 			sc, err = d.Step()
 			require.NoError(t, err)
@@ -61,82 +47,9 @@ func connect(t testing.TB, sb, rb *Backend) (*sendConn, *recvConn) {
 	return sc.(*sendConn), rc.(*recvConn)
 }
 
-// pattern is the deterministic content of byte i of message m.
-func pattern(m, i int) byte { return byte(m*131 + i*7 + i>>8) }
-
-func waitReq(t testing.TB, r backend.Request, sizes []int) {
-	t.Helper()
-	pollUntil(t, "request", func() bool {
-		done, err := r.Test(sizes)
-		require.NoError(t, err)
-		return done
-	})
-}
-
 func TestTransferGroupedTags(t *testing.T) {
 	sc, rc := connect(t, newBackend(t, 1), newBackend(t, 2))
-	rng := rand.New(rand.NewPCG(1, 2))
-	const groups, n, capSize = 40, 3, 1 << 16
-	type msg struct {
-		tag  int32
-		data []byte
-	}
-	var sends [][]msg // sending order; shuffled tags pick the buffers
-	for g := range groups {
-		var ms []msg
-		for _, tag := range rng.Perm(n) {
-			size := rng.IntN(capSize + 1)
-			switch g % 5 {
-			case 0:
-				size = 0
-			case 1:
-				size = capSize
-			}
-			m := msg{tag: int32(tag + 10), data: make([]byte, size)}
-			for i := range m.data {
-				m.data[i] = pattern(g*n+tag, i)
-			}
-			ms = append(ms, m)
-		}
-		sends = append(sends, ms)
-	}
-	recvBufs := make([][][]byte, groups)
-	var rreqs []backend.Request
-	for g := range groups {
-		bufs := make([][]byte, n)
-		tags := make([]int32, n)
-		for s := range n {
-			bufs[s], tags[s] = make([]byte, capSize), int32(s+10)
-		}
-		recvBufs[g] = bufs
-		r, err := rc.Irecv(bufs, tags)
-		require.NoError(t, err)
-		require.NotNil(t, r, "group %d: no receive slot", g)
-		rreqs = append(rreqs, r)
-	}
-	var sreqs []backend.Request
-	for _, ms := range sends {
-		for _, m := range ms {
-			r, err := sc.Isend(m.data, m.tag)
-			require.NoError(t, err)
-			require.NotNil(t, r)
-			sreqs = append(sreqs, r)
-		}
-	}
-	for i, r := range sreqs {
-		var sz [1]int
-		waitReq(t, r, sz[:])
-		require.Equal(t, len(sends[i/n][i%n].data), sz[0], "send %d", i)
-	}
-	for g, r := range rreqs {
-		var sizes [backend.MaxRecvs]int
-		waitReq(t, r, sizes[:])
-		for _, m := range sends[g] {
-			slot := int(m.tag - 10)
-			require.Equal(t, len(m.data), sizes[slot], "group %d tag %d", g, m.tag)
-			require.Equal(t, m.data, recvBufs[g][slot][:len(m.data)], "group %d tag %d", g, m.tag)
-		}
-	}
+	backendtest.GroupedTransfer(t, sc, rc, 2)
 }
 
 // TestConnectionShared checks that every comm between two endpoints, in
@@ -178,8 +91,8 @@ func TestConnectionShared(t *testing.T) {
 		require.NoError(t, err)
 		s, err := p.sc.Isend([]byte("flow "+strconv.Itoa(i)+"!"), int32(i))
 		require.NoError(t, err)
-		waitReq(t, s, nil)
-		waitReq(t, r, nil)
+		backendtest.Wait(t, s, nil)
+		backendtest.Wait(t, r, nil)
 		require.Equal(t, "flow "+strconv.Itoa(i)+"!", string(buf[:len("flow 0!")]))
 	}
 	ap := pairs[0].sc.p
@@ -207,7 +120,7 @@ func TestOversizeFailsBothSides(t *testing.T) {
 	s, err := sc.Isend(make([]byte, 11), 0)
 	require.NoError(t, err)
 	for name, q := range map[string]backend.Request{"receive": r, "send": s} {
-		pollUntil(t, name, func() bool {
+		backendtest.PollUntil(t, name, func() bool {
 			_, err := q.Test(nil)
 			if err != nil {
 				require.ErrorIs(t, err, backend.ErrInvalidUsage, name)
@@ -223,8 +136,8 @@ func TestOversizeFailsBothSides(t *testing.T) {
 	require.NoError(t, err)
 	s, err = sc.Isend([]byte("next"), 1)
 	require.NoError(t, err)
-	waitReq(t, s, nil)
-	waitReq(t, r, nil)
+	backendtest.Wait(t, s, nil)
+	backendtest.Wait(t, r, nil)
 	require.Equal(t, "next", string(buf))
 }
 
@@ -234,7 +147,7 @@ func TestPeerShutdownFailsPendingReceive(t *testing.T) {
 	r, err := rc.Irecv([][]byte{make([]byte, 10)}, []int32{1})
 	require.NoError(t, err)
 	require.NoError(t, a.Close())
-	pollUntil(t, "failed receive", func() bool {
+	backendtest.PollUntil(t, "failed receive", func() bool {
 		_, err := r.Test(nil)
 		if err != nil {
 			require.ErrorContains(t, err, "peer 127.0.0.1:")
@@ -252,7 +165,7 @@ func TestStaleHandleRefused(t *testing.T) {
 	require.NoError(t, l.Close())
 	d, err := a.Dial(0, h)
 	require.NoError(t, err)
-	pollUntil(t, "refusal", func() bool {
+	backendtest.PollUntil(t, "refusal", func() bool {
 		sc, err := d.Step()
 		require.Nil(t, sc)
 		if err != nil {
