@@ -246,6 +246,9 @@ func BenchmarkNetlabLoss(b *testing.B) {
 			b.ReportMetric(tc, "tcp-Gb/s")
 			b.ReportMetric(mr/tc, "x-tcp")
 			b.ReportMetric(float64(st.Retransmits)/float64(st.PacketsSent), "retx-frac")
+			b.ReportMetric(float64(st.Timeouts), "timeouts")
+			b.ReportMetric(float64(st.SpuriousTimeouts), "spurious-to")
+			b.ReportMetric(float64(st.PathChanges), "path-changes")
 		})
 	}
 }

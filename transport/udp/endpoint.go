@@ -77,6 +77,13 @@ type Endpoint struct {
 	// job has a shared secret (nil otherwise). Only the goroutine running
 	// a datapath turn touches it.
 	auth *auth.Table
+
+	// txTap, when set (by tests, before traffic starts), sees every
+	// message the kernel accepted, with the loop time at which the core
+	// released its batch: data is its first datagram, segs how many
+	// datagrams it carried (more than one for a GSO send) and bytes their
+	// total size. It runs under drive and must not keep data.
+	txTap func(at transport.Time, data []byte, segs, bytes int)
 }
 
 // driverCounters are the datapath's own counts, readable from any goroutine.

@@ -36,6 +36,7 @@ type txState struct {
 	used    int
 	queues  []txQueue
 	dirty   []int32
+	now     transport.Time // the time transmit asked the core at
 }
 
 func (t *txState) init(nsocks, maxDatagram int) {
@@ -56,6 +57,7 @@ func (t *txState) init(nsocks, maxDatagram int) {
 // transmit moves the core's datagrams to the sockets. It returns how many it
 // produced and whether the budget ran out (more may be waiting).
 func (e *Endpoint) transmit(now transport.Time) (int, bool) {
+	e.tx.now = now
 	n := 0
 	for n < txBudget {
 		tx, ok := e.core.PollTransmit(now, e.tx.scratch)
@@ -197,6 +199,9 @@ func (e *Endpoint) flush() {
 			for _, m := range msgs[:n] {
 				sent += m.Segments()
 			}
+			if e.txTap != nil {
+				e.tapSent(msgs[:n])
+			}
 			msgs = msgs[n:]
 			if err == nil {
 				break
@@ -220,6 +225,16 @@ func (e *Endpoint) flush() {
 	}
 	e.tx.dirty = e.tx.dirty[:0]
 	e.tx.used = 0
+}
+
+// tapSent shows sent messages to txTap, with the time at which the core
+// released them: a batch must hold only what the core released at that
+// instant.
+func (e *Endpoint) tapSent(msgs []sockio.Msg) {
+	for i := range msgs {
+		m := &msgs[i]
+		e.txTap(e.tx.now, m.Buf[:m.N], m.Segments(), m.N+len(m.Tail))
+	}
 }
 
 // sendErrorf logs a refused send, at most once per 1024 errors.
