@@ -33,6 +33,7 @@ type fakeIUT struct {
 	peerConn uint32
 	peerTok  uint64
 	seg      int
+	conns    int // connections accepted so far
 	txPSN    wire.PSN
 	cum      wire.PSN
 	got      map[wire.PSN]bool
@@ -175,7 +176,8 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 			if f.tx != nil {
 				f.tx.close()
 			}
-			f.tx = newFakeSender(f, f.sw)
+			f.conns++
+			f.tx = newFakeSender(f, f.sw, f.conns)
 			f.txPSN, f.cum, f.got, f.ceCount = 0, 0, map[wire.PSN]bool{}, 0
 			f.recvs, f.nextMsg = map[uint32]*fakeRecv{}, map[uint32]uint32{}
 			f.accepted <- struct{}{}

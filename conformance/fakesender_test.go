@@ -16,12 +16,24 @@ type fakeSwitches struct {
 	ignoreHint    bool // send at full speed whatever the rate hint
 	stayOnBadPath bool // after a timeout keep using the same source port, never probe
 	reorderLoss   bool // treat an ACK of a later packet on any path as loss of the earlier ones
+	// lateAcks makes the first lateAcks connections (every one if
+	// negative) read their ACKs only fakeLate after the first DATA, as a
+	// host that stalls the event loop does: the tail-loss timer resends
+	// DATA the tester acknowledged, a spurious timeout that §3.2 permits.
+	lateAcks int
 }
 
 const (
 	fakePaths = 3                     // sender paths, ids 1..3 (path 0 carries the receiver's packets)
 	fakeRTO   = 50 * time.Millisecond // tail-loss timer, far above the tester's delays on a loaded host
+	fakeLate  = 80 * time.Millisecond // how long a late connection leaves its ACKs unread, more than fakeRTO
 )
+
+// fakeClock0 is the origin of the fake's DATA timestamps.
+var fakeClock0 = time.Now()
+
+// fakeTS is the DATA timestamp of now: ns mod 2^32 (spec §2.3).
+func fakeTS(now time.Time) uint32 { return uint32(now.Sub(fakeClock0)) }
 
 // fakeSeg is one DATA segment in flight.
 type fakeSeg struct {
@@ -66,10 +78,17 @@ type fakeSender struct {
 	pace   time.Time
 	order  uint64
 	rr     int
+	// late, lateUntil, unread: ACKs arriving before lateUntil (set by the
+	// first DATA) wait in unread until then; see fakeSwitches.lateAcks.
+	late      bool
+	lateUntil time.Time
+	unread    []wire.Ack
 }
 
-func newFakeSender(f *fakeIUT, sw fakeSwitches) *fakeSender {
-	s := &fakeSender{f: f, sw: sw, sends: map[uint32][]*fakeSend{}, ready: map[uint32][]wire.RecvReady{}, nextRx: map[uint32]uint32{}}
+// newFakeSender starts the sender of the fake's conn-th connection (1, 2, …).
+func newFakeSender(f *fakeIUT, sw fakeSwitches, conn int) *fakeSender {
+	s := &fakeSender{f: f, sw: sw, sends: map[uint32][]*fakeSend{}, ready: map[uint32][]wire.RecvReady{}, nextRx: map[uint32]uint32{},
+		late: sw.lateAcks < 0 || conn <= sw.lateAcks}
 	for i := 0; i < fakePaths; i++ {
 		s.paths = append(s.paths, &fakePath{id: uint16(i + 1), sock: fakeSock(), out: map[wire.PSN]*fakeSeg{}})
 	}
@@ -124,6 +143,13 @@ func (s *fakeSender) match(flow uint32) {
 
 // tick sends what the pacer allows and runs the tail-loss timers.
 func (s *fakeSender) tick(now time.Time) {
+	if s.late && !s.lateUntil.IsZero() && !now.Before(s.lateUntil) {
+		s.late = false // the stall ends: the queued ACKs are read now
+		for i := range s.unread {
+			s.onAck(&s.unread[i], now)
+		}
+		s.unread = nil
+	}
 	for len(s.queue) > 0 && (s.hint == 0 || s.sw.ignoreHint || !now.Before(s.pace)) {
 		g := s.queue[0]
 		s.queue = s.queue[1:]
@@ -174,8 +200,11 @@ func (s *fakeSender) nextPath() *fakePath {
 
 func (s *fakeSender) transmit(p *fakePath, g *fakeSeg, retx bool, now time.Time) {
 	d := wire.Data{Header: s.f.hdr(wire.OpData), Flow: g.flow, Msg: g.msg, Offset: g.off, MsgLen: g.msgLen, Payload: g.data}
-	d.Path, d.PSN = p.id, p.next
+	d.Path, d.PSN, d.Timestamp = p.id, p.next, fakeTS(now)
 	p.next++
+	if s.late && s.lateUntil.IsZero() {
+		s.lateUntil = now.Add(fakeLate)
+	}
 	if retx {
 		d.Flags = wire.FlagAckReq | wire.FlagRetransmit
 	}
@@ -192,13 +221,17 @@ func (s *fakeSender) resend(p *fakePath, psn wire.PSN, g *fakeSeg, now time.Time
 		return
 	}
 	d := wire.Data{Header: s.f.hdr(wire.OpData), Flow: g.flow, Msg: g.msg, Offset: g.off, MsgLen: g.msgLen, Payload: g.data}
-	d.Path, d.PSN, d.Flags = p.id, psn, wire.FlagAckReq|wire.FlagRetransmit
+	d.Path, d.PSN, d.Flags, d.Timestamp = p.id, psn, wire.FlagAckReq|wire.FlagRetransmit, fakeTS(now)
 	g.sentAt = now
 	p.out[psn] = g
 	p.sock.WriteToUDP(d.Append(nil), s.f.peer)
 }
 
 func (s *fakeSender) onAck(a *wire.Ack, now time.Time) {
+	if s.late && !s.lateUntil.IsZero() {
+		s.unread = append(s.unread, *a)
+		return
+	}
 	s.hint = uint64(a.RateHint) * 1000 / 8
 	for i := 0; i < a.N; i++ {
 		r := &a.Records[i]

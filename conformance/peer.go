@@ -33,7 +33,8 @@ const (
 	hold                  // process it later, behind what arrives meanwhile
 )
 
-// rxPacket is one datagram from the IUT with where and when it came from.
+// rxPacket is one datagram from the IUT with where and when it came from:
+// at is the kernel's arrival time where the platform provides it.
 type rxPacket struct {
 	at  time.Time
 	src netip.AddrPort
@@ -51,6 +52,7 @@ type rxData struct {
 	flow, msg uint32
 	off       uint64
 	msgLen    uint64
+	ts        uint32 // the DATA timestamp: the IUT's clock when it sent the packet, ns mod 2^32
 	payload   []byte
 }
 
@@ -114,6 +116,7 @@ type peer struct {
 	close  []wire.Close
 	comps  []Completion
 	buf    []byte
+	oob    []byte // control messages of one receive: the kernel timestamp
 }
 
 // newPeer opens a UDP socket next to the IUT's address family.
@@ -132,11 +135,18 @@ func newPeer(iut IUT, rng *rand.Rand) (*peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("conformance: tester socket: %w", err)
 	}
+	// Without kernel timestamps packets are timed when read, which is
+	// less exact on a loaded host but still meaningful.
+	enableRxStamps(s)
+	// Room for a sender's whole initial window at once (the kernel caps
+	// the request at its limit): a burst the spec permits must not be
+	// lost in the tester's own socket.
+	s.SetReadBuffer(4 << 20)
 	return &peer{
 		sock: s, iut: iut, dst: net.UDPAddrFromAddrPort(ia),
 		localConn: rng.Uint32() | 1, localTok: rng.Uint64() | 1,
 		rx: map[uint16]*rxPath{}, ready: map[[2]uint32]wire.RecvReady{},
-		buf: make([]byte, 65536),
+		buf: make([]byte, 65536), oob: make([]byte, rxStampOOB),
 	}, nil
 }
 
@@ -211,12 +221,16 @@ func (p *peer) wait(ctx context.Context, raw func([]byte), done func() bool) boo
 			dl = d
 		}
 		p.sock.SetReadDeadline(dl)
-		n, src, err := p.sock.ReadFromUDPAddrPort(p.buf)
+		n, oobn, _, src, err := p.sock.ReadMsgUDPAddrPort(p.buf, p.oob)
 		if err != nil {
 			p.release(raw) // the link went idle: what was held arrives now
 			continue
 		}
-		pk := &rxPacket{at: time.Now(), src: src, b: p.buf[:n]}
+		at, ok := rxStamp(p.oob[:oobn])
+		if !ok {
+			at = time.Now()
+		}
+		pk := &rxPacket{at: at, src: src, b: p.buf[:n]}
 		if _, err := wire.ParseHeader(&pk.h, pk.b); err != nil {
 			continue
 		}
@@ -331,7 +345,7 @@ func (p *peer) processAt(pk *rxPacket) {
 			}
 			r.echoTS, r.seenAt = d.Timestamp, pk.at
 			p.rxData = append(p.rxData, rxData{at: pk.at, src: pk.src, path: h.Path, psn: h.PSN, flags: h.Flags,
-				flow: d.Flow, msg: d.Msg, off: d.Offset, msgLen: d.MsgLen, payload: append([]byte(nil), d.Payload...)})
+				flow: d.Flow, msg: d.Msg, off: d.Offset, msgLen: d.MsgLen, ts: d.Timestamp, payload: append([]byte(nil), d.Payload...)})
 		}
 		r.receive(h.PSN)
 		p.ackPath(h.Path)

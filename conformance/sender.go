@@ -88,10 +88,9 @@ func (p *peer) awaitMessage(ctx context.Context, flow, msg uint32, n int, d time
 
 // dataFacts summarises the DATA the tester processed on one flow.
 type dataFacts struct {
-	packets  int
-	repeated []rxData // DATA whose content (msg, offset) was processed before
-	reused   []rxData // DATA reusing a (path, PSN) already seen, lost ones included
-	paths    map[uint16]int
+	packets int
+	reused  []rxData // DATA reusing a (path, PSN) already seen, lost ones included
+	paths   map[uint16]int
 }
 
 // facts inspects the DATA of flow; lost lists packets the tester dropped,
@@ -106,18 +105,12 @@ func (p *peer) facts(flow uint32, lost []rxData) dataFacts {
 	for _, d := range lost {
 		used[key{d.path, d.psn}] = true
 	}
-	seen := map[[2]uint64]bool{}
 	for _, d := range p.rxData {
 		if d.flow != flow {
 			continue
 		}
 		f.packets++
 		f.paths[d.path]++
-		c := [2]uint64{uint64(d.msg), d.off}
-		if seen[c] {
-			f.repeated = append(f.repeated, d)
-		}
-		seen[c] = true
 		k := key{d.path, d.psn}
 		if used[k] {
 			f.reused = append(f.reused, d)
@@ -137,7 +130,7 @@ func dataOf(pk *rxPacket) (rxData, bool) {
 		return rxData{}, false
 	}
 	return rxData{at: pk.at, src: pk.src, path: pk.h.Path, psn: pk.h.PSN, flags: pk.h.Flags, flow: d.Flow, msg: d.Msg,
-		off: d.Offset, msgLen: d.MsgLen, payload: append([]byte(nil), d.Payload...)}, true
+		off: d.Offset, msgLen: d.MsgLen, ts: d.Timestamp, payload: append([]byte(nil), d.Payload...)}, true
 }
 
 // probedFrom reports the first PROBE on path from a source other than old.
@@ -166,24 +159,30 @@ func dropFirstData(flow uint32, match func(rxData) bool, lost *[]rxData) func(*p
 }
 
 func caseSenderLoss(ctx context.Context, e *Env) (Verdict, string) {
+	return untilNoRepeats(ctx, e, senderLossAttempt)
+}
+
+// senderLossAttempt drops the first DATA of a 24-segment message and judges
+// its retransmission (§3.2 gap rule, §2.3 fresh PSN).
+func senderLossAttempt(ctx context.Context, e *Env) (Verdict, string, []repeat) {
 	const flow = 20
 	var lost []rxData
 	p, v, why := sendSetupN(ctx, e, flow, 24, dropFirstData(flow, func(rxData) bool { return true }, &lost))
 	if why != "" {
-		return v, why
+		return v, why, nil
 	}
 	defer p.closeSock()
 	msg := e.lastMsg
 	got, ok := p.awaitMessage(ctx, flow, 0, len(msg), messageWait)
 	if len(lost) == 0 {
-		return Fail, "no DATA arrived"
+		return Fail, "no DATA arrived", nil
 	}
 	l := lost[0]
 	if !ok {
-		return Fail, fmt.Sprintf("dropped DATA path %d PSN %d offset %d: message incomplete after %v", l.path, l.psn, l.off, messageWait)
+		return Fail, fmt.Sprintf("dropped DATA path %d PSN %d offset %d: message incomplete after %v", l.path, l.psn, l.off, messageWait), nil
 	}
 	if !bytes.Equal(got, msg) {
-		return Fail, "message bytes differ from what the IUT was asked to send"
+		return Fail, "message bytes differ from what the IUT was asked to send", nil
 	}
 	p.quiet(ctx, silence) // late duplicates still count
 	f := p.facts(flow, lost)
@@ -202,27 +201,27 @@ func caseSenderLoss(ctx context.Context, e *Env) (Verdict, string) {
 	}
 	switch {
 	case rt == nil:
-		return Fail, "message complete but no retransmission of the dropped offset seen"
+		return Fail, "message complete but no retransmission of the dropped offset seen", nil
 	case !bytes.Equal(rt.payload, l.payload) || rt.msgLen != l.msgLen:
-		return Fail, fmt.Sprintf("retransmission of offset %d carries different content", l.off)
+		return Fail, fmt.Sprintf("retransmission of offset %d carries different content", l.off), nil
 	case len(f.reused) > 0:
 		r := f.reused[0]
-		return Fail, fmt.Sprintf("PSN %d reused on path %d (offset %d): a retransmission needs a fresh PSN", r.psn, r.path, r.off)
-	case len(f.repeated) > 0:
-		r := f.repeated[0]
-		return Fail, fmt.Sprintf("dropped path %d PSN %d offset %d, retransmitted on path %d PSN %d after %v; then %d DATA repeated content already received (first: offset %d path %d PSN %d, %v after the drop): retransmit only what was lost",
-			l.path, l.psn, l.off, rt.path, rt.psn, rt.at.Sub(l.at).Round(10*time.Microsecond), len(f.repeated), r.off, r.path, r.psn, r.at.Sub(l.at).Round(10*time.Microsecond))
+		return Fail, fmt.Sprintf("PSN %d reused on path %d (offset %d): a retransmission needs a fresh PSN", r.psn, r.path, r.off), nil
+	}
+	if reps := p.repeats(flow, lost); len(reps) > 0 {
+		return Fail, fmt.Sprintf("dropped path %d PSN %d offset %d, retransmitted on path %d PSN %d after %v; then %s: retransmit only what was lost",
+			l.path, l.psn, l.off, rt.path, rt.psn, rt.at.Sub(l.at).Round(10*time.Microsecond), describeRepeats(reps)), reps
 	}
 	where := fmt.Sprintf("same path, PSN %d → %d", l.psn, rt.psn)
 	if rt.path != l.path {
 		if pr, ok := p.probedFrom(l.path, l); ok {
 			where = fmt.Sprintf("path %d PSN %d; path %d marked bad (PROBE from port %d)", rt.path, rt.psn, l.path, pr.src.Port())
 		} else {
-			return Fail, fmt.Sprintf("retransmitted on path %d (PSN %d) instead of path %d, which was not marked bad (no PROBE from a new port)", rt.path, rt.psn, l.path)
+			return Fail, fmt.Sprintf("retransmitted on path %d (PSN %d) instead of path %d, which was not marked bad (no PROBE from a new port)", rt.path, rt.psn, l.path), nil
 		}
 	}
 	return Pass, fmt.Sprintf("dropped path %d PSN %d offset %d (%d later packets on the path arrived); retransmitted once after %v, %s; %d DATA over %d paths, no other content repeated",
-		l.path, l.psn, l.off, later, rt.at.Sub(l.at).Round(10*time.Microsecond), where, f.packets, len(f.paths))
+		l.path, l.psn, l.off, later, rt.at.Sub(l.at).Round(10*time.Microsecond), where, f.packets, len(f.paths)), nil
 }
 
 // sendSetupN is sendSetup with a fresh message of n segments, kept in
@@ -236,6 +235,13 @@ func sendSetupN(ctx context.Context, e *Env, flow uint32, n int, prep func(*peer
 const segment = testerMaxDgram - wire.DataHeaderLen
 
 func caseSenderReorder(ctx context.Context, e *Env) (Verdict, string) {
+	return untilNoRepeats(ctx, e, senderReorderAttempt)
+}
+
+// senderReorderAttempt holds the DATA of one path behind later DATA of the
+// others and requires that nothing is retransmitted (§3.2: a path does not
+// reorder, paths may).
+func senderReorderAttempt(ctx context.Context, e *Env) (Verdict, string, []repeat) {
 	const flow = 21
 	var first *rxData
 	heldN, behind := 0, 0
@@ -263,27 +269,26 @@ func caseSenderReorder(ctx context.Context, e *Env) (Verdict, string) {
 		}
 	})
 	if why != "" {
-		return v, why
+		return v, why, nil
 	}
 	defer p.closeSock()
 	msg := e.lastMsg
 	got, ok := p.awaitMessage(ctx, flow, 0, len(msg), messageWait)
 	if !ok {
-		return Fail, fmt.Sprintf("message incomplete after %v", messageWait)
+		return Fail, fmt.Sprintf("message incomplete after %v", messageWait), nil
 	}
 	if !bytes.Equal(got, msg) {
-		return Fail, "message bytes differ from what the IUT was asked to send"
+		return Fail, "message bytes differ from what the IUT was asked to send", nil
 	}
 	p.quiet(ctx, silence)
 	f := p.facts(flow, nil)
 	if len(f.paths) < 2 {
-		return Skip, fmt.Sprintf("the IUT sent on %d path: nothing to reorder between paths", len(f.paths))
+		return Skip, fmt.Sprintf("the IUT sent on %d path: nothing to reorder between paths", len(f.paths)), nil
 	}
-	if len(f.repeated) > 0 {
-		r := f.repeated[0]
-		return Fail, fmt.Sprintf("%d retransmissions although nothing was lost (first: offset %d on path %d PSN %d)", len(f.repeated), r.off, r.path, r.psn)
+	if reps := p.repeats(flow, nil); len(reps) > 0 {
+		return Fail, fmt.Sprintf("DATA of path %d held behind later DATA of other paths, nothing lost: %s", first.path, describeRepeats(reps)), reps
 	}
-	return Pass, fmt.Sprintf("%d DATA of path %d delivered behind %d later DATA of other paths (%d DATA, %d paths): no retransmission", heldN, first.path, behind, f.packets, len(f.paths))
+	return Pass, fmt.Sprintf("%d DATA of path %d delivered behind %d later DATA of other paths (%d DATA, %d paths): no retransmission", heldN, first.path, behind, f.packets, len(f.paths)), nil
 }
 
 // tailBound is the longest a conforming sender may take to retransmit a
@@ -329,9 +334,24 @@ func caseTailLoss(ctx context.Context, e *Env) (Verdict, string) {
 // hintKbps is the rate hint the tester announces, kbit/s (250 kB/s).
 const hintKbps = 2000
 
+// restartBurst is what a sender may send unpaced before the tester's first
+// ACK of its DATA reaches it, bytes: the default initial window
+// (cc.Config.InitWindow, 64 KiB). Spec §3.5 "Restart after idling": a hint
+// that arrived while the connection had nothing to send is stale after a
+// few smoothed RTTs, and a sender with new data and nothing in flight then
+// ignores it, sending up to InitWindow at line rate until the ACK of its
+// first DATA brings a fresh hint. The tester's hint arrives before the
+// IUT is asked to send, so on a loaded host it is often stale.
+const restartBurst = 64 << 10
+
+// hintedSegments is how many segments the rate-hint case measures after
+// the restart allowance.
+const hintedSegments = 40
+
 func caseRateHint(ctx context.Context, e *Env) (Verdict, string) {
 	const flow = 23
-	p, v, why := sendSetupN(ctx, e, flow, 40, func(p *peer) { p.rateHint = hintKbps })
+	n := hintedSegments + (restartBurst+segment-1)/segment
+	p, v, why := sendSetupN(ctx, e, flow, n, func(p *peer) { p.rateHint = hintKbps })
 	if why != "" {
 		return v, why
 	}
@@ -340,26 +360,39 @@ func caseRateHint(ctx context.Context, e *Env) (Verdict, string) {
 	if _, ok := p.awaitMessage(ctx, flow, 0, len(msg), messageWait); !ok {
 		return Fail, fmt.Sprintf("message incomplete after %v", messageWait)
 	}
-	var first, last time.Time
-	bytesAfter := 0
+	// The DATA of the restart allowance is skipped; the rate is measured
+	// from the first DATA after it. Arrival times are the kernel's where
+	// it provides them, so a tester that reads late does not see a paced
+	// sender as a burst; the IUT's own DATA timestamps are reported beside
+	// them.
+	var first, last, start time.Time
+	var firstTS, lastTS uint32
+	skipped, measured := 0, 0
 	for _, d := range p.rxData {
 		if d.flow != flow {
 			continue
 		}
-		if first.IsZero() {
-			first = d.at
-			continue
+		switch {
+		case start.IsZero():
+			start = d.at
+			fallthrough
+		case skipped < restartBurst:
+			skipped += len(d.payload)
+		case first.IsZero():
+			first, firstTS = d.at, d.ts
+		default:
+			measured += len(d.payload)
+			last, lastTS = d.at, d.ts
 		}
-		bytesAfter += len(d.payload)
-		last = d.at
 	}
 	hint := float64(hintKbps) * 1000 / 8 // bytes/s
 	span := last.Sub(first)
 	if span <= 0 {
-		return Fail, fmt.Sprintf("whole message of %d bytes in one instant, hint %d kbit/s", len(msg), hintKbps)
+		return Fail, fmt.Sprintf("%d bytes after the first %d in one instant, hint %d kbit/s", measured, skipped, hintKbps)
 	}
-	rate := float64(bytesAfter) / span.Seconds()
-	ev := fmt.Sprintf("%d bytes after the first DATA in %v: %.0f kB/s, hint %.0f kB/s (%.2f×)", bytesAfter, span.Round(time.Millisecond), rate/1000, hint/1000, rate/hint)
+	rate := float64(measured) / span.Seconds()
+	ev := fmt.Sprintf("first %d bytes (the §3.5 restart allowance) in %v; %d bytes after them in %v: %.0f kB/s, hint %.0f kB/s (%.2f×); %v by the IUT's DATA timestamps",
+		skipped, first.Sub(start).Round(10*time.Microsecond), measured, span.Round(time.Millisecond), rate/1000, hint/1000, rate/hint, tsDelta(lastTS-firstTS))
 	if rate > 2*hint {
 		return Fail, ev + ": over twice the hint"
 	}

@@ -31,8 +31,8 @@ func TestAddrOnly(t *testing.T) {
 }
 
 // TestProcessIUT builds mrpeer and runs the suite against it as a separate
-// process through the control contract, with every report format. The
-// mandatory cases must pass apart from the datapath's known findings.
+// process through the control contract, with every report format. Every
+// mandatory case must pass, the datapath's known finding apart.
 func TestProcessIUT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds mrpeer")
@@ -59,14 +59,15 @@ func TestProcessIUT(t *testing.T) {
 	}
 	require.NoError(t, xml.Unmarshal(x, &s))
 	require.Equal(t, 16, s.Tests)
-	known := map[string]bool{"rate-hint": true, "sender-loss": true, "sender-reorder": true}
+	// rate-hint is a known finding of the datapath (see the conformance
+	// package's TestSelf): restarting on a stale hint it may send more than
+	// the spec's InitWindow unpaced.
+	known := map[string]bool{"rate-hint": true}
 	failed := false
 	for _, c := range s.Cases {
 		if c.Failure != nil {
 			failed = true
-			if !known[c.Name] {
-				t.Errorf("case %s failed against mrpeer", c.Name)
-			}
+			require.True(t, known[c.Name], "case %s failed against mrpeer", c.Name)
 		}
 	}
 	require.Equal(t, failed, code == 1, "exit status %d, stderr %s", code, errb.String())
