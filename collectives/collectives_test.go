@@ -2,9 +2,7 @@ package collectives
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -23,24 +21,7 @@ func value(r, i int) float64 { return float64((r*7+i*3)%3 + 1) }
 func fill(dt reduce.DType, n int, f func(i int) float64) []byte {
 	b := make([]byte, n*dt.Size())
 	for i := 0; i < n; i++ {
-		v := f(i)
-		p := b[i*dt.Size():]
-		switch dt {
-		case reduce.Int8, reduce.Uint8:
-			p[0] = byte(int8(v))
-		case reduce.Int32, reduce.Uint32:
-			binary.LittleEndian.PutUint32(p, uint32(int32(v)))
-		case reduce.Int64, reduce.Uint64:
-			binary.LittleEndian.PutUint64(p, uint64(int64(v)))
-		case reduce.Float16:
-			binary.LittleEndian.PutUint16(p, reduce.F32ToF16(float32(v)))
-		case reduce.BFloat16:
-			binary.LittleEndian.PutUint16(p, reduce.F32ToBF16(float32(v)))
-		case reduce.Float32:
-			binary.LittleEndian.PutUint32(p, math.Float32bits(float32(v)))
-		case reduce.Float64:
-			binary.LittleEndian.PutUint64(p, math.Float64bits(v))
-		}
+		reduce.PutFloat(b[i*dt.Size():], dt, f(i))
 	}
 	return b
 }

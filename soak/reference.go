@@ -1,7 +1,6 @@
 package soak
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/metaroce/metaroce/collectives/reduce"
@@ -13,32 +12,12 @@ import (
 // every element type, int8 and half included.
 func value(s uint32, r, i int) float64 { return float64((uint32(r)*7+uint32(i)*3+s)%3 + 1) }
 
-// encode writes v as element type dt at p.
-func encode(p []byte, dt reduce.DType, v float64) {
-	switch dt {
-	case reduce.Int8, reduce.Uint8:
-		p[0] = byte(int8(v))
-	case reduce.Int32, reduce.Uint32:
-		binary.LittleEndian.PutUint32(p, uint32(int32(v)))
-	case reduce.Int64, reduce.Uint64:
-		binary.LittleEndian.PutUint64(p, uint64(int64(v)))
-	case reduce.Float16:
-		binary.LittleEndian.PutUint16(p, reduce.F32ToF16(float32(v)))
-	case reduce.BFloat16:
-		binary.LittleEndian.PutUint16(p, reduce.F32ToBF16(float32(v)))
-	case reduce.Float32:
-		binary.LittleEndian.PutUint32(p, math.Float32bits(float32(v)))
-	case reduce.Float64:
-		binary.LittleEndian.PutUint64(p, math.Float64bits(v))
-	}
-}
-
 // input returns rank r's n input elements for salt s.
 func input(dt reduce.DType, s uint32, r, n int) []byte {
 	es := dt.Size()
 	b := make([]byte, n*es)
 	for i := 0; i < n; i++ {
-		encode(b[i*es:], dt, value(s, r, i))
+		reduce.PutFloat(b[i*es:], dt, value(s, r, i))
 	}
 	return b
 }
@@ -74,7 +53,7 @@ func expected(coll sched.Collective, dt reduce.DType, op reduce.Op, s uint32, n,
 			for q := 0; q < n; q++ {
 				vs[q] = value(s, q, base+i)
 			}
-			encode(out[i*es:], dt, combine(op, vs))
+			reduce.PutFloat(out[i*es:], dt, combine(op, vs))
 		}
 		return out
 	}
