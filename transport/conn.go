@@ -79,11 +79,16 @@ type Conn struct {
 	// path: a packet sent before it and still outstanding on another path
 	// is overdue (txPath.deadline).
 	ackedSent Time
-	ackDue    bool
-	hintDue   bool // an ACK must go even with nothing to acknowledge, for its rate hint
-	hintIdle  bool // the peer's latest rate hint arrived with nothing to send
-	ackAt     Time // when a held-back ACK must go
-	ackFirst  bool // the due acknowledgement goes as an ACK before any sequenced packet
+	// unsampled is the overtaken-packet deadline (2·srtt + 4·rttvar) of
+	// the slowest path with an RTT sample, used by the paths without one
+	// (txPath.deadline); 0 before any sample. unsampledBy is that path.
+	unsampled   Time
+	unsampledBy int
+	ackDue      bool
+	hintDue     bool // an ACK must go even with nothing to acknowledge, for its rate hint
+	hintIdle    bool // the peer's latest rate hint arrived with nothing to send
+	ackAt       Time // when a held-back ACK must go
+	ackFirst    bool // the due acknowledgement goes as an ACK before any sequenced packet
 
 	peerPlanes int
 	peerPaths  int

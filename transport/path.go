@@ -85,6 +85,14 @@ type txPath struct {
 	lastCE  uint32
 	probeAt Time // probing: when to send the next probe (0 = one is out)
 
+	// suspect is set when the overtaken rule declared the path's oldest
+	// packet lost alone (onTailLoss) and cleared by any acknowledgement
+	// on the path: a second overtaken packet with no acknowledgement in
+	// between shows a dead route, even when the path carries packets too
+	// sparsely (RECV_READYs, a stalled flow) for two of them to be
+	// overtaken at once.
+	suspect bool
+
 	// rtoFloor is the path's adaptive extra floor under the RTO, raised
 	// by spurious timeouts and decayed without them (spurious.go); 0 until
 	// the first spurious timeout.
@@ -138,15 +146,25 @@ func (p *txPath) setRTO(cfg *Config) { p.rtoV = p.rto(cfg) }
 // black-holed route held its packets, and the in-order messages behind
 // them, for the whole 100 µs floor of the simulator (12 RTTs). The
 // adaptive rtoFloor does not apply either: a stalled receiver that
-// acknowledged a later packet has seen the older one too.
-func (p *txPath) deadline(cfg *Config, ackedSent Time) Time {
+// acknowledged a later packet has seen the older one too. A path without
+// an RTT sample of its own uses unsampled, the slowest overtaken deadline
+// (2·srtt + 4·rttvar) among the connection's sampled paths (0: none, the
+// rule waits): a route dead from the path's first packet on otherwise
+// waited for the floor, and the path's InitialRTT estimate could be far
+// below the RTT of a slow route.
+func (p *txPath) deadline(cfg *Config, ackedSent, unsampled Time) Time {
 	if p.una == p.next {
 		return Never
 	}
 	sent := p.rec(p.una).sent
 	t := sent + p.rtoV
-	if p.hasRTT && ackedSent > sent {
-		t = min(t, sent+2*p.srtt+4*p.rttvar)
+	if ackedSent > sent {
+		switch {
+		case p.hasRTT:
+			t = min(t, sent+2*p.srtt+4*p.rttvar)
+		case unsampled > 0:
+			t = min(t, sent+unsampled)
+		}
 	}
 	return t
 }
@@ -228,6 +246,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 	p.advanceUna()
 	if ackedPkts > 0 {
 		c.ackedSent = max(c.ackedSent, newest)
+		p.suspect = false
 		p.timeouts = 0
 		p.backoff = 0
 		c.lastAck = now
@@ -249,6 +268,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		} else {
 			p.rttSample(rtt)
 			c.stats.RTT = p.srtt
+			c.noteOvertakeDeadline(p)
 		}
 		marked := int(r.CE - p.lastCE)
 		if marked < 0 || marked > ackedPkts {
@@ -268,6 +288,26 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		c.probing--
 		p.probeAt = 0
 		p.stats.Revived++
+	}
+}
+
+// noteOvertakeDeadline updates c.unsampled, the largest overtaken-packet
+// deadline 2·srtt + 4·rttvar among the sampled paths, after p took an RTT
+// sample: a scan of the paths only when p held the largest and it shrank.
+func (c *Conn) noteOvertakeDeadline(p *txPath) {
+	d := 2*p.srtt + 4*p.rttvar
+	switch {
+	case d >= c.unsampled:
+		c.unsampled, c.unsampledBy = d, int(p.id)
+	case c.unsampledBy == int(p.id):
+		c.unsampled = 0
+		for _, q := range c.paths {
+			if q.hasRTT {
+				if dq := 2*q.srtt + 4*q.rttvar; dq > c.unsampled {
+					c.unsampled, c.unsampledBy = dq, int(q.id)
+				}
+			}
+		}
 	}
 }
 
@@ -304,14 +344,22 @@ func (p *txPath) passedTwice(ackedSent Time) bool {
 
 // onTailLoss handles the oldest packet of p overdue by the other paths'
 // progress while the packets after it were not overtaken (docs/spec.md
-// §3.2): it alone is declared lost and queued again. Windows, back-off
-// and the path's health are left alone: on a lossy fabric this is the
-// ordinary loss of the last packet sent on a path, which resetting the
-// window and moving the path (onPathTimeout) would punish as a failure.
+// §3.2): it alone is declared lost and queued again, on whichever path
+// has room rather than on p, whose route is now suspect (a RECV_READY
+// retransmitted into a dead route stalled its flow for another round of
+// the rule). Windows, back-off and the path's health are left alone: on a
+// lossy fabric this is the ordinary loss of the last packet sent on a
+// path, which resetting the window and moving the path (onPathTimeout)
+// would punish as a failure.
 func (c *Conn) onTailLoss(now Time, p *txPath) {
 	rec := p.rec(p.una)
+	p.suspect = true
 	if rec.state == recOut {
+		q := len(c.retxQ)
 		c.declareLost(p, rec)
+		if len(c.retxQ) > q {
+			c.retxQ[q].pref = -1
+		}
 		c.cc.OnLoss(int64(now), int(p.id), 1)
 	}
 	p.advanceUna()

@@ -74,7 +74,7 @@ func (c *Conn) nextTimeout() Time {
 		t = min(t, c.ackAt)
 	}
 	for _, p := range c.paths {
-		t = min(t, p.deadline(cfg, c.ackedSent))
+		t = min(t, p.deadline(cfg, c.ackedSent, c.unsampled))
 		if p.state == pathProbing && p.probeAt != 0 {
 			t = min(t, p.probeAt)
 		}
@@ -147,15 +147,24 @@ func (c *Conn) onTimeout(now Time) {
 		return
 	}
 	for _, p := range c.paths {
-		if p.deadline(cfg, c.ackedSent) > now {
+		if p.deadline(cfg, c.ackedSent, c.unsampled) > now {
 			continue
 		}
-		if p.deadline(cfg, 0) > now && !p.passedTwice(c.ackedSent) {
+		overtaken := p.deadline(cfg, 0, 0) > now
+		if overtaken && p.state == pathActive && !p.suspect && !p.passedTwice(c.ackedSent) {
 			// Overdue by the other paths' progress, but only the oldest
 			// packet was overtaken: a random tail loss, not a dead route.
 			c.onTailLoss(now, p)
 			continue
 		}
+		probing := p.state == pathProbing
 		c.onPathTimeout(now, p)
+		if overtaken && probing && p.state == pathProbing && p.probeAt != 0 {
+			// A probe overtaken by the other paths' progress: the peer
+			// answers, only this fresh route is dead too (its entropy
+			// hashed onto the same failed link). Probe the next one at
+			// once rather than after ProbeInterval.
+			p.probeAt = now
+		}
 	}
 }

@@ -126,7 +126,7 @@ func (a *AIMD) ConnWindow() int {
 		w = float64(a.cfg.ConnWindow)
 	}
 	if a.restart {
-		return int(min(w, float64(a.cfg.InitWindow)))
+		return int(min(w, a.restartWindow()))
 	}
 	if a.hint > 0 {
 		// Allow twice the hinted bandwidth-delay product in flight so that
@@ -219,8 +219,14 @@ func (a *AIMD) liveHint() uint64 {
 
 // StaleHintRTTs is the age, in smoothed RTTs, beyond which a hint received
 // while the connection had nothing in flight no longer describes the
-// receiver when the sender starts again (Restart).
-const StaleHintRTTs = 4
+// receiver when the sender starts again (Restart). The senders of an
+// incast, whose first RTT the receiver's starting hint is there to bound,
+// hold their data before the RECV_READY carrying that hint arrives and
+// start within the RTT; a pairwise all-to-all, which posts every receive
+// up front, reaches its k-th peer k rounds later. With 4, the rounds of a
+// 1 MiB all-to-all over 64 hosts that began within 4 RTTs of the posts
+// were paced at the starting hint and took 2–3 times as long as the rest.
+const StaleHintRTTs = 1
 
 // Restart is called by the sender when it is about to send new data with
 // nothing in flight, the hint having arrived while nothing was in flight
@@ -231,10 +237,9 @@ const StaleHintRTTs = 4
 // up front and then sends to one peer at a time, paced each round's first
 // RTT at about 1/(2N) of the link that way. Until the next hint arrives
 // (the ACK of its first DATA brings a fresh one) the sender ignores the
-// stale hint and sends at most InitWindow, paced at LineRate: the initial
-// window is what a sender without any hint may put into the fabric in its
-// first RTT; a stale hint that allows more than that per smoothed RTT is
-// kept. Restart reports whether the sender restarts.
+// stale hint and sends at most restartWindow, paced at LineRate; a stale
+// hint that allows more than that per smoothed RTT is kept. Restart
+// reports whether the sender restarts.
 func (a *AIMD) Restart(now int64) bool {
 	if a.restart {
 		return true
@@ -242,14 +247,32 @@ func (a *AIMD) Restart(now int64) bool {
 	if a.hint == 0 || now-a.hintAt <= StaleHintRTTs*a.srtt {
 		return false
 	}
-	if float64(a.hint)*float64(a.srtt)/1e9 >= float64(a.cfg.InitWindow) {
-		// The stale hint already allows more than the initial window
+	if float64(a.hint)*float64(a.srtt)/1e9 >= a.restartWindow() {
+		// The stale hint already allows more than the restart window
 		// per RTT: restarting would only slow the sender (a ring's
 		// lone sender, hinted the whole link, idling between steps).
 		return false
 	}
 	a.restart = true
 	return true
+}
+
+// restartWindow is what a sender restarting on a stale hint may have in
+// flight: its path windows, each at most InitWindow. That is what a new
+// connection without any hint may put into the fabric in its first RTT
+// (every path starts at InitWindow), less what ECN cuts took from a path
+// since, so a path that saw congestion restarts no larger than it was.
+// A cap of one path's InitWindow for the whole connection sent a round of
+// a pairwise all-to-all (a quarter MiB per peer at 16 MiB over 64 hosts,
+// less than one bandwidth-delay product) in two RTTs instead of one.
+func (a *AIMD) restartWindow() float64 {
+	var w float64
+	for i := range a.paths {
+		if ps := &a.paths[i]; ps.used {
+			w += min(ps.cwnd, float64(a.cfg.InitWindow))
+		}
+	}
+	return w
 }
 
 // SRTT is the connection-wide smoothed RTT in nanoseconds.

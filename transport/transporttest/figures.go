@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/wire"
 )
 
 // Parameters of the measured figures: 4 KiB payloads, 8 paths, about 10 µs
@@ -16,6 +17,10 @@ const (
 
 // FigConfig is the endpoint configuration of the figures: 8 paths on one
 // plane, MinRTO a few RTTs, hints on (InboundRate = link rate).
+// figDatagram is the largest datagram of the figures' endpoints, bytes
+// (the core's default MaxDatagram: 4 KiB payloads).
+const figDatagram = 4152
+
 func FigConfig(linkRate uint64) transport.Config {
 	return transport.Config{
 		Planes:        1,
@@ -26,8 +31,12 @@ func FigConfig(linkRate uint64) transport.Config {
 		// 20 µs, a sender paced at a 1/32 share sees one packet per path
 		// per 20 µs, each ACK is held for the full delay, and the hinted
 		// window (2 × share × RTT) starves it.
-		AckDelay:    2 * transport.Microsecond,
-		InboundRate: linkRate,
+		AckDelay: 2 * transport.Microsecond,
+		// The core counts datagram bytes, the links carry 42 more per
+		// packet (NetConfig.WireOverhead): hints that add up to the link
+		// rate itself overfill it by 1%, and the receiver's queue crept
+		// up to the marking threshold every few hundred RTTs.
+		InboundRate: linkRate * figDatagram / (figDatagram + 42),
 		IdleTimeout: 100 * transport.Millisecond,
 	}
 }
@@ -153,18 +162,59 @@ func MeasureBlackhole(linkRate uint64, seed uint64) (BlackholeResult, error) {
 // IncastResult is one run of MeasureIncast.
 type IncastResult struct {
 	N          int
-	Converge   float64 // RTTs from the first ACK until Jain ≥ 0.95 (over 4 RTTs) and queue < threshold hold for good
+	Converge   float64 // RTTs from the first ACK of DATA until Jain ≥ 0.95 (every 4-RTT window from then on) and queue ≤ threshold hold for good
 	JainFinal  float64 // Jain's index over the last 20 RTTs
 	QueueFinal int     // largest ingress queue over the last 20 RTTs, bytes
 	QueuePeak  int     // largest ingress queue of the run, bytes
 	Util       float64 // receiver goodput over the last 20 RTTs / link rate
 }
 
+// incastJainWindow is the window, in RTTs, over which MeasureIncast takes
+// Jain's index: at 400 Gb/s a 32-way share is under 5 packets per RTT, so
+// one RTT cannot tell a fair sender from an unlucky packet boundary.
+const incastJainWindow = 4
+
+// settledFrom returns the first bin k ≥ from such that, for the rest of
+// the run, every bin's queue is at most mark and Jain's index of the
+// senders' placed bytes over every window of win bins starting at k or
+// later (and within the run) is at least 0.95; len(queue) if there is
+// none. placed[i][k] is sender i's bytes in bin k. The window starts at
+// the bin it vouches for: one that ended there (an earlier version)
+// described the win−1 bins before it, which put a floor of win−1.5 bins
+// under every result whatever the senders did.
+func settledFrom(placed [][]float64, queue []int, mark, from, win int) int {
+	bins := len(queue)
+	jain := func(k int) float64 {
+		var s, s2 float64
+		for i := range placed {
+			var x float64
+			for j := k; j < k+win; j++ {
+				x += placed[i][j]
+			}
+			s += x
+			s2 += x * x
+		}
+		if s2 == 0 {
+			return 0
+		}
+		return s * s / (float64(len(placed)) * s2)
+	}
+	good := bins
+	for k := bins - 1; k >= max(from, 0); k-- {
+		if queue[k] > mark || (k+win <= bins && jain(k) < 0.95) {
+			break
+		}
+		good = k
+	}
+	return good
+}
+
 // MeasureIncast starts N senders at once towards one receiver whose
 // ingress link (rate linkRate, CE marking above mark bytes) is the
-// bottleneck, and measures in base RTTs, from the first ACK any sender
-// gets, how long until the senders' shares are fair (Jain ≥ 0.95 per RTT)
-// and the queue stays under the marking threshold, for the rest of the run.
+// bottleneck, and measures in base RTTs, from the first acknowledgement
+// of DATA any sender gets, how long until the senders' shares are fair
+// (Jain ≥ 0.95 over every 4-RTT window from then on) and the queue stays
+// at or under the marking threshold, for the rest of the run.
 func MeasureIncast(linkRate uint64, senders int, mark int, seed uint64) (IncastResult, error) {
 	n := New(NetConfig{Seed: seed, BaseDelay: FigOneWay, LinkRate: linkRate, MarkThreshold: mark, Jitter: 500 * transport.Nanosecond})
 	cfg := FigConfig(linkRate)
@@ -195,12 +245,20 @@ func MeasureIncast(linkRate uint64, senders int, mark int, seed uint64) (IncastR
 		placed[i] = make([]float64, bins)
 	}
 	queue := make([]int, bins)
-	firstAck := transport.Never
+	// The origin is the first acknowledgement of DATA to reach a sender:
+	// the first feedback a sender has about the receiver's queue. The
+	// receiver's rate-hint ACK answering a posted receive comes about an
+	// RTT earlier, before any DATA left, and counting from it charged the
+	// senders for an RTT in which nothing could be known.
+	firstData, firstAck := transport.Never, transport.Never
 	n.OnArrive = func(p *Packet, now transport.Time, q int) {
 		if i := int((now - t0) / bin); i >= 0 && i < bins && p.Dst == recv {
 			queue[i] = max(queue[i], q)
 		}
-		if p.Src == recv && p.Op == 4 /* ACK */ && firstAck == transport.Never && now > t0 {
+		if p.Dst == recv && p.Op == wire.OpData && firstData == transport.Never && now > t0 {
+			firstData = now
+		}
+		if p.Src == recv && p.Op == wire.OpAck && firstAck == transport.Never && p.Sent >= firstData {
 			firstAck = now
 		}
 	}
@@ -232,38 +290,14 @@ func MeasureIncast(linkRate uint64, senders int, mark int, seed uint64) (IncastR
 	if err := n.RunFor(bins * bin); err != nil {
 		return IncastResult{}, err
 	}
-	// Jain's index over a sliding window of jainWin RTTs ending at bin k:
-	// at 400 Gb/s a 32-way share is under 5 packets per RTT, so one RTT
-	// cannot tell a fair sender from an unlucky packet boundary.
-	const jainWin = 4
-	jain := func(k int) float64 {
-		var s, s2 float64
-		for i := range placed {
-			var x float64
-			for j := max(0, k-jainWin+1); j <= k; j++ {
-				x += placed[i][j]
-			}
-			s += x
-			s2 += x * x
-		}
-		if s2 == 0 {
-			return 0
-		}
-		return s * s / (float64(senders) * s2)
-	}
 	r := IncastResult{N: senders, JainFinal: 1}
 	if firstAck == transport.Never {
 		return r, fmt.Errorf("transporttest: no ACK in the incast run")
 	}
 	fa := int((firstAck - t0) / bin)
-	good := bins
-	for k := bins - 1; k >= fa+jainWin-1; k-- {
-		if jain(k) < 0.95 || queue[k] > mark {
-			break
-		}
-		good = k
-	}
-	r.Converge = float64(good) - float64(firstAck-t0)/float64(bin)
+	good := settledFrom(placed, queue, mark, fa, incastJainWindow)
+	// The bin holding the origin counts whole: a result within it is 0.
+	r.Converge = max(0, float64(good)-float64(firstAck-t0)/float64(bin))
 	if good == bins {
 		r.Converge = -1 // never
 	}
