@@ -86,7 +86,7 @@ func TestWorstWindow(t *testing.T) {
 // the pacer lets it go, ignores it and sends a whole initial window
 // unpaced: the second message of the hinted case below then fails in
 // most runs, so it is checked only once the core is fixed.
-const pacedRestartFixed = false
+const pacedRestartFixed = true
 
 // TestPacingLimitsDepartures sends messages many packets long under a low
 // rate (the receiver's rate hint, or the sender's configured line rate) and
