@@ -91,9 +91,9 @@ func (c *Comm) PeerStats() []PeerStats { return c.link.peerStats() }
 // Close closes every connection of the communicator.
 func (c *Comm) Close() error { return c.link.close() }
 
-// Run executes the collective cfg describes (Rank, NRanks, Channels and
-// ChunkBytes are filled in from the communicator). send may be nil for an
-// in-place call.
+// Run executes the collective cfg describes (Rank, NRanks, Channels,
+// ChunkBytes and, for all-to-all, AllToAllInFlight are filled in from the
+// communicator where zero). send may be nil for an in-place call.
 func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -106,6 +106,9 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	if cfg.ChunkBytes == 0 {
 		cfg.ChunkBytes = c.cfg.ChunkBytes
+	}
+	if cfg.Collective == sched.AllToAll && cfg.AllToAllInFlight == 0 {
+		cfg.AllToAllInFlight = c.cfg.AllToAllInFlight
 	}
 	p := c.plans[cfg]
 	if p == nil {

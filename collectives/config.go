@@ -19,12 +19,18 @@ type Config struct {
 	// Transport is TransportMetaRoCE (default) or TransportTCP.
 	Transport string
 	// Channels is the number of collective channels, each an ordered flow
-	// on every peer connection (default 2).
+	// on every peer connection (default DefaultMetaRoCEChannels over
+	// MetaRoCE, DefaultTCPChannels over TCP).
 	Channels int
 	// ChunkBytes bounds one pipelined message, bytes (default
 	// DefaultMetaRoCEChunkBytes over MetaRoCE, sched.DefaultChunkBytes over
 	// TCP).
 	ChunkBytes int64
+	// AllToAllInFlight is how many messages per direction each rank of an
+	// all-to-all keeps in flight across rounds (default
+	// DefaultAllToAllInFlight; 1 keeps the rounds in lockstep; see
+	// sched.Config.AllToAllInFlight).
+	AllToAllInFlight int
 	// Timeout bounds connection setup and each collective (default 60 s).
 	Timeout time.Duration
 	// UDP configures the MetaRoCE datapath.
@@ -41,6 +47,34 @@ type Config struct {
 // all-to-all and no more elsewhere, while 1 MiB gains nothing further.
 const DefaultMetaRoCEChunkBytes = 512 << 10
 
+// DefaultMetaRoCEChannels is the number of channels over MetaRoCE when
+// Config.Channels is 0: 1. The channels of a peer are flows of one
+// connection, so they share its paths and its congestion window and add no
+// bandwidth; a second channel only doubles the messages, each with its own
+// RECV_READY exchange, acknowledgements and completion wake-up. Chunks of a
+// large ring step or pipeline still overlap on the one flow. Measured with
+// 4 in-process ranks on a 2-vCPU host, one channel needs about 15% less CPU
+// per byte than two for a 1 MiB all-reduce and no more elsewhere.
+const DefaultMetaRoCEChannels = 1
+
+// DefaultTCPChannels is the number of channels of the kernel-TCP baseline
+// when Config.Channels is 0: 2, each its own socket per peer, so a message
+// on one does not wait behind the other's in the kernel's byte stream.
+const DefaultTCPChannels = 2
+
+// DefaultAllToAllInFlight is Config.AllToAllInFlight when 0: 4 messages.
+// In lockstep every round of a small all-to-all (one message per peer) costs
+// each rank a full exchange latency and completion wake-ups of its own; with
+// the rounds overlapping, transfers complete in batches and the datapath's
+// turns carry several messages. Measured with 4 in-process ranks on a 2-vCPU
+// host, a 1 MiB all-to-all (one 256 KiB message per peer, every round in
+// flight) needs 15-30% less CPU per byte than in lockstep, while at 16 MiB
+// (eight messages per peer) overlapping rounds cost about 8% more, which is
+// why only rounds with fewer messages than this overlap. Four also bounds
+// the incast: a receiver takes at most four senders at once however many
+// ranks the job has.
+const DefaultAllToAllInFlight = 4
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Transport == "" {
 		c.Transport = TransportMetaRoCE
@@ -49,7 +83,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("collectives: unknown transport %q (want %q or %q)", c.Transport, TransportMetaRoCE, TransportTCP)
 	}
 	if c.Channels <= 0 {
-		c.Channels = 2
+		c.Channels = DefaultTCPChannels
+		if c.Transport == TransportMetaRoCE {
+			c.Channels = DefaultMetaRoCEChannels
+		}
 	}
 	if c.Channels > 64 {
 		return c, fmt.Errorf("collectives: %d channels, at most 64", c.Channels)
@@ -59,6 +96,12 @@ func (c Config) withDefaults() (Config, error) {
 		if c.Transport == TransportMetaRoCE {
 			c.ChunkBytes = DefaultMetaRoCEChunkBytes
 		}
+	}
+	if c.AllToAllInFlight < 0 {
+		return c, fmt.Errorf("collectives: %d all-to-all messages in flight, want 0 (default) or more", c.AllToAllInFlight)
+	}
+	if c.AllToAllInFlight == 0 {
+		c.AllToAllInFlight = DefaultAllToAllInFlight
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 60 * time.Second

@@ -9,23 +9,31 @@ import (
 	"github.com/metaroce/metaroce/collectives/sched"
 )
 
-// TestConfigChunkDefault: the pipelining unit defaults per transport and an
-// explicit value is kept.
+// TestConfigChunkDefault: the pipelining unit and the channel count default
+// per transport and explicit values are kept.
 func TestConfigChunkDefault(t *testing.T) {
 	for _, tc := range []struct {
-		transport string
-		chunk     int64
-		want      int64
+		transport    string
+		chunk        int64
+		channels     int
+		want         int64
+		wantChannels int
 	}{
-		{"", 0, DefaultMetaRoCEChunkBytes},
-		{TransportMetaRoCE, 0, DefaultMetaRoCEChunkBytes},
-		{TransportTCP, 0, sched.DefaultChunkBytes},
-		{TransportMetaRoCE, 4096, 4096},
-		{TransportTCP, 1 << 20, 1 << 20},
+		{"", 0, 0, DefaultMetaRoCEChunkBytes, DefaultMetaRoCEChannels},
+		{TransportMetaRoCE, 0, 0, DefaultMetaRoCEChunkBytes, DefaultMetaRoCEChannels},
+		{TransportTCP, 0, 0, sched.DefaultChunkBytes, DefaultTCPChannels},
+		{TransportMetaRoCE, 4096, 3, 4096, 3},
+		{TransportTCP, 1 << 20, 1, 1 << 20, 1},
 	} {
-		c, err := Config{Transport: tc.transport, ChunkBytes: tc.chunk}.withDefaults()
+		c, err := Config{Transport: tc.transport, ChunkBytes: tc.chunk, Channels: tc.channels}.withDefaults()
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, c.ChunkBytes, "transport %q chunk %d", tc.transport, tc.chunk)
-		assert.Equal(t, 2, c.Channels)
+		assert.Equal(t, tc.wantChannels, c.Channels, "transport %q channels %d", tc.transport, tc.channels)
+		assert.Equal(t, DefaultAllToAllInFlight, c.AllToAllInFlight)
 	}
+	c, err := Config{AllToAllInFlight: 1}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, 1, c.AllToAllInFlight, "an explicit lockstep is kept")
+	_, err = Config{AllToAllInFlight: -1}.withDefaults()
+	assert.ErrorContains(t, err, "all-to-all messages in flight")
 }

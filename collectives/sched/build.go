@@ -33,6 +33,8 @@ func (c *Config) check() error {
 		return bad("%d channels, want 0..1024", c.Channels)
 	case c.ChunkBytes < 0:
 		return bad("negative chunk size %d", c.ChunkBytes)
+	case c.AllToAllInFlight < 0:
+		return bad("negative all-to-all messages in flight %d", c.AllToAllInFlight)
 	case (c.Collective == Broadcast || c.Collective == P2P) && (c.Root < 0 || c.Root >= c.NRanks):
 		return bad("root %d outside 0..%d", c.Root, c.NRanks-1)
 	case c.Collective == P2P && (c.Peer < 0 || c.Peer >= c.NRanks):
@@ -146,7 +148,7 @@ func Build(cfg Config) (*Plan, error) {
 	case AlgoRecursiveDoubling:
 		buildRecursiveDoubling(b)
 	case AlgoPairwise:
-		buildPairwiseAllToAll(b, chunkElems)
+		buildPairwiseAllToAll(b, chunkElems, cfg.AllToAllInFlight)
 	case AlgoChain:
 		buildChainBroadcast(b, chunkElems)
 	case AlgoDirect:

@@ -154,6 +154,7 @@ func FuzzBuild(f *testing.F) {
 			Collective: Collective(coll % 8), Algorithm: Algorithm(algo % 7), NRanks: int(n % 10), Count: int64(count % 600),
 			DType: reduce.DType(dt % 11), Op: reduce.Op(op % 6), Channels: int(ch % 5), ChunkBytes: int64(chunk),
 			InPlace: inPlace, Root: int(root % 10), Peer: int(n % 7),
+			AllToAllInFlight: int(root % 5), // the root matters to broadcast and p2p only
 		}
 		if _, err := BuildAll(cfg); err != nil {
 			if !errors.Is(err, ErrConfig) {

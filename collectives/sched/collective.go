@@ -157,6 +157,12 @@ type Config struct {
 	// ChunkBytes bounds the bytes of one pipelined message (0 means
 	// DefaultChunkBytes); rounded down to whole elements, at least one.
 	ChunkBytes int64
+	// AllToAllInFlight is how many messages per direction a rank of the
+	// pairwise all-to-all may have in flight across rounds: rounds overlap
+	// while each has fewer piece lanes (channel × chunk) than this, up to
+	// AllToAllInFlight / lanes rounds at once. 0 or 1 keeps the rounds in
+	// lockstep, so that no receiver ever takes two senders at once.
+	AllToAllInFlight int
 	// InPlace makes the collective use BufRecv alone, with NCCL's in-place
 	// layouts: allreduce, broadcast, sendrecv, p2p, alltoall read their input
 	// from BufRecv; reducescatter reads n×Count elements from BufRecv and leaves

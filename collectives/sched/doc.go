@@ -76,7 +76,8 @@
 //	allgather      ring
 //	alltoall       shifted pairwise: in round s rank r sends to (r+s)%n and
 //	               receives from (r-s+n)%n, so no rank receives from two senders
-//	               in one round
+//	               in one round; rounds run in lockstep, or overlap while they
+//	               carry fewer messages than Config.AllToAllInFlight
 //	broadcast      chunked chain pipeline from the root
 //	sendrecv, p2p  direct, chunked
 //

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/stretchr/testify/require"
 )
 
 // runCollective builds the plans of cfg, checks their invariants, executes them
@@ -237,5 +238,69 @@ func TestRendezvousOnlyDeadlock(t *testing.T) {
 	}
 	if err := Execute(plans, bufs, ExecOptions{Rendezvous: true}); !errors.Is(err, ErrDeadlock) {
 		t.Fatalf("rendezvous: got %v, want a deadlock", err)
+	}
+}
+
+// TestAllToAllInFlight runs the pairwise all-to-all with overlapping rounds
+// against the reference under both message semantics, and checks the window:
+// with w = inFlight/lanes rounds, a round's send waits for the send of the
+// round w earlier on its lane and for nothing of the rounds in between.
+func TestAllToAllInFlight(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 4))
+	for n := 1; n <= 8; n++ {
+		for _, c := range []struct {
+			count    int64 // int32 elements per peer
+			chunk    int64 // bytes
+			inFlight int
+			window   int
+		}{
+			{10, 0, 0, 1},   // lockstep
+			{10, 0, 1, 1},   // lockstep
+			{10, 0, 3, 3},   // one lane: three rounds
+			{10, 0, 100, 0}, // every round at once
+			{40, 40, 4, 1},  // four lanes of 10 elements: lockstep
+			{40, 40, 8, 2},  // four lanes, eight messages: two rounds
+		} {
+			for _, inPlace := range []bool{false, true} {
+				cfg := Config{Collective: AllToAll, NRanks: n, Count: c.count, DType: reduce.Int32, Channels: 1,
+					ChunkBytes: c.chunk, AllToAllInFlight: c.inFlight, InPlace: inPlace}
+				for _, rv := range []bool{false, true} {
+					runCollective(t, rng, cfg, ExecOptions{Rendezvous: rv})
+				}
+				p, err := Build(cfg)
+				require.NoError(t, err)
+				w := c.window
+				if w == 0 {
+					w = n // every round at once: no round waits for another
+				}
+				// round and lane of every send and receive step
+				type pos struct{ round, lane int }
+				at := map[int]pos{}
+				lanes := map[int]int{}
+				for i, s := range p.Steps {
+					if s.Kind == KindSend || s.Kind == KindRecv {
+						at[i] = pos{s.Round, lanes[s.Round*2+int(s.Kind)]}
+						lanes[s.Round*2+int(s.Kind)]++
+					}
+				}
+				for i, s := range p.Steps {
+					if s.Kind != KindSend {
+						continue
+					}
+					me := at[i]
+					waits := false
+					for _, d := range s.Deps {
+						dp, ok := at[d]
+						if !ok {
+							continue
+						}
+						require.Equal(t, me.lane, dp.lane, "n=%d %+v step %d waits on another lane", n, c, i)
+						require.Equal(t, me.round-w, dp.round, "n=%d %+v step %d (round %d) waits on round %d", n, c, i, me.round, dp.round)
+						waits = true
+					}
+					require.Equal(t, me.round > w, waits, "n=%d %+v step %d round %d: waits=%v", n, c, i, me.round, waits)
+				}
+			}
+		}
 	}
 }
