@@ -25,7 +25,7 @@ import (
 const metaroceChunk = 512 << 10
 
 // schedChannels is the collectives' default channel count.
-const schedChannels = 2
+const schedChannels = 1
 
 func schedProgs(coll sched.Collective, n int, bytes uint64, channels int) ([][]step, error) {
 	cfg := sched.Config{Collective: coll, NRanks: n, DType: reduce.Uint8, Op: reduce.OpSum,
