@@ -33,7 +33,8 @@ const maxMergedTimeouts = 4
 // PSN lo+i; starts[:n] are the first PSNs of the merged timeouts, in order.
 type timeoutRec struct {
 	lo        wire.PSN
-	sent      Time // send time of the oldest packet the first timeout declared lost
+	next      wire.PSN // the path's next PSN when the first timeout fired
+	sent      Time     // send time of the oldest packet the first timeout declared lost
 	lost      [wire.SackBits / 64]uint64
 	pending   bool
 	markedBad bool // the timeouts moved a path that was active
@@ -54,7 +55,7 @@ func (t *timeoutRec) begin(una, next wire.PSN, sent Time, wasActive bool) {
 		t.markedBad = t.markedBad || wasActive
 		return
 	}
-	*t = timeoutRec{lo: una, sent: sent, markedBad: wasActive, n: 1}
+	*t = timeoutRec{lo: una, next: next, sent: sent, markedBad: wasActive, n: 1}
 	t.starts[0] = una
 }
 
@@ -125,24 +126,44 @@ func (c *Conn) checkSpuriousTimeout(now Time, p *txPath, r *wire.AckRecord) {
 	c.stats.SpuriousTimeouts += uint64(tos)
 	if !to.detected {
 		to.detected = true
-		c.onSpuriousTimeout(now, p)
+		c.onSpuriousTimeout(now, p, to.provedLate(r))
 	}
 }
 
+// provedLate reports whether ack record r was written before the receiver
+// got anything the path sent at or after the record's first timeout: every
+// PSN r acknowledges precedes t.next. Only then does r prove that the
+// timeout fired too early (the acknowledgement, or the peer's event loop,
+// was late). A record that also acknowledges later PSNs, such as the
+// timeout's own retransmissions or a probe, shows the original data
+// arrived but may follow an acknowledgement that was lost: at 10% loss
+// most timeouts are of that kind, and raising the timer floor for them
+// would lengthen every later recovery.
+func (t *timeoutRec) provedLate(r *wire.AckRecord) bool {
+	highest := r.Cum - 1
+	if h := r.Sack.Highest(); h >= 0 {
+		highest = r.Cum + wire.PSN(h) + 1
+	}
+	return highest.Less(t.next)
+}
+
 // onSpuriousTimeout adapts p to a timeout that fired although the route
-// delivered (docs/spec.md §3.2 tail-loss timer): the timer noise of this
-// host, or the peer's, exceeds the RTO. The path's adaptive floor rises to
-// twice its effective floor and at least 1.5 × the time the revealing
-// acknowledgement took, capped at MaxRTO; the consecutive-timeout count
-// and back-off are cleared (the timeout does not count toward
-// BadPathTimeouts); and a path the timeout had moved to probing carries
-// data again at once, since the acknowledgement shows it alive.
-func (c *Conn) onSpuriousTimeout(now Time, p *txPath) {
+// delivered (docs/spec.md §3.2 tail-loss timer). The consecutive-timeout
+// count and back-off are cleared (the timeout does not count toward
+// BadPathTimeouts), and a path the timeout had moved to probing carries
+// data again at once, since the acknowledgement shows it alive. When the
+// acknowledgement proves the timer early (late, see provedLate), the timer
+// noise of this host, or the peer's, exceeds the RTO: the path's adaptive
+// floor rises to twice its effective floor and at least 1.5 × the time the
+// revealing acknowledgement took, capped at MaxRTO.
+func (c *Conn) onSpuriousTimeout(now Time, p *txPath, late bool) {
 	cfg := &c.ep.cfg
-	late := now - p.lastTO.sent
-	eff := max(cfg.MinRTO, p.rtoFloor)
-	p.rtoFloor = min(cfg.MaxRTO, max(2*eff, late+late/2))
-	p.floorSince = now
+	if late {
+		took := now - p.lastTO.sent
+		eff := max(cfg.MinRTO, p.rtoFloor)
+		p.rtoFloor = min(cfg.MaxRTO, max(2*eff, took+took/2))
+		p.floorSince = now
+	}
 	p.timeouts = 0
 	p.backoff = 0
 	p.setRTO(cfg)
