@@ -17,16 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// knownFindings are mandatory cases this module's datapath is known to
-// fail, with the reason; TestSelf reports them instead of failing, so that
-// the suite keeps judging the datapath strictly while the fix is pending.
-var knownFindings = map[string]string{
-	"rate-hint": "restarting on a stale hint the datapath sends the whole 110 kB message at once (one event-loop turn, all DATA with one timestamp); " +
-		"spec §3.5 lets it send at most InitWindow (64 KiB) before the fresh hint, the core allows the sum of its path windows (4 × 64 KiB)",
-}
-
 // TestSelf runs the whole suite against this module's UDP datapath and
-// requires every mandatory case to pass, known findings apart.
+// requires every mandatory case to pass.
 func TestSelf(t *testing.T) {
 	iut, err := udpiut.Listen(1)
 	require.NoError(t, err)
@@ -38,10 +30,6 @@ func TestSelf(t *testing.T) {
 	conformance.WriteTAP(&tap, rs)
 	t.Log("\n" + tap.String())
 	for _, r := range rs {
-		if why, ok := knownFindings[r.Case.ID]; ok && r.Verdict == conformance.Fail {
-			t.Logf("known finding %s (%s): %s", r.Case.ID, why, r.Evidence)
-			continue
-		}
 		if r.Case.Level == conformance.Mandatory {
 			require.Equal(t, conformance.Pass, r.Verdict, "%s: %s", r.Case.ID, r.Evidence)
 		}
@@ -136,6 +124,7 @@ func TestFakeSwitches(t *testing.T) {
 		{"go-back-N", fakeSwitches{goBackN: true}, "sender-loss"},
 		{"same PSN", fakeSwitches{samePSN: true}, "sender-loss"},
 		{"ignores rate hint", fakeSwitches{ignoreHint: true}, "rate-hint"},
+		{"restart burst unbounded", fakeSwitches{restartUnbounded: true}, "rate-hint"},
 		{"stays on blackholed path", fakeSwitches{stayOnBadPath: true}, "blackhole"},
 		{"reordering taken for loss", fakeSwitches{reorderLoss: true}, "sender-reorder"},
 	} {

@@ -66,6 +66,9 @@ func newFakeWith(wrongSack bool, sw fakeSwitches) (*fakeIUT, error) {
 	if rc, err := s.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1) })
 	}
+	// Room for the ACKs of a whole restart window: one lost would make
+	// the tail-loss timer resend data the tester already has.
+	s.SetReadBuffer(4 << 20)
 	f := &fakeIUT{wrongSack: wrongSack, sw: sw, sock: s, comps: make(chan conformance.Completion, 16),
 		accepted: make(chan struct{}, 16), done: make(chan struct{})}
 	f.wg.Add(1)

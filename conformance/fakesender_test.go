@@ -16,6 +16,9 @@ type fakeSwitches struct {
 	ignoreHint    bool // send at full speed whatever the rate hint
 	stayOnBadPath bool // after a timeout keep using the same source port, never probe
 	reorderLoss   bool // treat an ACK of a later packet on any path as loss of the earlier ones
+	// restartUnbounded, restarting on a stale hint, sends the whole
+	// message unpaced instead of at most its path windows (spec §3.5).
+	restartUnbounded bool
 	// lateAcks makes the first lateAcks connections (every one if
 	// negative) read their ACKs only fakeLate after the first DATA, as a
 	// host that stalls the event loop does: the tail-loss timer resends
@@ -27,6 +30,13 @@ const (
 	fakePaths = 3                     // sender paths, ids 1..3 (path 0 carries the receiver's packets)
 	fakeRTO   = 50 * time.Millisecond // tail-loss timer, far above the tester's delays on a loaded host
 	fakeLate  = 80 * time.Millisecond // how long a late connection leaves its ACKs unread, more than fakeRTO
+	// fakeStale is the age past which the fake's hint is stale when data
+	// becomes ready with nothing in flight: its stand-in for one smoothed
+	// RTT, generous for loopback.
+	fakeStale = 2 * time.Millisecond
+	// fakeInitWindow is each path's initial window, bytes: a restart on a
+	// stale hint sends at most fakePaths of it before the next hint.
+	fakeInitWindow = 64 << 10
 )
 
 // fakeClock0 is the origin of the fake's DATA timestamps.
@@ -75,9 +85,14 @@ type fakeSender struct {
 	nextRx map[uint32]uint32           // next group number per flow
 	queue  []*fakeSeg                  // waiting for the pacer
 	hint   uint64                      // bytes/s
-	pace   time.Time
-	order  uint64
-	rr     int
+	hintAt time.Time                   // when hint arrived
+	// restartLeft is what the sender may still send unpaced while it
+	// restarts on a stale hint (restart); it ends with the next hint.
+	restart     bool
+	restartLeft int
+	pace        time.Time
+	order       uint64
+	rr          int
 	// late, lateUntil, unread: ACKs arriving before lateUntil (set by the
 	// first DATA) wait in unread until then; see fakeSwitches.lateAcks.
 	late      bool
@@ -115,8 +130,30 @@ func (s *fakeSender) queueSend(flow uint32, data []byte, tag uint32) {
 }
 
 func (s *fakeSender) onRecvReady(r *wire.RecvReady) {
+	if r.HasPiggy {
+		// A piggybacked hint applies before the RECV_READY (spec §3.5).
+		s.setHint(r.PiggyHint, time.Now())
+	}
 	s.ready[r.Flow] = append(s.ready[r.Flow], *r)
 	s.match(r.Flow)
+}
+
+// setHint applies a rate hint in kbit/s and ends a restart.
+func (s *fakeSender) setHint(kbps uint32, now time.Time) {
+	s.hint, s.hintAt, s.restart = uint64(kbps)*1000/8, now, false
+}
+
+// idle reports whether nothing is queued or in flight.
+func (s *fakeSender) idle() bool {
+	if len(s.queue) > 0 {
+		return false
+	}
+	for _, p := range s.paths {
+		if len(p.out) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // match pairs the flow's oldest send with its next announced group.
@@ -131,6 +168,12 @@ func (s *fakeSender) match(flow uint32) {
 			s.f.sock.WriteToUDP(nk.Append(nil), s.f.peer)
 			s.f.comps <- conformance.Completion{Send: true, Flow: flow, Err: "message too large for the posted buffer"}
 			continue
+		}
+		if now := time.Now(); s.hint > 0 && s.idle() && now.Sub(s.hintAt) > fakeStale {
+			s.restart, s.restartLeft = true, fakePaths*fakeInitWindow
+			if s.sw.restartUnbounded {
+				s.restartLeft = 1 << 40
+			}
 		}
 		seg := s.f.seg
 		sd.left = max(1, (len(sd.data)+seg-1)/seg)
@@ -150,11 +193,19 @@ func (s *fakeSender) tick(now time.Time) {
 		}
 		s.unread = nil
 	}
-	for len(s.queue) > 0 && (s.hint == 0 || s.sw.ignoreHint || !now.Before(s.pace)) {
+	for len(s.queue) > 0 {
+		if s.restart {
+			if s.restartLeft < len(s.queue[0].data) {
+				break // the restart window is spent: wait for a fresh hint
+			}
+			s.restartLeft -= len(s.queue[0].data)
+		} else if s.hint > 0 && !s.sw.ignoreHint && now.Before(s.pace) {
+			break
+		}
 		g := s.queue[0]
 		s.queue = s.queue[1:]
 		s.transmit(s.nextPath(), g, false, now)
-		if s.hint > 0 && !s.sw.ignoreHint {
+		if s.hint > 0 && !s.sw.ignoreHint && !s.restart {
 			s.pace = now.Add(time.Duration(float64(len(g.data)) / float64(s.hint) * 1e9))
 		}
 	}
@@ -232,7 +283,7 @@ func (s *fakeSender) onAck(a *wire.Ack, now time.Time) {
 		s.unread = append(s.unread, *a)
 		return
 	}
-	s.hint = uint64(a.RateHint) * 1000 / 8
+	s.setHint(a.RateHint, now)
 	for i := 0; i < a.N; i++ {
 		r := &a.Records[i]
 		if r.Path == 0 || int(r.Path) > len(s.paths) {

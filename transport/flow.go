@@ -122,7 +122,7 @@ func (c *Conn) send(now Time, fid uint32, length uint64, tag uint32, cookie uint
 	s := &sendMsg{flow: f, length: length, tag: tag, cookie: cookie}
 	f.sends = append(f.sends, s)
 	f.unmatched = append(f.unmatched, s)
-	c.match(f)
+	c.match(now, f)
 	return nil
 }
 
@@ -176,7 +176,7 @@ func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
 // match pairs unmatched sends with announced receive buffers, in posting
 // order: the oldest send takes the buffer of the oldest announced group whose
 // tag equals its own (docs/spec.md §3.4, as NCCL's grouped receives).
-func (c *Conn) match(f *flow) {
+func (c *Conn) match(now Time, f *flow) {
 	// Only the group numbered readyNext may take the next send: a later
 	// group's RECV_READY can overtake an earlier one on another path.
 	for len(f.unmatched) > 0 && len(f.ready) > 0 && f.ready[0].msg == f.readyNext {
@@ -215,6 +215,7 @@ func (c *Conn) match(f *flow) {
 		} else {
 			f.txq = append(f.txq, s)
 			if !f.inActive {
+				c.judgeRestart(now)
 				f.inActive = true
 				c.active = append(c.active, f)
 			}
@@ -235,7 +236,7 @@ func (c *Conn) match(f *flow) {
 
 // onRecvReady stores an announced receive group (a new sequenced packet, so
 // duplicates were already filtered by the path layer).
-func (c *Conn) onRecvReady(r *wire.RecvReady) {
+func (c *Conn) onRecvReady(now Time, r *wire.RecvReady) {
 	f, err := c.getFlow(r.Flow, true)
 	if err != nil {
 		return
@@ -259,7 +260,7 @@ func (c *Conn) onRecvReady(r *wire.RecvReady) {
 	f.ready = append(f.ready, readyGroup{})
 	copy(f.ready[i+1:], f.ready[i:])
 	f.ready[i] = readyGroup{msg: r.Msg, n: r.N, entries: r.Entries}
-	c.match(f)
+	c.match(now, f)
 }
 
 // completeSends reports finished sends of f in posting order.
@@ -442,4 +443,19 @@ func (c *Conn) queueNack(r wire.NackReason, fid, msg uint32, idx uint8, v uint64
 		return
 	}
 	c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpNack, nack: wire.Nack{Reason: r, Index: idx, Flow: fid, Msg: msg, Value: v}})
+}
+
+// judgeRestart decides, once, whether data that becomes ready to send now
+// restarts the connection after idling (docs/spec.md §3.5, "Restart after
+// idling"): only when the peer's latest hint arrived while nothing was
+// ready and nothing is in flight or queued, and cc.AIMD.Restart finds the
+// hint stale. Judging when the data becomes ready, not when the pacer
+// releases its first packet, keeps a hint fresh that arrived in the very
+// RECV_READY that made the data ready, however late the event loop then
+// transmits, and keeps a message queued behind the pacer's last gap paced.
+func (c *Conn) judgeRestart(now Time) {
+	if c.hintIdle && c.inflight == 0 && len(c.ctrlQ) == 0 && len(c.retxQ) == 0 && len(c.active) == 0 {
+		c.cc.Restart(int64(now))
+	}
+	c.hintIdle = false
 }

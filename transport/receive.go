@@ -138,7 +138,7 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 	case wire.OpData:
 		return c.place(now, &e.data)
 	case wire.OpRecvReady:
-		c.onRecvReady(&e.rr2)
+		c.onRecvReady(now, &e.rr2)
 	case wire.OpNack:
 		c.onNack(&e.nack)
 	}

@@ -263,17 +263,6 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 	if len(c.ctrlQ) == 0 && len(c.retxQ) == 0 && len(c.active) == 0 {
 		return Transmit{}, false
 	}
-	if c.hintIdle && c.inflight == 0 && len(c.ctrlQ) == 0 && len(c.retxQ) == 0 {
-		// New data after idling: a hint that arrived before the idle
-		// spell and is a few RTTs old is stale (docs/spec.md
-		// §3.5, cc.AIMD.Restart). The hint's age is judged once, when
-		// the data first appears: time it then waits for the pacer is
-		// not idling, and judging again at each release found the hint
-		// of a message queued behind the previous one's last pacing gap
-		// stale and sent that message as one unpaced initial window.
-		c.cc.Restart(int64(now))
-		c.hintIdle = false
-	}
 	rate := c.cc.PacingRate()
 	c.paceHeld = false
 	if rate > 0 && now < c.paceNext {
