@@ -51,6 +51,7 @@ type PeerSummary struct {
 	Retransmits uint64        `json:"retransmits"`
 	Lost        uint64        `json:"lost"`
 	Timeouts    uint64        `json:"timeouts"`
+	SpuriousTO  uint64        `json:"spurious_timeouts"`
 	ECNMarks    uint64        `json:"ecn_marks"`
 	PathChanges uint64        `json:"path_changes"`
 	RTTUs       float64       `json:"rtt_us"`
