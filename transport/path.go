@@ -47,7 +47,7 @@ type retxItem struct {
 	off  uint64
 	n    int
 	ctrl *ctrlPkt
-	pref int // the path that lost it (docs/spec.md §3.2: retransmit on the same path unless it is bad)
+	pref int // the path that lost it (docs/spec.md §3.2: retransmit on the same path unless it is bad); -1 for any
 }
 
 // ctrlPkt is a sequenced control packet (RECV_READY or NACK).
@@ -91,7 +91,8 @@ type txPath struct {
 	// between shows a dead route, even when the path carries packets too
 	// sparsely (RECV_READYs, a stalled flow) for two of them to be
 	// overtaken at once.
-	suspect bool
+	suspect    bool
+	suspectPSN wire.PSN // the packet onTailLoss declared lost; its late acknowledgement clears suspect too
 
 	// rtoFloor is the path's adaptive extra floor under the RTO, raised
 	// by spurious timeouts and decayed without them (spurious.go); 0 until
@@ -244,6 +245,11 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		}
 	}
 	p.advanceUna()
+	if p.suspect && recordHas(r, p.suspectPSN) {
+		// The packet the overtaken rule gave up on arrived after all:
+		// the route is slow, not dead.
+		p.suspect = false
+	}
 	if ackedPkts > 0 {
 		c.ackedSent = max(c.ackedSent, newest)
 		p.suspect = false
@@ -344,16 +350,18 @@ func (p *txPath) passedTwice(ackedSent Time) bool {
 
 // onTailLoss handles the oldest packet of p overdue by the other paths'
 // progress while the packets after it were not overtaken (docs/spec.md
-// §3.2): it alone is declared lost and queued again, on whichever path
-// has room rather than on p, whose route is now suspect (a RECV_READY
-// retransmitted into a dead route stalled its flow for another round of
-// the rule). Windows, back-off and the path's health are left alone: on a
+// §3.2): it alone is declared lost and queued again, for the active path
+// with the most free window rather than for p in particular (p often wins,
+// its window just freed; keeping it out delayed the repair of random
+// losses more than it sped up dead routes in the simulator), and p's route
+// is now suspect until an acknowledgement on p, or of this very packet,
+// arrives. Windows, back-off and the path's health are left alone: on a
 // lossy fabric this is the ordinary loss of the last packet sent on a
 // path, which resetting the window and moving the path (onPathTimeout)
 // would punish as a failure.
 func (c *Conn) onTailLoss(now Time, p *txPath) {
 	rec := p.rec(p.una)
-	p.suspect = true
+	p.suspect, p.suspectPSN = true, p.una
 	if rec.state == recOut {
 		q := len(c.retxQ)
 		c.declareLost(p, rec)

@@ -80,8 +80,7 @@ func (t *timeoutRec) takeAcked(r *wire.AckRecord) (pkts, timeouts int) {
 			b := bits.TrailingZeros64(m)
 			m &^= 1 << uint(b)
 			q := t.lo + wire.PSN(w*64+b)
-			d := q.Diff(r.Cum)
-			if d < 0 || d > 0 && r.Sack.Has(int(d)-1) {
+			if recordHas(r, q) {
 				t.lost[w] &^= 1 << uint(b)
 				pkts++
 				j := t.n - 1
@@ -98,6 +97,14 @@ func (t *timeoutRec) takeAcked(r *wire.AckRecord) (pkts, timeouts int) {
 	}
 	t.pending = left
 	return pkts, timeouts
+}
+
+// recordHas reports whether ACK record r shows PSN q received: below the
+// cumulative PSN, or its bit in the SACK bitmap (bit i stands for
+// Cum+1+i; Cum itself is the first PSN missing).
+func recordHas(r *wire.AckRecord, q wire.PSN) bool {
+	d := q.Diff(r.Cum)
+	return d < 0 || d > 0 && r.Sack.Has(int(d)-1)
 }
 
 // checkSpuriousTimeout applies ACK record r to p's latest timeout: every
