@@ -46,6 +46,10 @@ type Conn struct {
 	cc *cc.AIMD
 
 	flows map[uint32]*flow
+	// released holds the flow ids released by ReleaseFlow (the latest
+	// maxTombstones, oldest first in releasedOrder).
+	released      map[uint32]struct{}
+	releasedOrder []uint32
 
 	// Sequenced work waiting for a path, in priority order.
 	ctrlQ    []*ctrlPkt // RECV_READY and NACK packets never sent yet

@@ -59,3 +59,11 @@ func CheckFootprint(e *Endpoint) error {
 	}
 	return nil
 }
+
+// FlowCount is how many flows connection id of e holds state for.
+func FlowCount(e *Endpoint, id ConnID) int {
+	if c := e.conns[id]; c != nil {
+		return len(c.flows)
+	}
+	return -1
+}

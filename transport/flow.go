@@ -23,6 +23,7 @@ type flow struct {
 	// for 670 µs). Flows with a non-empty txq take turns (Conn.active).
 	txq      []*sendMsg
 	inActive bool // f is in its connection's active list
+	released bool // ReleaseFlow was called: freed once idle (reapFlow)
 
 	// Receiver side.
 	recvs   []*recvGroup // posting order, until reported complete
@@ -84,6 +85,9 @@ type recvEntry struct {
 func (c *Conn) getFlow(id uint32, create bool) (*flow, error) {
 	f := c.flows[id]
 	if f == nil && create {
+		if c.isReleased(id) {
+			return nil, c.errf(ErrInvalid, "flow %d was released", id)
+		}
 		if len(c.flows) >= c.ep.cfg.MaxFlowsPerConn {
 			return nil, c.errf(ErrLimit, "more than %d flows", c.ep.cfg.MaxFlowsPerConn)
 		}
@@ -279,6 +283,7 @@ func (c *Conn) completeSends(f *flow) {
 	if n > 0 {
 		clear(f.sends[:n])
 		f.sends = f.sends[n:]
+		c.reapFlow(f)
 	}
 }
 
@@ -395,6 +400,7 @@ func (c *Conn) completeRecvs(f *flow) {
 		clear(f.recvs[:n])
 		f.recvs = f.recvs[n:]
 		f.doneMsg += uint32(n)
+		c.reapFlow(f)
 	}
 }
 

@@ -423,6 +423,7 @@ func (c *Conn) dropActive() {
 	copy(c.active[c.actRR:], c.active[c.actRR+1:])
 	c.active[len(c.active)-1] = nil
 	c.active = c.active[:len(c.active)-1]
+	c.reapFlow(f)
 }
 
 func (c *Conn) sendData(now Time, s *sendMsg, off uint64, n int, pref int, retx bool, buf []byte) (Transmit, bool) {

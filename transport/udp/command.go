@@ -12,6 +12,7 @@ const (
 	cmdSend
 	cmdRecv
 	cmdClose
+	cmdRelease // release a flow (transport.Endpoint.ReleaseFlow)
 	cmdShutdown
 	cmdFunc // run fn on the loop (statistics)
 )
@@ -103,6 +104,10 @@ func (e *Endpoint) apply(now transport.Time, cmd *command) {
 	case cmdClose:
 		if !c.gone && c.id != 0 {
 			e.core.Close(now, c.id)
+		}
+	case cmdRelease:
+		if !c.gone && c.id != 0 {
+			_ = e.core.ReleaseFlow(now, c.id, cmd.flow)
 		}
 	case cmdShutdown:
 		if !e.stopping {

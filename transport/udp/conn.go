@@ -90,6 +90,19 @@ func (c *Conn) Recv(flow uint32, bufs [][]byte, tags []uint32) (*Request, error)
 	return r, nil
 }
 
+// ReleaseFlow says this side is finished with flow: its state on the
+// connection is freed once its requests in flight complete, so that a
+// connection carrying many short-lived flows over its life (one per NCCL
+// comm, say) does not run into the core's MaxFlowsPerConn. The flow id
+// must not be used again on this connection; Send or Recv on it then
+// fails. Releasing is local: the peer releases its side on its own.
+func (c *Conn) ReleaseFlow(flow uint32) error {
+	if err := c.closedErr(); err != nil {
+		return err
+	}
+	return c.ep.enqueue(command{kind: cmdRelease, conn: c, flow: flow})
+}
+
 // closeWait bounds how long Close waits for the peer's acknowledgement; the
 // core gives up after 4 × HandshakeRetry on its own.
 const closeWait = 5 * time.Second

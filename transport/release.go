@@ -1,0 +1,66 @@
+package transport
+
+// Releasing flows. A connection that outlives its users (the NCCL plugin
+// shares one connection per peer among all comms to that peer) would
+// otherwise keep every flow it ever carried until it reached
+// MaxFlowsPerConn and refused new ones. ReleaseFlow lets the owner of a
+// flow say it is finished with it: the flow's state goes as soon as
+// nothing of it is in progress on this side. Each side releases on its
+// own; a flow id, once released, must not be used again by either side.
+
+// maxTombstones bounds how many released flow ids a connection remembers,
+// so that a late duplicate RECV_READY of a released flow is dropped
+// instead of bringing the flow back; older ids are forgotten first.
+const maxTombstones = 1024
+
+// ReleaseFlow releases flow on connection id: once it has no send, receive
+// or matched message in progress, its state is freed, now or when the last
+// one completes. Announced receive groups of the peer that no send matched
+// are dropped with it. A flow id that was never used is simply remembered
+// as released. Using a released flow id again is an error (ErrInvalid).
+func (e *Endpoint) ReleaseFlow(now Time, id ConnID, flow uint32) error {
+	c := e.conns[id]
+	if c == nil {
+		return &ConnError{Conn: id, Err: ErrUnknownConn}
+	}
+	e.touch(c)
+	if c.isReleased(flow) {
+		return nil
+	}
+	c.tombstone(flow)
+	if f := c.flows[flow]; f != nil {
+		f.released = true
+		c.reapFlow(f)
+	}
+	return nil
+}
+
+// isReleased reports whether flow was released (and is still remembered).
+func (c *Conn) isReleased(flow uint32) bool {
+	_, ok := c.released[flow]
+	return ok
+}
+
+// tombstone remembers flow as released, forgetting the oldest id beyond
+// maxTombstones.
+func (c *Conn) tombstone(flow uint32) {
+	if c.released == nil {
+		c.released = make(map[uint32]struct{})
+	}
+	c.released[flow] = struct{}{}
+	c.releasedOrder = append(c.releasedOrder, flow)
+	if len(c.releasedOrder) > maxTombstones {
+		delete(c.released, c.releasedOrder[0])
+		c.releasedOrder = c.releasedOrder[1:]
+	}
+}
+
+// reapFlow frees a released flow once nothing of it is in progress.
+func (c *Conn) reapFlow(f *flow) {
+	if !f.released || len(f.sends) > 0 || len(f.unmatched) > 0 || len(f.txq) > 0 || f.inActive || len(f.recvs) > 0 {
+		return
+	}
+	if c.flows[f.id] == f {
+		delete(c.flows, f.id)
+	}
+}
