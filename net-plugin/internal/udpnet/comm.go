@@ -12,8 +12,10 @@ const closeGrace = 2 * time.Second
 
 // drain waits up to closeGrace for the requests still in flight and, if some
 // remain, closes p's connection, which fails them; either way, once it
-// returns the datapath no longer touches their buffers. It then drops the
-// comm's reference on p.
+// returns the datapath no longer touches their buffers. It then releases
+// the comm's flow (peer.dataFlow: no other comm ever uses it, and a
+// connection that outlives many comms must not keep them all) and drops
+// the comm's reference on p.
 func drain(p *peer, flow uint32, inflight []*udp.Request) {
 	if len(inflight) > 0 {
 		t := time.NewTimer(closeGrace)
@@ -28,6 +30,7 @@ func drain(p *peer, flow uint32, inflight []*udp.Request) {
 			}
 		}
 	}
+	_ = p.conn.ReleaseFlow(flow)
 	p.d.release(p)
 }
 

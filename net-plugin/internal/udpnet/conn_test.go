@@ -236,3 +236,39 @@ func TestDeviceProperties(t *testing.T) {
 	require.Equal(t, 1, devs[0].Planes)
 	require.Equal(t, "udp", b.Name())
 }
+
+// TestManyCommsOverOneConnection opens and closes comm pairs, in both
+// directions, many more times than the connection may hold flows at once:
+// every closed comm releases its flow, and both sides' listeners, which
+// number their flows alike, never collide on the shared connection.
+// Without the release the ninth comm on a side fails.
+func TestManyCommsOverOneConnection(t *testing.T) {
+	old := maxFlowsPerConn
+	maxFlowsPerConn = 8
+	t.Cleanup(func() { maxFlowsPerConn = old })
+	a, b := newBackend(t, 21), newBackend(t, 22)
+	// A pair that stays open keeps the shared connection alive (the last
+	// comm to close a peer would otherwise close the connection too).
+	connect(t, a, b)
+	for i := 0; i < 40; i++ {
+		sb, rb := a, b
+		if i%2 == 1 {
+			sb, rb = b, a
+		}
+		sc, rc := connect(t, sb, rb)
+		buf := make([]byte, 64)
+		r, err := rc.Irecv([][]byte{buf}, []int32{int32(i)})
+		require.NoError(t, err)
+		require.NotNil(t, r)
+		msg := []byte("comm " + strconv.Itoa(i))
+		s, err := sc.Isend(msg, int32(i))
+		require.NoError(t, err)
+		require.NotNil(t, s)
+		var sizes [backend.MaxRecvs]int
+		backendtest.Wait(t, s, nil)
+		backendtest.Wait(t, r, sizes[:])
+		require.Equal(t, msg, buf[:sizes[0]], "comm %d", i)
+		require.NoError(t, sc.Close())
+		require.NoError(t, rc.Close())
+	}
+}

@@ -115,10 +115,30 @@ type peer struct {
 	key  string
 	name string // printable per-plane addresses of the peer
 
+	// dialed is true when this side dialed the connection (the other side
+	// accepted it); both ends agree on it, which makes dataFlow agree.
+	dialed bool
+
 	// Guarded by d.mu.
 	refs  int
 	dead  bool
 	flows map[uint32]bool // flows we connected over it
+}
+
+// dataFlow is the flow a comm uses on p's connection, from the flow its
+// listener allocated and whether that listener is on this side. Each side
+// numbers its listeners 1, 2, 3, … on its own, so the listener's number
+// alone is not unique on a connection both sides listen over; doubling it
+// and adding whether the listener's side dialed the connection is. A comm's
+// two ends compute the same flow, and no flow is ever used twice on a
+// connection, so each can be released when its comm closes.
+func (p *peer) dataFlow(listenFlow uint32, listenerHere bool) uint32 {
+	listenerDialed := p.dialed == listenerHere
+	f := 2 * listenFlow
+	if listenerDialed {
+		f++
+	}
+	return f
 }
 
 // peerKey identifies a remote endpoint by its per-plane addresses.
@@ -136,7 +156,7 @@ func peerKey(addrs []netip.AddrPort) string {
 // adopt registers a new connection and starts its control loop. A dialed
 // connection starts with one reference (the connect that made it).
 func (d *device) adopt(c *udp.Conn, dialed bool) *peer {
-	p := &peer{d: d, conn: c, key: peerKey(c.RemoteAddrs()), flows: map[uint32]bool{}}
+	p := &peer{d: d, conn: c, key: peerKey(c.RemoteAddrs()), dialed: dialed, flows: map[uint32]bool{}}
 	p.name = p.key
 	d.mu.Lock()
 	if d.closed {
@@ -216,7 +236,7 @@ func (d *device) handleCtrl(p *peer, m ctrlMsg) {
 	default:
 		l.from[p] = true
 		p.refs++
-		l.ready = append(l.ready, newRecvConn(p, m.Flow))
+		l.ready = append(l.ready, newRecvConn(p, p.dataFlow(m.Flow, true)))
 		reply.Kind = ctrlAccept
 	}
 	d.mu.Unlock()

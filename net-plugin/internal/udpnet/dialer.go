@@ -43,7 +43,7 @@ func (dl *dialer) run(ctx context.Context) {
 		}
 		retry, err := d.announce(ctx, p, dl.h)
 		if err == nil {
-			dl.sc = newSendConn(p, dl.h.Flow)
+			dl.sc = newSendConn(p, p.dataFlow(dl.h.Flow, false))
 			return
 		}
 		d.release(p)

@@ -50,9 +50,11 @@ const MaxSendRequests = 32 * backend.MaxRecvs
 // MaxRecvRequests is the number of grouped receives one comm can have posted.
 const MaxRecvRequests = 64
 
-// maxFlowsPerConn bounds flows per shared connection. The datapath never
-// forgets a flow, and every comm pair to a peer takes a fresh one.
-const maxFlowsPerConn = 1 << 20
+// maxFlowsPerConn bounds the flows a shared connection holds at once. Every
+// comm pair to a peer takes a fresh flow (peer.dataFlow), released when the
+// comm closes, so this bounds comms open at once to one peer, not over the
+// connection's life. A variable so that tests can make it small.
+var maxFlowsPerConn = 1 << 16
 
 // Backend implements backend.Backend over the MetaRoCE datapath.
 type Backend struct {
