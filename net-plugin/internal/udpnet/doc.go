@@ -15,7 +15,11 @@
 //     writes both, with the endpoint's per-plane addresses, into the listen
 //     handle. The dialer announces the flow on the connection's control flow
 //     (flow 0); the listening side answers accept or reject, so a connect
-//     completes only when the receiver knows the flow.
+//     completes only when the receiver knows the flow. On the connection the
+//     comm's data travel on twice the listener's flow id, plus one when the
+//     listener's side dialed the connection: both sides number their
+//     listeners alike, and this keeps every comm's flow unique on the
+//     shared connection, so that closing a comm releases its flow.
 //   - connect/accept never block: Dial and the announcement run in a
 //     goroutine that Dialer.Step polls; announcements land in the listener's
 //     queue that Listener.Accept polls.
