@@ -142,6 +142,17 @@ type Event struct {
 	Tag    uint32
 	Err    error
 	Addr   []byte
+	// Final is, on EvClosed, the connection's counters as it ended: the
+	// core forgets the connection right after the event, and a user who
+	// asks what happened (why it died, how much it retransmitted) asks
+	// then. Nil on every other event.
+	Final *FinalStats
+}
+
+// FinalStats are a closed connection's last counters (Event.Final).
+type FinalStats struct {
+	Conn  ConnStats
+	Paths []PathStats
 }
 
 // nowTS truncates a time to the 32-bit timestamp carried in DATA.

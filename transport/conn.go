@@ -175,7 +175,16 @@ func (c *Conn) fail(now Time, err error) {
 	}
 	c.failOps(err)
 	c.state = stateClosed
-	c.ep.emit(Event{Kind: EvClosed, Conn: c.id, Remote: c.remote, Err: err})
+	fin := &FinalStats{}
+	fin.Conn, _ = c.ep.Stats(c.id)
+	for i := 0; ; i++ {
+		ps, ok := c.ep.PathStats(c.id, i)
+		if !ok {
+			break
+		}
+		fin.Paths = append(fin.Paths, ps)
+	}
+	c.ep.emit(Event{Kind: EvClosed, Conn: c.id, Remote: c.remote, Err: err, Final: fin})
 	c.ep.removeConn(c)
 }
 

@@ -178,6 +178,9 @@ func (e *Endpoint) drainEvents() {
 				continue
 			}
 			delete(e.conns, ev.Conn)
+			if ev.Final != nil {
+				c.final = ev.Final
+			}
 			// Keep the peer's addresses until the next transmit pass:
 			// the core may still owe it a datagram (the reply to its
 			// CLOSE) that leaves after this event.

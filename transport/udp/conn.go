@@ -23,6 +23,7 @@ type Conn struct {
 	rid     transport.RemoteID
 	dialing bool
 	gone    bool
+	final   *transport.FinalStats // the counters as the connection ended (Stats after it is gone)
 }
 
 func newConn(e *Endpoint, remote []netip.AddrPort) *Conn {
@@ -129,15 +130,18 @@ func (c *Conn) Close() error {
 }
 
 // Stats returns a snapshot of the connection's counters; a closed
-// connection reports State "closed" and zero counters.
+// connection reports them as they were when it ended, with State "closed".
 func (c *Conn) Stats() transport.ConnStats {
 	ch := make(chan transport.ConnStats, 1)
 	err := c.ep.enqueue(command{kind: cmdFunc, fn: func() {
 		st, ok := transport.ConnStats{State: "closed"}, false
-		if !c.gone {
+		switch {
+		case !c.gone:
 			if st, ok = c.ep.core.Stats(c.id); !ok {
 				st = transport.ConnStats{State: "closed"}
 			}
+		case c.final != nil:
+			st = c.final.Conn
 		}
 		ch <- st
 	}})
@@ -153,11 +157,14 @@ func (c *Conn) Stats() transport.ConnStats {
 }
 
 // PathStats returns a snapshot of the counters of every path of the
-// connection (nil once it is closed).
+// connection; once it is closed, as they were when it ended.
 func (c *Conn) PathStats() []transport.PathStats {
 	ch := make(chan []transport.PathStats, 1)
 	err := c.ep.enqueue(command{kind: cmdFunc, fn: func() {
 		var out []transport.PathStats
+		if c.gone && c.final != nil {
+			out = append(out, c.final.Paths...)
+		}
 		for i := 0; !c.gone; i++ {
 			ps, ok := c.ep.core.PathStats(c.id, i)
 			if !ok {
