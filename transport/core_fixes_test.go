@@ -40,28 +40,37 @@ func TestMessagesOfAFlowGoInOrder(t *testing.T) {
 	require.Less(t, int64(first), int64(last)/3, "first of %d messages done at %v, last at %v", msgs, first, last)
 }
 
-// TestRateHintsCountEveryIncastSender: N senders whose receives are posted
-// at one instant are each hinted about InboundRate/N. A cached count that
-// was never refreshed once hinted the whole inbound rate to every sender.
-func TestRateHintsCountEveryIncastSender(t *testing.T) {
-	const senders = 4
-	ncfg := baseNet(2)
-	n := transporttest.New(ncfg)
+// senderConn is one sender's connection to the receiver, seen from each end.
+type senderConn struct{ s, r transport.ConnID }
+
+// hintedIncast builds a receiver (node 0) that hints its inbound rate, and
+// senders nodes 1..senders connected to it.
+func hintedIncast(t *testing.T, seed uint64, senders int) (*transporttest.Net, int, []senderConn) {
+	t.Helper()
+	n := transporttest.New(baseNet(seed))
 	cfg := baseCfg()
 	cfg.InboundRate = linkRate
 	cfg.Listen = true
 	recv := n.AddNode(cfg)
 	cfg.Listen = false
-	type conn struct{ s, r transport.ConnID }
-	var cs []conn
 	for i := 0; i < senders; i++ {
 		n.AddNode(cfg)
 	}
+	var cs []senderConn
 	for i := 0; i < senders; i++ {
 		s, r, err := n.Connect(i+1, recv)
 		require.NoError(t, err)
-		cs = append(cs, conn{s, r})
+		cs = append(cs, senderConn{s, r})
 	}
+	return n, recv, cs
+}
+
+// TestRateHintsCountEveryIncastSender: N senders whose receives are posted
+// at one instant are each hinted about InboundRate/N. A cached count that
+// was never refreshed once hinted the whole inbound rate to every sender.
+func TestRateHintsCountEveryIncastSender(t *testing.T) {
+	const senders = 4
+	n, recv, cs := hintedIncast(t, 2, senders)
 	const size = 4 << 20
 	for i, c := range cs {
 		_, err := n.PostRecv(recv, c.r, 0, transporttest.RecvSpec{Cap: size})
@@ -151,22 +160,7 @@ func TestBlackholedRouteFoundInRTTs(t *testing.T) {
 // whole transfer.
 func TestRateHintsFollowTheSendersThatSend(t *testing.T) {
 	const senders = 4
-	n := transporttest.New(baseNet(5))
-	cfg := baseCfg()
-	cfg.InboundRate = linkRate
-	cfg.Listen = true
-	recv := n.AddNode(cfg)
-	cfg.Listen = false
-	type conn struct{ s, r transport.ConnID }
-	var cs []conn
-	for i := 0; i < senders; i++ {
-		n.AddNode(cfg)
-	}
-	for i := 0; i < senders; i++ {
-		s, r, err := n.Connect(i+1, recv)
-		require.NoError(t, err)
-		cs = append(cs, conn{s, r})
-	}
+	n, recv, cs := hintedIncast(t, 5, senders)
 	const size = 4 << 20
 	for _, c := range cs {
 		_, err := n.PostRecv(recv, c.r, 0, transporttest.RecvSpec{Cap: size})
