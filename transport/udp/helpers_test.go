@@ -28,7 +28,6 @@ type pair struct {
 // second and accepts.
 func newPair(t testing.TB, cfg Config) *pair {
 	t.Helper()
-	ctx := testCtx(t)
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
 	}
@@ -39,6 +38,13 @@ func newPair(t testing.TB, cfg Config) *pair {
 	eb, err := Listen(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { eb.Close() })
+	return join(t, ea, eb)
+}
+
+// join dials eb from ea and accepts on eb.
+func join(t testing.TB, ea, eb *Endpoint) *pair {
+	t.Helper()
+	ctx := testCtx(t)
 	type res struct {
 		c   *Conn
 		err error
@@ -52,6 +58,7 @@ func newPair(t testing.TB, cfg Config) *pair {
 	require.NoError(t, err)
 	r := <-acc
 	require.NoError(t, r.err)
+	require.NotNil(t, r.c)
 	return &pair{ea: ea, eb: eb, a: a, b: r.c}
 }
 
@@ -79,21 +86,11 @@ func mustAddr(s string) netip.Addr   { return netip.MustParseAddr(s) }
 // newPairNoCleanup is newPair for tests that close the endpoints themselves.
 func newPairNoCleanup(t testing.TB, cfg Config) *pair {
 	t.Helper()
-	ctx := testCtx(t)
 	cfg.Seed = 11
 	ea, err := Listen(cfg)
 	require.NoError(t, err)
 	cfg.Seed++
 	eb, err := Listen(cfg)
 	require.NoError(t, err)
-	acc := make(chan *Conn, 1)
-	go func() {
-		c, _ := eb.Accept(ctx)
-		acc <- c
-	}()
-	a, err := ea.Dial(ctx, eb.Addrs())
-	require.NoError(t, err)
-	b := <-acc
-	require.NotNil(t, b)
-	return &pair{ea: ea, eb: eb, a: a, b: b}
+	return join(t, ea, eb)
 }

@@ -39,17 +39,7 @@ func labPair(t testing.TB, links int, cfg Config) (*netlab.Lab, *pair) {
 		e := *ep
 		t.Cleanup(func() { e.Close() })
 	}
-	ctx := testCtx(t)
-	acc := make(chan *Conn, 1)
-	go func() {
-		c, _ := eb.Accept(ctx)
-		acc <- c
-	}()
-	a, err := ea.Dial(ctx, eb.Addrs())
-	require.NoError(t, err)
-	b := <-acc
-	require.NotNil(t, b)
-	return lab, &pair{ea: ea, eb: eb, a: a, b: b}
+	return lab, join(t, ea, eb)
 }
 
 func linkDeltas(t testing.TB, lab *netlab.Lab, before []netlab.LinkCounter) []uint64 {
