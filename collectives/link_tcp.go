@@ -224,6 +224,15 @@ func (s *tcpStream) drain(q chan *tcpOp) {
 	}
 }
 
+// abort ends the stream on err: op and every request still queued on q
+// fail with the stream's failure.
+func (s *tcpStream) abort(op *tcpOp, q chan *tcpOp, err error) {
+	s.fail(err)
+	op.err = s.failure()
+	close(op.done)
+	s.drain(q)
+}
+
 func (s *tcpStream) writer() {
 	var hdr [8]byte
 	for {
@@ -235,10 +244,7 @@ func (s *tcpStream) writer() {
 				_, err = s.c.Write(op.buf)
 			}
 			if err != nil {
-				s.fail(err)
-				op.err = s.failure()
-				close(op.done)
-				s.drain(s.sends)
+				s.abort(op, s.sends, err)
 				return
 			}
 			close(op.done)
@@ -269,10 +275,7 @@ func (s *tcpStream) reader() {
 			}
 		}
 		if err != nil {
-			s.fail(err)
-			op.err = s.failure()
-			close(op.done)
-			s.drain(s.recvs)
+			s.abort(op, s.recvs, err)
 			return
 		}
 		close(op.done)
