@@ -3,6 +3,8 @@ package udp
 import (
 	"runtime"
 	"time"
+
+	"github.com/metaroce/metaroce/transport"
 )
 
 // Caller-runs: a user goroutine that finds the datapath idle runs the turn
@@ -31,7 +33,11 @@ func (e *Endpoint) enqueueFast(c command) error {
 	e.nCmds.Add(1)
 	e.mu.Unlock()
 	if e.drive.TryLock() {
-		e.assist(nil)
+		if c.kind == cmdSend {
+			e.sendTurn()
+		} else {
+			e.assist(nil)
+		}
 		e.drive.Unlock()
 		return nil
 	}
@@ -71,6 +77,13 @@ func (e *Endpoint) assist(awaited func() bool) bool {
 		e.wake()
 		return true
 	}
+	return e.assistOut(now, busy)
+}
+
+// assistOut ends a caller's turn: it transmits, then re-arms the loop's
+// timer or wakes the loop as assist describes, and reports whether the
+// turn moved anything.
+func (e *Endpoint) assistOut(now transport.Time, busy bool) bool {
 	before := e.lastBusy
 	now, more := e.turnOut(now, busy)
 	if more || e.stopping {
@@ -81,6 +94,23 @@ func (e *Endpoint) assist(awaited func() bool) bool {
 		e.timer.arm(now, e.nextWake())
 	}
 	return busy || e.lastBusy != before
+}
+
+// sendTurn is the turn a Send runs in the calling goroutine, which holds
+// e.drive: it applies the queued commands and transmits, and leaves reading
+// the sockets and running the timers to the loop or a waiter. A send needs
+// neither: what arrived meanwhile is read by whoever watches the sockets
+// (the loop, woken by the arrival, or a goroutine spinning in Wait), and a
+// RECV_READY not yet read only means the message leaves from that turn
+// instead. Skipping the read saves a system call that finds nothing in a
+// ping-pong, about 0.7 µs of a 16 µs loopback round trip
+// (BenchmarkLoopbackRTT).
+func (e *Endpoint) sendTurn() {
+	if e.dead {
+		return
+	}
+	now := e.now()
+	e.assistOut(now, e.runCommands(now))
 }
 
 // progress runs one turn if the datapath is free and reports whether it did
