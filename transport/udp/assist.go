@@ -32,7 +32,7 @@ func (e *Endpoint) enqueueFast(c command) error {
 	e.cmds = append(e.cmds, c)
 	e.nCmds.Add(1)
 	e.mu.Unlock()
-	if e.drive.TryLock() {
+	if e.tryDrive() {
 		if c.kind == cmdSend {
 			e.sendTurn()
 		} else {
@@ -46,6 +46,32 @@ func (e *Endpoint) enqueueFast(c command) error {
 	// before it sleeps).
 	e.wake()
 	return nil
+}
+
+// driveWait bounds how long a caller waits for the drive lock before it
+// hands its command to the holder. The holder is mostly the loop running a
+// short turn (a wake-up's acknowledgement, a timer): waiting it out and
+// transmitting inline costs less than the hand-off, which makes the loop
+// run one more turn, its poll included, before the message leaves. In a
+// loopback ping-pong about half the sends found the lock held, and waiting
+// took the round trip from 1.54 to 1.48 times raw UDP's
+// (BenchmarkLoopbackRTT).
+const driveWait = 10 * time.Microsecond
+
+// tryDrive takes e.drive if it is free or freed within driveWait, yielding
+// the processor between attempts, and reports whether it did.
+func (e *Endpoint) tryDrive() bool {
+	if e.drive.TryLock() {
+		return true
+	}
+	start := time.Now()
+	for time.Since(start) < driveWait {
+		runtime.Gosched()
+		if e.drive.TryLock() {
+			return true
+		}
+	}
+	return false
 }
 
 // wake wakes the loop if it sleeps or is parked.
