@@ -103,6 +103,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.AllToAllInFlight == 0 {
 		c.AllToAllInFlight = DefaultAllToAllInFlight
 	}
+	if c.Transport == TransportMetaRoCE && c.UDP.Core.ConcurrentSenders == 0 {
+		// No schedule lets more peers send to a rank at once than the
+		// all-to-all keeps in flight (the rings, trees and pairwise
+		// rounds take one peer each): the endpoint's starting rate hints
+		// divide its inbound capacity by that, not by every peer
+		// (docs/spec.md §3.5). A call that asks for more in flight only
+		// overshoots for its first RTT.
+		c.UDP.Core.ConcurrentSenders = c.AllToAllInFlight
+	}
 	if c.Timeout <= 0 {
 		c.Timeout = 60 * time.Second
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/udp"
 )
 
 // TestConfigChunkDefault: the pipelining unit and the channel count default
@@ -34,6 +36,13 @@ func TestConfigChunkDefault(t *testing.T) {
 	c, err := Config{AllToAllInFlight: 1}.withDefaults()
 	require.NoError(t, err)
 	assert.Equal(t, 1, c.AllToAllInFlight, "an explicit lockstep is kept")
+	assert.Equal(t, 1, c.UDP.Core.ConcurrentSenders, "the endpoint hears of the schedules' bound")
+	c, err = Config{}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultAllToAllInFlight, c.UDP.Core.ConcurrentSenders)
+	c, err = Config{UDP: udp.Config{Core: transport.Config{ConcurrentSenders: 9}}}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, 9, c.UDP.Core.ConcurrentSenders, "an explicit bound is kept")
 	_, err = Config{AllToAllInFlight: -1}.withDefaults()
 	assert.ErrorContains(t, err, "all-to-all messages in flight")
 }

@@ -58,6 +58,12 @@ type Config struct {
 	// current share, at least InitialRTT and at most ActiveWindow
 	// (docs/spec.md §3.5). Default 1 ms.
 	ActiveWindow Time
+	// ConcurrentSenders is the most connections the application lets send
+	// to this endpoint at once, when it knows (a collective's schedule
+	// does); 0, the default, means any established connection may start
+	// at any time. It bounds the count a starting sender's rate hint
+	// divides the inbound capacity by (docs/spec.md §3.5).
+	ConcurrentSenders int
 	// MaxConns bounds connections (established plus handshaking). Default 4096.
 	MaxConns int
 	// MaxFlowsPerConn bounds flows per connection. Default 1024.

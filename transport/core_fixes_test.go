@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/metaroce/metaroce/transport"
@@ -184,5 +185,46 @@ func TestRateHintsFollowTheSendersThatSend(t *testing.T) {
 			}
 			return done == i+1
 		}, 10*transport.Millisecond), "transfer %d", i)
+	}
+}
+
+// TestStartingHintHonoursConcurrentSenders: a sender that has not sent yet
+// is hinted the inbound rate divided by the connections that may start at
+// once, halved when that is more than one (docs/spec.md §3.5): every
+// established connection by default, at most Config.ConcurrentSenders when
+// the application bounds them.
+func TestStartingHintHonoursConcurrentSenders(t *testing.T) {
+	const senders = 8
+	for _, tc := range []struct {
+		concurrent int
+		divisor    float64
+	}{{0, 2 * senders}, {2, 2 * 2}, {1, 1}, {senders * 2, 2 * senders}} {
+		t.Run(fmt.Sprint(tc.concurrent), func(t *testing.T) {
+			n := transporttest.New(baseNet(5))
+			cfg := baseCfg()
+			cfg.InboundRate = linkRate
+			cfg.Listen = true
+			cfg.ConcurrentSenders = tc.concurrent
+			recv := n.AddNode(cfg)
+			cfg.Listen, cfg.ConcurrentSenders = false, 0
+			for i := 0; i < senders; i++ {
+				n.AddNode(cfg)
+			}
+			var first senderConn
+			for i := 0; i < senders; i++ {
+				s, r, err := n.Connect(i+1, recv)
+				require.NoError(t, err)
+				if i == 0 {
+					first = senderConn{s, r}
+				}
+			}
+			_, err := n.PostRecv(recv, first.r, 0, transporttest.RecvSpec{Cap: 64 << 10})
+			require.NoError(t, err)
+			require.NoError(t, n.RunFor(2*oneWay+transport.Microsecond))
+			st, ok := n.Node(1).EP.Stats(first.s)
+			require.True(t, ok)
+			want := float64(linkRate) / tc.divisor
+			require.InDelta(t, want, float64(st.RateHint), 0.01*want, "hinted %d B/s", st.RateHint)
+		})
 	}
 }

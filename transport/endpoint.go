@@ -389,7 +389,7 @@ func (e *Endpoint) rateHint(now Time, c *Conn) uint32 {
 	n := e.activeSenders(now)
 	div := uint64(1)
 	if c.lastData == 0 || now-c.lastData >= e.activeFor {
-		n = max(n, e.established())
+		n = max(n, e.startingSenders())
 		if n > 1 {
 			div = 2
 		}
@@ -437,6 +437,16 @@ func (e *Endpoint) hintFactor(now Time) float64 {
 	e.hintRx, e.hintCE = 0, 0
 	e.hintRoundEnd = now + round
 	return e.hintScale
+}
+
+// startingSenders is how many connections may start sending at once: the
+// established ones, at most Config.ConcurrentSenders when that is set.
+func (e *Endpoint) startingSenders() int {
+	n := e.established()
+	if k := e.cfg.ConcurrentSenders; k > 0 {
+		n = min(n, k)
+	}
+	return n
 }
 
 // established counts the connections in the established state.

@@ -8,8 +8,9 @@ import (
 
 // collectiveScenario: all-reduce and all-to-all completion time and bus
 // bandwidth (nccl-tests formulas) on a leaf/spine fabric, MetaRoCE beside
-// RoCEv2 with PFC and DCQCN and lossy RoCEv2. The messages are those of the
-// schedules the collectives run for real (collectives/sched).
+// RoCEv2 with PFC and DCQCN and lossy RoCEv2. The hosts run the plans the
+// collectives run for real (collectives/sched), step by step as the real
+// executor does (planJob).
 func collectiveScenario(r *runner) (*Result, error) {
 	o := r.o
 	leaves, spines, per := 8, 8, 8
@@ -20,6 +21,9 @@ func collectiveScenario(r *runner) (*Result, error) {
 	}
 	n := leaves * per
 	res := &Result{}
+	// The collectives never let more peers send to a rank at once than an
+	// all-to-all keeps in flight per channel, and say so to the endpoint.
+	o.ConcurrentSenders = schedInFlight * schedChannels
 	c := o.fabric(leaves, spines, per, 1)
 	res.fabricParams(o, c)
 	res.param("hosts", n)
@@ -49,12 +53,12 @@ func collectiveScenario(r *runner) (*Result, error) {
 						coll = sched.AllToAll
 					}
 					factor := sched.BusBWFactor(coll, n)
-					progs, err := schedProgs(coll, n, size, schedChannels)
+					plans, err := schedPlans(coll, n, size, schedChannels)
 					if err != nil {
 						return nil, err
 					}
-					j := newJob(s, progs)
-					r.run(s, j, 2_000_000_000, func() bool { return j.Finished == n || j.Err != nil })
+					j := newPlanJob(s, plans)
+					r.runApps(s, j.apps(), 2_000_000_000, j.done)
 					status := "ok"
 					var us, bw float64
 					switch {

@@ -25,16 +25,19 @@ const (
 // Options are the parameters common to every scenario. Zero fields take
 // the defaults noted.
 type Options struct {
-	Seed           uint64    // random seed (default 1)
-	Smoke          bool      // small, fast variant (16 hosts or fewer, short runs)
-	LinkGbps       float64   // link rate, Gb/s (default 400)
-	MTU            int       // payload bytes per packet (default 4096)
-	LinkDelay      int64     // propagation delay per link, ns (default 1000: ≈ 8.7 µs base RTT across spines)
-	Buffer         int       // switch egress buffer per port, bytes (default 2 MiB)
-	Kmin           int       // ECN ramp start, bytes (default 100 KB)
-	Kmax           int       // ECN ramp end, bytes (default 400 KB)
-	RoCETimeoutExp int       // RoCEv2 local ACK timeout exponent t (default 8: 1.05 ms)
-	Log            io.Writer // progress and events/s lines (nil: silent)
+	Seed           uint64  // random seed (default 1)
+	Smoke          bool    // small, fast variant (16 hosts or fewer, short runs)
+	LinkGbps       float64 // link rate, Gb/s (default 400)
+	MTU            int     // payload bytes per packet (default 4096)
+	LinkDelay      int64   // propagation delay per link, ns (default 1000: ≈ 8.7 µs base RTT across spines)
+	Buffer         int     // switch egress buffer per port, bytes (default 2 MiB)
+	Kmin           int     // ECN ramp start, bytes (default 100 KB)
+	Kmax           int     // ECN ramp end, bytes (default 400 KB)
+	RoCETimeoutExp int     // RoCEv2 local ACK timeout exponent t (default 8: 1.05 ms)
+	// ConcurrentSenders is the MetaRoCE endpoints' ConcurrentSenders
+	// (0: unknown); the collective scenario sets what its schedules allow.
+	ConcurrentSenders int
+	Log               io.Writer // progress and events/s lines (nil: silent)
 }
 
 func (o *Options) fill() {
@@ -145,10 +148,11 @@ func metaroceConfig(o *Options, c sim.Config) transport.Config {
 	inbound := port * full / (full + uint64(c.Overhead))
 	base := transport.Time(c.BaseRTT(o.MTU+wire.DataHeaderLen+c.Overhead, 64+c.Overhead))
 	tc := transport.Config{Listen: true, Planes: c.Planes, MaxDatagram: o.MTU + wire.DataHeaderLen,
-		InboundRate: inbound * uint64(c.Planes),
-		MinRTO:      100 * transport.Microsecond,
-		InitialRTT:  2 * base,
-		AckDelay:    base / 2,
+		InboundRate:       inbound * uint64(c.Planes),
+		MinRTO:            100 * transport.Microsecond,
+		InitialRTT:        2 * base,
+		AckDelay:          base / 2,
+		ConcurrentSenders: o.ConcurrentSenders,
 	}
 	tc.CC.LineRate = port * uint64(c.Planes)
 	return tc
@@ -162,8 +166,18 @@ type runner struct {
 
 // run attaches job j's apps to s and runs until stop or the hard limit.
 func (r *runner) run(s *sim.Sim, j *job, limit int64, stop func() bool) {
+	apps := make([]sim.App, len(j.hosts))
 	for h, jh := range j.hosts {
-		s.Hosts()[h].App = jh
+		apps[h] = jh
+	}
+	r.runApps(s, apps, limit, stop)
+}
+
+// runApps attaches apps (indexed by host) to s and runs until stop or the
+// hard limit, logging the simulator's speed.
+func (r *runner) runApps(s *sim.Sim, apps []sim.App, limit int64, stop func() bool) {
+	for h, a := range apps {
+		s.Hosts()[h].App = a
 	}
 	t0 := time.Now()
 	s.Start()
