@@ -18,28 +18,20 @@ import (
 // about to hear from, as on real hosts. Channel c travels on flow
 // flowID+c of the pair's connection.
 //
-// Phase one connects every pair that exchanges messages (the lower rank
-// dials); the plans start together once every host is connected.
+// The plans start together once every pair that exchanges messages is
+// connected (mesh).
 type planJob struct {
-	s        *sim.Sim
+	mesh
 	hosts    []*planHost
-	ready    int
-	Start    int64 // when the plans began, ns (-1 before)
 	Finished int   // hosts whose plan completed
 	End      int64 // when the last host completed, ns
-	Err      error // first transport or plan error
 }
 
 // planHost is one rank's executor.
 type planHost struct {
-	j       *planJob
-	id      int
-	plan    *sched.Plan
-	peers   []int          // ranks this one exchanges messages with, ascending
-	conns   map[int]uint32 // peer → connection
-	byConn  map[uint32]int // connection → peer
-	up      int
-	started bool
+	*meshHost
+	j    *planJob
+	plan *sched.Plan
 
 	waiting []int                     // unfinished dependencies per step
 	after   [][]int                   // dependents per step
@@ -64,9 +56,9 @@ type streamKey struct {
 // newPlanJob prepares the executors for plans (one per rank, indexed by
 // rank) on the hosts of s.
 func newPlanJob(s *sim.Sim, plans []*sched.Plan) *planJob {
-	j := &planJob{s: s, Start: -1}
+	j := &planJob{mesh: mesh{s: s, Start: -1}}
 	for r, p := range plans {
-		h := &planHost{j: j, id: r, plan: p, conns: map[int]uint32{}, byConn: map[uint32]int{},
+		h := &planHost{j: j, plan: p,
 			nextSeq: map[streamKey]int{}, parked: map[streamKey]map[int]int{}, byCook: map[uint64]int{}}
 		seen := map[int]bool{}
 		n := len(p.Steps)
@@ -77,15 +69,17 @@ func newPlanJob(s *sim.Sim, plans []*sched.Plan) *planJob {
 			for _, d := range st.Deps {
 				h.after[d] = append(h.after[d], i)
 			}
-			if (st.Kind == sched.KindSend || st.Kind == sched.KindRecv) && !seen[st.Peer] {
+			if st.Kind == sched.KindSend || st.Kind == sched.KindRecv {
 				seen[st.Peer] = true
 			}
 		}
+		var peers []int
 		for q := range plans {
 			if seen[q] {
-				h.peers = append(h.peers, q)
+				peers = append(peers, q)
 			}
 		}
+		h.meshHost = j.add(r, peers, h.begin)
 		j.hosts = append(j.hosts, h)
 	}
 	return j
@@ -100,46 +94,11 @@ func (j *planJob) apps() []sim.App {
 	return a
 }
 
-func (j *planJob) fail(err error) {
-	if j.Err == nil {
-		j.Err = err
-	}
-}
-
 // done reports whether every plan finished or one failed.
 func (j *planJob) done() bool { return j.Finished == len(j.hosts) || j.Err != nil }
 
-// Start implements sim.App: dial the higher-ranked peers.
-func (ph *planHost) Start(now int64, h *sim.Host) {
-	for _, p := range ph.peers {
-		if p > ph.id {
-			c, err := h.Dial(p)
-			if err != nil {
-				ph.j.fail(err)
-				continue
-			}
-			ph.conns[p], ph.byConn[c] = c, p
-		}
-	}
-	ph.checkReady(now)
-}
-
-func (ph *planHost) checkReady(now int64) {
-	if ph.up < len(ph.peers) || ph.started {
-		return
-	}
-	ph.started = true
-	j := ph.j
-	j.ready++
-	if j.ready == len(j.hosts) {
-		j.s.At(now, func(t int64) {
-			j.Start = t
-			for _, x := range j.hosts {
-				x.begin(t)
-			}
-		})
-	}
-}
+// Start implements sim.App.
+func (ph *planHost) Start(now int64, h *sim.Host) { ph.dial(now, h) }
 
 // begin starts the plan: every step without dependencies is ready.
 func (ph *planHost) begin(now int64) {
@@ -221,18 +180,10 @@ func (ph *planHost) finish(now int64, i int) {
 // OnEvent implements sim.App.
 func (ph *planHost) OnEvent(now int64, h *sim.Host, ev sim.Event) {
 	j := ph.j
+	if ph.connEvent(now, ev) {
+		return
+	}
 	switch ev.Kind {
-	case sim.EvConnected:
-		ph.up++
-		ph.checkReady(now)
-	case sim.EvAccepted:
-		ph.conns[ev.Remote], ph.byConn[ev.Conn] = ev.Conn, ev.Remote
-		ph.up++
-		ph.checkReady(now)
-	case sim.EvClosed:
-		if ev.Err != nil {
-			j.fail(fmt.Errorf("host %d: %w", ph.id, ev.Err))
-		}
 	case sim.EvSendDone, sim.EvRecvDone:
 		if ev.Err != nil {
 			j.fail(fmt.Errorf("host %d: %w", ph.id, ev.Err))

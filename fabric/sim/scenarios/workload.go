@@ -22,19 +22,14 @@ type step struct {
 	sends, recvs []xfer
 }
 
-// job runs per-host programs of steps. Phase one connects every pair that
-// exchanges messages (the lower host id dials); when every host is
-// connected the programs start together, at the job's start time.
+// job runs per-host programs of steps. The programs start together, at the
+// job's Start, once every pair that exchanges messages is connected (mesh).
 type job struct {
-	s        *sim.Sim
+	mesh
 	progs    [][]step
 	hosts    []*jobHost
-	ready    int
-	Start    int64 // when the programs began, ns (-1 before)
 	Finished int   // hosts whose program completed
 	End      int64 // when the last host completed
-	Err      error // first transport error seen
-	errs     int   // transport errors seen
 	// window bounds how many receives a host keeps posted per peer.
 	window   int
 	peerList [][]int
@@ -43,12 +38,8 @@ type job struct {
 }
 
 type jobHost struct {
+	*meshHost
 	j         *job
-	id        int
-	conns     map[int]uint32 // peer → connection
-	peers     map[uint32]int // connection → peer
-	want      int            // connections needed
-	up        int
 	cur       int            // current step
 	pendS     int            // sends outstanding in current step
 	pendR     int            // receives outstanding in current step
@@ -57,7 +48,6 @@ type jobHost struct {
 	recvStep  map[uint64]int // receive cookie → step
 	cookie    uint64
 	done      bool
-	started   bool
 	earlyDone map[int]int // per step: receives completed before it began
 }
 
@@ -67,24 +57,18 @@ type rq struct {
 }
 
 func newJob(s *sim.Sim, progs [][]step) *job {
-	j := &job{s: s, progs: progs, Start: -1, window: 16}
+	j := &job{mesh: mesh{s: s, Start: -1}, progs: progs, window: 16}
+	j.computePeers()
 	for h := range progs {
-		jh := &jobHost{j: j, id: h, conns: map[int]uint32{}, peers: map[uint32]int{},
-			recvQ: map[int][]rq{}, posted: map[int]int{}, recvStep: map[uint64]int{}}
-		need := map[int]bool{}
+		jh := &jobHost{j: j, recvQ: map[int][]rq{}, posted: map[int]int{}, recvStep: map[uint64]int{}}
+		jh.meshHost = j.add(h, j.peersOf(h), jh.begin)
 		for k, st := range progs[h] {
-			for _, x := range st.sends {
-				need[x.peer] = true
-			}
 			for _, x := range st.recvs {
-				need[x.peer] = true
 				jh.recvQ[x.peer] = append(jh.recvQ[x.peer], rq{bytes: x.bytes, step: k})
 			}
 		}
-		jh.want = len(need)
 		j.hosts = append(j.hosts, jh)
 	}
-	j.computePeers()
 	return j
 }
 
@@ -119,61 +103,15 @@ func (j *job) computePeers() {
 }
 
 // Start implements sim.App.
-func (jh *jobHost) Start(now int64, h *sim.Host) {
-	j := jh.j
-	peers := j.peersOf(jh.id)
-	jh.want = len(peers)
-	for _, p := range peers {
-		if p > jh.id {
-			c, err := h.Dial(p)
-			if err != nil {
-				j.fail(err)
-				continue
-			}
-			jh.conns[p], jh.peers[c] = c, p
-		}
-	}
-	jh.checkReady(now)
-}
-
-func (j *job) fail(err error) {
-	if j.Err == nil {
-		j.Err = err
-	}
-}
-
-func (jh *jobHost) checkReady(now int64) {
-	if jh.up == jh.want && !jh.started {
-		jh.started = true
-		j := jh.j
-		j.ready++
-		if j.ready == len(j.hosts) {
-			j.s.At(now, func(t int64) {
-				j.Start = t
-				for _, x := range j.hosts {
-					x.begin(t)
-				}
-			})
-		}
-	}
-}
+func (jh *jobHost) Start(now int64, h *sim.Host) { jh.dial(now, h) }
 
 // OnEvent implements sim.App.
 func (jh *jobHost) OnEvent(now int64, h *sim.Host, ev sim.Event) {
 	j := jh.j
+	if jh.connEvent(now, ev) {
+		return
+	}
 	switch ev.Kind {
-	case sim.EvConnected:
-		jh.up++
-		jh.checkReady(now)
-	case sim.EvAccepted:
-		jh.conns[ev.Remote], jh.peers[ev.Conn] = ev.Conn, ev.Remote
-		jh.up++
-		jh.checkReady(now)
-	case sim.EvClosed:
-		if ev.Err != nil {
-			j.errs++
-			j.fail(fmt.Errorf("host %d: %w", jh.id, ev.Err))
-		}
 	case sim.EvSendDone:
 		if ev.Err != nil {
 			j.fail(fmt.Errorf("host %d: %w", jh.id, ev.Err))
@@ -186,7 +124,7 @@ func (jh *jobHost) OnEvent(now int64, h *sim.Host, ev sim.Event) {
 			j.fail(fmt.Errorf("host %d: %w", jh.id, ev.Err))
 			return
 		}
-		p := jh.peers[ev.Conn]
+		p := jh.byConn[ev.Conn]
 		jh.posted[p]--
 		if j.onRecv != nil {
 			j.onRecv(now, jh.id, p, ev.Len)
