@@ -15,7 +15,9 @@
 // # The event loop
 //
 // The loop owns the sockets and drives the core. It waits in epoll
-// (sockio.Poller), reads with recvmmsg batches (GRO-coalesced where the kernel
+// (sockio.Poller, whose epoll instance is registered with the Go runtime's
+// network poller, so a waiting loop parks its goroutine and holds no thread
+// or P that the process's other goroutines need), reads with recvmmsg batches (GRO-coalesced where the kernel
 // offers it), passes each datagram's ECN bits to the core, copies placed
 // payload straight into the user's posted buffer (the only copy on the
 // receive side), turns PollTransmit output into sendmmsg batches (a large

@@ -236,6 +236,53 @@ func TestPollerWakeAndTimeout(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 }
 
+// TestPollerParkedWait covers a Wait that parks: its deadline passes with
+// nothing ready, an arriving datagram ends it, and Close ends one waiting
+// without deadline with ErrClosed.
+func TestPollerParkedWait(t *testing.T) {
+	rx, tx := openT(t, Config{Local: lo4}), openT(t, Config{Local: lo4})
+	p, err := NewPoller()
+	require.NoError(t, err)
+	require.NoError(t, p.Add(rx.Fd(), 3))
+	ready := make([]int32, 4)
+	n, woken, err := p.Wait(time.Millisecond, ready)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.False(t, woken)
+
+	type result struct {
+		n   int
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		n, _, err := p.Wait(-1, ready)
+		got <- result{n, err}
+	}()
+	_, err = tx.WriteBatch([]Msg{{Buf: []byte("x"), N: 1, Addr: rx.LocalAddr()}})
+	require.NoError(t, err)
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		require.Equal(t, []int32{3}, ready[:r.n])
+	case <-time.After(10 * time.Second):
+		t.Fatal("a readable socket did not end Wait")
+	}
+	require.NoError(t, p.Remove(rx.Fd()))
+
+	go func() {
+		_, _, err := p.Wait(-1, ready)
+		got <- result{0, err}
+	}()
+	require.NoError(t, p.Close())
+	select {
+	case r := <-got:
+		require.ErrorIs(t, r.err, ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a parked Wait")
+	}
+}
+
 func TestPollerTags(t *testing.T) {
 	conns := []*Conn{openT(t, Config{Local: lo4}), openT(t, Config{Local: lo4}), openT(t, Config{Local: lo4})}
 	tx := openT(t, Config{Local: lo4})

@@ -3,7 +3,9 @@ package sockio
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,14 +23,25 @@ const maxEvents = 128
 // Wait from any goroutine through an eventfd.
 //
 // Wait must be called by one goroutine at a time; Add, Remove and Wake may be
-// called from any goroutine.
+// called from any goroutine, and Close ends a blocked Wait with ErrClosed.
 type Poller struct {
-	epfd   int
-	evfd   int
-	events [maxEvents]unix.EpollEvent
-	one    [8]byte
-	drain  [8]byte
-	closed atomic.Bool
+	epfd int
+	evfd int
+	// file and raw wrap epfd for the Go runtime's network poller: a Wait
+	// that must block parks its goroutine there instead of blocking its
+	// thread in epoll_wait (see Wait).
+	file *os.File
+	raw  syscall.RawConn
+	// parkPoll is the callback park hands the runtime, built once so that
+	// a Wait allocates nothing; parkMax, parkGot and parkErr are its
+	// argument and results.
+	parkPoll         func(uintptr) bool
+	parkMax, parkGot int
+	parkErr          error
+	events           [maxEvents]unix.EpollEvent
+	one              [8]byte
+	drain            [8]byte
+	closed           atomic.Bool
 }
 
 // NewPoller creates the epoll instance and its wake-up eventfd.
@@ -43,6 +56,21 @@ func NewPoller() (*Poller, error) {
 		return nil, fmt.Errorf("sockio: eventfd: %w", err)
 	}
 	p := &Poller{epfd: epfd, evfd: evfd}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		unix.Close(evfd)
+		return nil, fmt.Errorf("sockio: epoll fd non-blocking: %w", err)
+	}
+	p.file = os.NewFile(uintptr(epfd), "epoll")
+	if p.raw, err = p.file.SyscallConn(); err != nil {
+		p.file.Close()
+		unix.Close(evfd)
+		return nil, fmt.Errorf("sockio: epoll fd: %w", err)
+	}
+	p.parkPoll = func(uintptr) bool {
+		p.parkGot, p.parkErr = p.poll(p.parkMax)
+		return p.parkGot > 0 || p.parkErr != nil
+	}
 	p.one[0] = 1 // eventfd counters are host-endian uint64; amd64 and arm64 are little-endian
 	if err := p.add(evfd, wakeTag); err != nil {
 		p.Close()
@@ -77,28 +105,21 @@ func (p *Poller) Remove(fd int) error {
 }
 
 // Wait blocks until a registered socket is readable, Wake is called, or
-// timeout passes (rounded up to whole milliseconds; 0 polls, negative waits
-// without deadline). It appends the tags of readable sockets to ready[:0]
+// timeout passes (0 polls, negative waits without deadline). While it blocks
+// its goroutine is parked in the runtime's network poller (see park). It appends the tags of readable sockets to ready[:0]
 // (at most len(ready), the rest stay for the next Wait) and reports whether a
 // Wake arrived.
 func (p *Poller) Wait(timeout time.Duration, ready []int32) (n int, woken bool, err error) {
 	if p.closed.Load() {
 		return 0, false, ErrClosed
 	}
-	ms := -1
-	if timeout >= 0 {
-		ms = int((timeout + time.Millisecond - 1) / time.Millisecond)
-	}
 	max := min(len(ready)+1, maxEvents)
-	var got int
-	for {
-		got, err = unix.EpollWait(p.epfd, p.events[:max], ms)
-		if err != unix.EINTR {
-			break
-		}
+	got, err := p.poll(max)
+	if err == nil && got == 0 && timeout != 0 {
+		got, err = p.park(timeout, max)
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("sockio: epoll_wait: %w", err)
+		return 0, false, err
 	}
 	for i := 0; i < got; i++ {
 		tag := p.events[i].Fd
@@ -113,6 +134,49 @@ func (p *Poller) Wait(timeout time.Duration, ready []int32) (n int, woken bool, 
 		}
 	}
 	return n, woken, nil
+}
+
+// poll collects up to max ready events without blocking.
+func (p *Poller) poll(max int) (int, error) {
+	for {
+		got, err := unix.EpollWait(p.epfd, p.events[:max], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("sockio: epoll_wait: %w", err)
+		}
+		return got, nil
+	}
+}
+
+// park waits for events in the Go runtime's network poller, where the epoll
+// instance itself is registered: the goroutine parks and its thread and P
+// stay free for other goroutines. A thread blocked in epoll_wait would keep
+// its P until the runtime's monitor takes it back (20 µs to 10 ms later),
+// and with several endpoints in one process on few cores that left the
+// cores idle while the goroutines the loop had just woken waited for a P.
+func (p *Poller) park(timeout time.Duration, max int) (int, error) {
+	if timeout > 0 {
+		if err := p.file.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+			return 0, fmt.Errorf("sockio: epoll deadline: %w", err)
+		}
+		defer p.file.SetReadDeadline(time.Time{})
+	}
+	p.parkMax, p.parkGot, p.parkErr = max, 0, nil
+	err := p.raw.Read(p.parkPoll)
+	got, perr := p.parkGot, p.parkErr
+	switch {
+	case perr != nil:
+		return 0, perr
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, nil
+	case errors.Is(err, os.ErrClosed):
+		return 0, ErrClosed
+	case err != nil:
+		return 0, fmt.Errorf("sockio: epoll wait: %w", err)
+	}
+	return got, nil
 }
 
 // Wake makes the current or next Wait return with woken set. Several Wakes
@@ -135,6 +199,6 @@ func (p *Poller) Close() error {
 		return ErrClosed
 	}
 	err1 := unix.Close(p.evfd)
-	err2 := unix.Close(p.epfd)
+	err2 := p.file.Close()
 	return errors.Join(err1, err2)
 }
