@@ -54,6 +54,7 @@ type PeerSummary struct {
 	SpuriousTO  uint64        `json:"spurious_timeouts"`
 	ECNMarks    uint64        `json:"ecn_marks"`
 	PathChanges uint64        `json:"path_changes"`
+	AcksSent    uint64        `json:"acks_sent"`
 	RTTUs       float64       `json:"rtt_us"`
 	Paths       []PathSummary `json:"paths,omitempty"`
 }
