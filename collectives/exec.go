@@ -57,19 +57,19 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 		buf := rangeOf(bufs, s.Src)
 		var pd pending
 		var err error
+		// The link reports completion straight into the buffered channel
+		// (each step completes once, so it never fills): no goroutine per
+		// transfer, and one wake-up of this loop instead of two.
+		done := func() { completions <- i }
 		if s.Kind == sched.KindSend {
-			pd, err = c.link.send(s.Peer, s.Channel, buf)
+			pd, err = c.link.send(s.Peer, s.Channel, buf, done)
 		} else {
-			pd, err = c.link.recv(s.Peer, s.Channel, rangeOf(bufs, s.Dst))
+			pd, err = c.link.recv(s.Peer, s.Channel, rangeOf(bufs, s.Dst), done)
 		}
 		if err != nil {
 			return c.stepErr(p, s, err)
 		}
 		inflight[i] = pd
-		go func() {
-			<-pd.Done()
-			completions <- i
-		}()
 		return nil
 	}
 	for remaining > 0 {

@@ -17,9 +17,13 @@ type pending interface {
 // link moves the messages of a communicator: one ordered stream per (peer,
 // channel) and direction. Messages on a stream match in posting order on
 // both sides, which is the order of sched's sequence numbers.
+//
+// send and recv call done (when not nil) once the transfer completes, after
+// its pending reports it: from any goroutine, possibly before they return,
+// and done must not block.
 type link interface {
-	send(peer, ch int, buf []byte) (pending, error)
-	recv(peer, ch int, buf []byte) (pending, error)
+	send(peer, ch int, buf []byte, done func()) (pending, error)
+	recv(peer, ch int, buf []byte, done func()) (pending, error)
 	// peerStats reports per-peer counters (nil where the link has none).
 	peerStats() []PeerStats
 	// describe is one line for headers: transport, addresses, channels.

@@ -97,12 +97,12 @@ type metaroceLink struct {
 	channels int
 }
 
-func (l *metaroceLink) send(peer, ch int, buf []byte) (pending, error) {
-	return l.conns[peer].Send(uint32(ch), buf, 0)
+func (l *metaroceLink) send(peer, ch int, buf []byte, done func()) (pending, error) {
+	return l.conns[peer].SendNotify(uint32(ch), buf, 0, done)
 }
 
-func (l *metaroceLink) recv(peer, ch int, buf []byte) (pending, error) {
-	return l.conns[peer].Recv(uint32(ch), [][]byte{buf}, []uint32{0})
+func (l *metaroceLink) recv(peer, ch int, buf []byte, done func()) (pending, error) {
+	return l.conns[peer].RecvNotify(uint32(ch), [][]byte{buf}, []uint32{0}, done)
 }
 
 func (l *metaroceLink) peerStats() []PeerStats {

@@ -95,12 +95,12 @@ type tcpLink struct {
 	addr     string
 }
 
-func (l *tcpLink) send(peer, ch int, buf []byte) (pending, error) {
-	return l.streams[peer][ch].post(true, buf), nil
+func (l *tcpLink) send(peer, ch int, buf []byte, done func()) (pending, error) {
+	return l.streams[peer][ch].post(true, buf, done), nil
 }
 
-func (l *tcpLink) recv(peer, ch int, buf []byte) (pending, error) {
-	return l.streams[peer][ch].post(false, buf), nil
+func (l *tcpLink) recv(peer, ch int, buf []byte, done func()) (pending, error) {
+	return l.streams[peer][ch].post(false, buf, done), nil
 }
 
 func (l *tcpLink) peerStats() []PeerStats { return nil }
@@ -130,9 +130,19 @@ func (l *tcpLink) close() error {
 
 // tcpOp is one send or receive on a stream.
 type tcpOp struct {
-	buf  []byte
-	done chan struct{}
-	err  error
+	buf    []byte
+	done   chan struct{}
+	err    error
+	notify func() // called by complete, when set
+}
+
+// complete ends op with err (nil: success) and notifies its poster.
+func (o *tcpOp) complete(err error) {
+	o.err = err
+	close(o.done)
+	if o.notify != nil {
+		o.notify()
+	}
 }
 
 func (o *tcpOp) Done() <-chan struct{} { return o.done }
@@ -172,8 +182,8 @@ func newTCPStream(c net.Conn, peer int) *tcpStream {
 	return s
 }
 
-func (s *tcpStream) post(send bool, buf []byte) pending {
-	op := &tcpOp{buf: buf, done: make(chan struct{})}
+func (s *tcpStream) post(send bool, buf []byte, notify func()) pending {
+	op := &tcpOp{buf: buf, done: make(chan struct{}), notify: notify}
 	q := s.recvs
 	if send {
 		q = s.sends
@@ -181,8 +191,7 @@ func (s *tcpStream) post(send bool, buf []byte) pending {
 	select {
 	case q <- op:
 	case <-s.closed:
-		op.err = s.failure()
-		close(op.done)
+		op.complete(s.failure())
 	}
 	return op
 }
@@ -216,8 +225,7 @@ func (s *tcpStream) drain(q chan *tcpOp) {
 	for {
 		select {
 		case op := <-q:
-			op.err = s.failure()
-			close(op.done)
+			op.complete(s.failure())
 		default:
 			return
 		}
@@ -228,8 +236,7 @@ func (s *tcpStream) drain(q chan *tcpOp) {
 // fail with the stream's failure.
 func (s *tcpStream) abort(op *tcpOp, q chan *tcpOp, err error) {
 	s.fail(err)
-	op.err = s.failure()
-	close(op.done)
+	op.complete(s.failure())
 	s.drain(q)
 }
 
@@ -247,7 +254,7 @@ func (s *tcpStream) writer() {
 				s.abort(op, s.sends, err)
 				return
 			}
-			close(op.done)
+			op.complete(nil)
 		case <-s.closed:
 			s.drain(s.sends)
 			return
@@ -278,6 +285,6 @@ func (s *tcpStream) reader() {
 			s.abort(op, s.recvs, err)
 			return
 		}
-		close(op.done)
+		op.complete(nil)
 	}
 }

@@ -51,6 +51,16 @@ func (c *Conn) closedErr() error {
 // on the same flow in the same order takes it, into the buffer whose tag
 // matches. buf must stay untouched until the request completes.
 func (c *Conn) Send(flow uint32, buf []byte, tag uint32) (*Request, error) {
+	return c.SendNotify(flow, buf, tag, nil)
+}
+
+// SendNotify is Send that also calls notify (when not nil) once the request
+// completes, after Done is closed. notify runs on whichever goroutine
+// completes the request, possibly inside this call and always while that
+// goroutine drives the datapath: it must return at once and must not call
+// into the endpoint (a send on a channel with room is the intended use). It
+// spares a caller with many requests in flight a goroutine per request.
+func (c *Conn) SendNotify(flow uint32, buf []byte, tag uint32, notify func()) (*Request, error) {
 	if err := c.closedErr(); err != nil {
 		return nil, err
 	}
@@ -59,6 +69,7 @@ func (c *Conn) Send(flow uint32, buf []byte, tag uint32) (*Request, error) {
 	}
 	r := newRequest(c, 1)
 	r.send = buf
+	r.notify = notify
 	if err := c.ep.enqueueFast(command{kind: cmdSend, conn: c, req: r, flow: flow, tag: tag}); err != nil {
 		return nil, err
 	}
@@ -72,6 +83,12 @@ func (c *Conn) Send(flow uint32, buf []byte, tag uint32) (*Request, error) {
 // buffer fails the request (and the peer's send) with
 // transport.ErrMessageTooLarge.
 func (c *Conn) Recv(flow uint32, bufs [][]byte, tags []uint32) (*Request, error) {
+	return c.RecvNotify(flow, bufs, tags, nil)
+}
+
+// RecvNotify is Recv that also calls notify (when not nil) once the request
+// completes; see SendNotify for what notify may do.
+func (c *Conn) RecvNotify(flow uint32, bufs [][]byte, tags []uint32, notify func()) (*Request, error) {
 	if len(bufs) == 0 || len(bufs) > wire.MaxRecvEntries {
 		return nil, fmt.Errorf("udp: a grouped receive takes 1..%d buffers, got %d", wire.MaxRecvEntries, len(bufs))
 	}
@@ -85,6 +102,7 @@ func (c *Conn) Recv(flow uint32, bufs [][]byte, tags []uint32) (*Request, error)
 	r.recv = append([][]byte(nil), bufs...)
 	r.tags = append([]uint32(nil), tags...)
 	r.left = len(bufs)
+	r.notify = notify
 	if err := c.ep.enqueueFast(command{kind: cmdRecv, conn: c, req: r, flow: flow}); err != nil {
 		return nil, err
 	}

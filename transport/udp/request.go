@@ -13,6 +13,7 @@ type Request struct {
 	finished atomic.Bool
 	err      error
 	sizes    []int
+	notify   func() // called once on completion, after done is closed
 
 	// Guarded by the endpoint's drive lock until completion.
 	conn *Conn
@@ -80,4 +81,7 @@ func (r *Request) finish(err error) {
 	r.send, r.recv = nil, nil
 	r.finished.Store(true)
 	close(r.done)
+	if r.notify != nil {
+		r.notify()
+	}
 }
