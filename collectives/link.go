@@ -8,8 +8,9 @@ import (
 )
 
 // pending is an in-flight send or receive of a link.
+// Its completion is announced by the done callback given to link.send or
+// link.recv.
 type pending interface {
-	Done() <-chan struct{}
 	// Test reports completion and the error, if any, without blocking.
 	Test() (bool, error)
 }

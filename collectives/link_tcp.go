@@ -145,8 +145,6 @@ func (o *tcpOp) complete(err error) {
 	}
 }
 
-func (o *tcpOp) Done() <-chan struct{} { return o.done }
-
 func (o *tcpOp) Test() (bool, error) {
 	select {
 	case <-o.done:
