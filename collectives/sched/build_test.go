@@ -64,6 +64,14 @@ func TestChooseAlgorithm(t *testing.T) {
 	if a := ChooseAlgorithm(AllReduce, 8, AutoRecursiveDoublingMaxBytes+1); a != AlgoRing {
 		t.Fatalf("above the threshold: %s", a)
 	}
+	for _, n := range []int{2, 3, 8} {
+		if a := ChooseAlgorithm(AllReduce, n, 1<<20); a != AlgoRing {
+			t.Fatalf("%d ranks, 1 MiB: %s, want the ring, which does less local work", n, a)
+		}
+		if a := ChooseAlgorithm(AllReduce, n, 4<<10); a != AlgoRecursiveDoubling {
+			t.Fatalf("%d ranks, 4 KiB: %s", n, a)
+		}
+	}
 	p, err := Build(Config{Collective: AllReduce, NRanks: 4, Count: 1 << 20, DType: reduce.Float32})
 	if err != nil || p.Algorithm != AlgoRing {
 		t.Fatalf("auto 4 MiB: %v %v", p.Algorithm, err)
