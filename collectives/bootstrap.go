@@ -16,6 +16,9 @@ import (
 // learns every rank's endpoint description (its per-plane addresses).
 type Bootstrap struct {
 	Rank, NRanks, LocalRank int
+	// LocalSize is the number of the job's ranks on this host, as the
+	// launcher reports it (0: not reported).
+	LocalSize int
 	// Root is host:port of rank 0's rendezvous listener.
 	Root string
 	// Source names where these values came from: torchrun, openmpi,

@@ -236,6 +236,11 @@ func TestBootstrapFromEnv(t *testing.T) {
 			want: Bootstrap{Rank: 1, NRanks: 4, LocalRank: 1, Root: "10.0.0.1:29501", Source: "torchrun"}},
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "3"}, ok: true,
 			want: Bootstrap{Rank: 3, NRanks: 4, LocalRank: 3, Root: "127.0.0.1:29517", Source: "openmpi"}},
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, ok: true,
+			want: Bootstrap{Rank: 3, NRanks: 8, LocalRank: 3, LocalSize: 4, Root: "127.0.0.1:29517", Source: "openmpi"}},
+		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 4, LocalSize: 2, Root: "h:2", Source: "torchrun"}},
+		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_LOCAL_SIZE": "0"}, ok: true, err: "METAROCE_LOCAL_SIZE=\"0\" is not a rank count"},
 		{env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "METAROCE_ROOT": "node1:7000"}, ok: true,
 			want: Bootstrap{Rank: 0, NRanks: 2, Root: "node1:7000", Source: "slurm"}},
 		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "1"}, ok: true,
@@ -254,6 +259,28 @@ func TestBootstrapFromEnv(t *testing.T) {
 		if ok {
 			require.Equal(t, tc.want, b, "case %d", i)
 		}
+	}
+}
+
+func TestCPUShare(t *testing.T) {
+	cases := []struct {
+		local, ncpu, procs int
+		spin               bool
+	}{
+		{local: 0, ncpu: 8, procs: 8, spin: true}, // not reported: the host is ours
+		{local: 1, ncpu: 8, procs: 8, spin: true},
+		{local: 2, ncpu: 8, procs: 4, spin: true},
+		{local: 3, ncpu: 8, procs: 2, spin: true},
+		{local: 8, ncpu: 8, procs: 1, spin: true},
+		{local: 9, ncpu: 8, procs: 1, spin: false},
+		{local: 4, ncpu: 2, procs: 1, spin: false},
+		{local: 2, ncpu: 2, procs: 1, spin: true},
+		{local: 2, ncpu: 3, procs: 1, spin: true},
+	}
+	for _, c := range cases {
+		procs, spin := Bootstrap{LocalSize: c.local}.CPUShare(c.ncpu)
+		require.Equal(t, c.procs, procs, "%d local ranks on %d CPUs", c.local, c.ncpu)
+		require.Equal(t, c.spin, spin, "%d local ranks on %d CPUs", c.local, c.ncpu)
 	}
 }
 

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/collectives/sched"
@@ -22,6 +26,11 @@ type hostLauncher struct {
 	// lab, when set, is the namespace fabric the two local ranks run on
 	// (--netlab): rank r lives in host r+1.
 	lab *netlab.Lab
+	// noSpin turns the MetaRoCE event loops' polling off (the job's ranks
+	// on this host outnumber its CPUs); share says what applyCPUShare did,
+	// for the header ("" when nothing).
+	noSpin bool
+	share  string
 }
 
 // newHostLauncher joins the job of mpirun, torchrun or srun when their
@@ -34,8 +43,34 @@ func newHostLauncher(o *options) (*hostLauncher, error) {
 	l := &hostLauncher{o: o}
 	if ok {
 		l.boot = &b
+		if host := onlineCPUs(); runtime.NumCPU() >= host {
+			// Not pinned to a subset by the launcher (mpirun binds
+			// each rank to its own core unless oversubscribed).
+			l.applyCPUShare(host, os.Getenv("GOMAXPROCS") != "")
+		}
 	}
 	return l, nil
+}
+
+// applyCPUShare fits this rank's process to its share of a host of ncpu
+// CPUs that the launcher says it shares with other ranks (see
+// collectives.Bootstrap.CPUShare for why and what it gains): it lowers
+// GOMAXPROCS, unless the user set it (userProcs), and turns spinning off
+// when the ranks outnumber the CPUs.
+func (l *hostLauncher) applyCPUShare(ncpu int, userProcs bool) {
+	procs, spin := l.boot.CPUShare(ncpu)
+	var notes []string
+	if !userProcs && procs < runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(procs)
+		notes = append(notes, fmt.Sprintf("GOMAXPROCS %d", procs))
+	}
+	if !spin {
+		l.noSpin = true
+		notes = append(notes, "no event-loop spinning")
+	}
+	if len(notes) > 0 {
+		l.share = fmt.Sprintf("; %d ranks share this host's %d CPUs: %s per rank", l.boot.LocalSize, ncpu, strings.Join(notes, ", "))
+	}
 }
 
 func (l *hostLauncher) source() string {
@@ -55,6 +90,9 @@ func (l *hostLauncher) config(transport string) collectives.Config {
 		cfg.UDP.DropProb = l.o.Loss
 		cfg.UDP.Seed = l.o.Seed
 	}
+	if l.noSpin {
+		cfg.UDP.Spin, cfg.UDP.WaitSpin = -1, -1
+	}
 	return cfg
 }
 
@@ -73,7 +111,9 @@ func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r r
 		return err
 	}
 	defer c.Close()
-	return fn(hostEnv(c, transport, cfg, nil))
+	env := hostEnv(c, transport, cfg, nil)
+	env.describe += l.share
+	return fn(env)
 }
 
 // hostEnv wraps one rank's communicator for the sweep. inNS, when set, runs
@@ -126,4 +166,42 @@ func peerSummaries(c *collectives.Comm) []PeerSummary {
 		out = append(out, s)
 	}
 	return out
+}
+
+// onlineCPUs is the number of CPUs the host has online, whatever this
+// process's affinity (runtime.NumCPU counts only the CPUs it may run on);
+// runtime.NumCPU where the kernel does not say.
+func onlineCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n, err := countCPUList(strings.TrimSpace(string(b)))
+	if err != nil || n < 1 {
+		return runtime.NumCPU()
+	}
+	return n
+}
+
+// countCPUList counts the CPUs of a kernel CPU list such as "0-3,8,10-11".
+func countCPUList(s string) (int, error) {
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0, fmt.Errorf("cpu list %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return 0, fmt.Errorf("cpu list %q: %w", s, err)
+			}
+		}
+		if b < a {
+			return 0, fmt.Errorf("cpu list %q: range %s runs backwards", s, part)
+		}
+		n += b - a + 1
+	}
+	return n, nil
 }
