@@ -44,6 +44,11 @@ type Conn struct {
 	pathRR  int
 
 	cc *cc.AIMD
+	// peerFwd: the peer announced wire.CapFwdDelay, so the forward delays
+	// go both ways (docs/spec.md §2.5): our ACK records carry the delay
+	// fwd measures on its DATA, and the delays in its records pace us.
+	peerFwd bool
+	fwd     fwdDelay
 
 	flows map[uint32]*flow
 	// released holds the flow ids released by ReleaseFlow (the latest
@@ -158,6 +163,7 @@ func (c *Conn) established(h *wire.Hello) {
 	c.peerTok = h.SrcTok
 	c.peerPlanes = int(h.Planes)
 	c.peerPaths = int(h.Paths)
+	c.peerFwd = h.Caps&wire.CapFwdDelay != 0
 	dg := min(c.ep.cfg.MaxDatagram, int(h.MaxDgram))
 	c.seg = dg - dataHdr
 	if c.seg < 1 {

@@ -83,6 +83,8 @@ type txPath struct {
 	timeouts     int  // consecutive
 
 	lastCE  uint32
+	fq      Time // forward queueing delay its ACK records report, averaged with gain 1/2 (docs/spec.md §3.5)
+	hasFq   bool // fq holds a sample
 	probeAt Time // probing: when to send the next probe (0 = one is out)
 
 	// suspect is set when the overtaken rule declared the path's oldest
@@ -275,6 +277,9 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 			p.rttSample(rtt)
 			c.stats.RTT = p.srtt
 			c.noteOvertakeDeadline(p)
+			if dataAcked && r.EchoTS != 0 && c.peerFwd {
+				c.onFwdDelay(now, p, Time(r.FwdDelay)*wire.FwdDelayUnit)
+			}
 		}
 		marked := int(r.CE - p.lastCE)
 		if marked < 0 || marked > ackedPkts {
@@ -282,7 +287,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		}
 		p.stats.ECNMarks += uint64(marked)
 		c.stats.ECNMarks += uint64(marked)
-		c.cc.OnAck(int64(now), int(p.id), ackedBytes, ackedPkts, marked, int64(rtt))
+		c.cc.OnAckFlight(int64(now), int(p.id), ackedBytes, ackedPkts, marked, int64(rtt), p.inflight)
 		p.setRTO(&c.ep.cfg)
 	}
 	p.lastCE = r.CE
@@ -413,6 +418,7 @@ func (c *Conn) markBad(now Time, p *txPath) {
 	}
 	p.state = pathProbing
 	p.entropy = c.freshEntropy(p.plane)
+	p.hasFq = false // measured on the old route
 	p.stats.PathChanges++
 	c.stats.PathChanges++
 	p.backoff = 0

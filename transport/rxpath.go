@@ -18,6 +18,7 @@ type rxPath struct {
 	ce      uint32 // CE-marked sequenced packets received, mod 2^32
 	lastTS  uint32 // Timestamp of the latest DATA
 	lastArr Time   // its arrival time
+	lastFwd uint16 // its forward delay, in wire.FwdDelayUnit
 	pending int    // packets received since the last ACK of this path
 	urgent  bool   // acknowledge at the next opportunity
 }
@@ -88,6 +89,7 @@ func (r *rxPath) record(now Time, out *wire.AckRecord) {
 	out.Cum = r.cum
 	out.CE = r.ce
 	out.EchoTS = r.lastTS
+	out.FwdDelay = r.lastFwd
 	d := now - r.lastArr
 	if d < 0 || r.lastArr == 0 {
 		d = 0
@@ -137,6 +139,9 @@ func (c *Conn) onSequenced(now Time, h *wire.Header, ecn ECN, ts uint32, isData 
 		if isData {
 			r.lastTS = ts
 			r.lastArr = now
+			if c.peerFwd {
+				r.lastFwd = c.fwd.sample(now, ts)
+			}
 		}
 		if h.Flags&wire.FlagAckReq != 0 || r.pending >= c.ep.cfg.AckEvery || r.sack.Highest() >= 0 || gapBefore {
 			r.urgent = true

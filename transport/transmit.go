@@ -186,7 +186,7 @@ func (c *Conn) sendHello(buf []byte, op wire.Opcode) Transmit {
 	}
 	h.SrcConn = uint32(c.id)
 	h.SrcTok = c.localTok
-	h.Caps = 0
+	h.Caps = wire.CapFwdDelay
 	h.Planes = uint8(cfg.Planes)
 	h.Paths = uint8(cfg.PathsPerPlane)
 	h.MaxDgram = uint16(min(cfg.MaxDatagram, 0xffff))

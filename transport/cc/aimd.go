@@ -61,6 +61,7 @@ type pathState struct {
 	ackedRound  int     // packets acked in the current observation round
 	markedRound int     // of which ECN marked
 	roundEnd    int64   // when the current round ends (one RTT after it began)
+	roundFlight int     // most bytes in flight on the path in the round (0 = unknown)
 	srtt        int64
 }
 
@@ -84,6 +85,8 @@ type AIMD struct {
 	srtt    int64 // connection-wide smoothed RTT, ns
 	minRTT  int64 // smallest RTT sample, ns (0 = none yet)
 	fRTT    int64 // fast-moving RTT average (gain 1/2), ns: the queueing now
+	fFwd    int64 // forward queueing delay now (OnFwdDelay), ns
+	fwdSeen bool  // the receiver reports forward delays: fFwd, not fRTT, drives drain
 	ackAt   int64 // time of the latest ACK, ns
 	markAt  int64 // time of the latest ACK that reported CE marks, ns
 	sum     float64
@@ -163,8 +166,12 @@ func (a *AIMD) PacingRate() uint64 {
 // receiver's capacity exactly, so a queue built before they took hold (the
 // first packets of an incast, whose count no hint can prevent) would stand
 // for ever, and the ECN rounds remove it only over tens of RTTs. The queueing
-// delay q = fRTT − minRTT says how big the queue is in time at the
-// bottleneck; every sender of an incast sees the same q, so pacing at
+// delay q says how big the queue is in time at the bottleneck: the forward
+// queueing the receiver measured (OnFwdDelay) when it reports it, else
+// fRTT − minRTT, which also counts the queues the acknowledgements wait in
+// on the way back (behind other connections' data, or behind the
+// receiver's own outbound traffic on its NIC), and slowed senders whose
+// own path was empty. Every sender of an incast sees the same q, so pacing at
 // hint × (1 − q/minRTT) drains it in about one RTT. An eighth of the minimum
 // RTT of queueing is tolerated (jitter and the odd burst; a quarter let a
 // 125 KB queue stand above a 100 KB marking threshold at 400 Gb/s and 10 µs),
@@ -179,7 +186,11 @@ func (a *AIMD) drain() float64 {
 	if a.liveHint() == 0 || a.minRTT <= 0 || a.fRTT <= 0 || a.markAt == 0 || a.ackAt-a.markAt > 1024*a.srtt {
 		return 1
 	}
-	q := a.fRTT - a.minRTT - a.minRTT/8
+	q := a.fRTT - a.minRTT
+	if a.fwdSeen {
+		q = a.fFwd
+	}
+	q -= a.minRTT / 8
 	if q <= 0 {
 		return 1
 	}
@@ -280,6 +291,15 @@ func (a *AIMD) SRTT() int64 { return a.srtt }
 
 // OnAck implements Controller.
 func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rtt int64) {
+	a.OnAckFlight(now, p, ackedBytes, ackedPkts, markedPkts, rtt, -1)
+}
+
+// OnAckFlight is OnAck with the bytes still in flight on path p after the
+// acknowledgement (-1: unknown). A marked round cuts the smaller of the
+// window and the most the path had in flight in the round: a window that
+// grew while the pacer, not the window, held the sender back is larger
+// than what is in flight, and cutting it would not slow the path down.
+func (a *AIMD) OnAckFlight(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rtt int64, inflight int) {
 	if p < 0 || p >= len(a.paths) || !a.paths[p].used {
 		return
 	}
@@ -306,6 +326,9 @@ func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rt
 	}
 	ps.ackedRound += ackedPkts
 	ps.markedRound += markedPkts
+	if inflight >= 0 {
+		ps.roundFlight = max(ps.roundFlight, inflight+ackedBytes)
+	}
 	old := ps.cwnd
 	if markedPkts == 0 {
 		// Additive increase: one MSS per window's worth of acked bytes.
@@ -325,10 +348,13 @@ func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rt
 					// than waiting for the EWMA to catch up.
 					cut = f / 2
 				}
+				if ps.roundFlight > 0 {
+					ps.cwnd = min(ps.cwnd, float64(ps.roundFlight))
+				}
 				ps.cwnd *= 1 - cut
 			}
 		}
-		ps.ackedRound, ps.markedRound = 0, 0
+		ps.ackedRound, ps.markedRound, ps.roundFlight = 0, 0, 0
 		srtt := ps.srtt
 		if srtt <= 0 {
 			srtt = a.srtt
@@ -337,6 +363,14 @@ func (a *AIMD) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rt
 	}
 	ps.cwnd = clamp(ps.cwnd, float64(a.cfg.MinWindow), float64(a.cfg.MaxWindow))
 	a.sum += ps.cwnd - old
+}
+
+// OnFwdDelay sets the forward queueing delay, ns, that the drain factor
+// uses from now on instead of the RTT's inflation: the sender's estimate of
+// the queue its DATA meets on the way to the receiver, from the delays the
+// receiver measured (docs/spec.md §3.5).
+func (a *AIMD) OnFwdDelay(now int64, q int64) {
+	a.fwdSeen, a.fFwd = true, q
 }
 
 // OnLoss implements Controller: a loss is not a congestion signal.

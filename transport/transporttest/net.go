@@ -74,6 +74,11 @@ type Net struct {
 	// OnArrive, if set, is called when a packet reaches an ingress queue,
 	// with the queue length in bytes it found.
 	OnArrive func(p *Packet, now transport.Time, queued int)
+	// ExtraDelay, if set, returns a delay added to the one-way delay of a
+	// packet that departs at the given time: a queue on its way that the
+	// network does not model, such as one on a single direction of a
+	// route. Packets of one path still arrive in order.
+	ExtraDelay func(p *Packet, departs transport.Time) transport.Time
 	// MemCheck, if set, is called on every endpoint during Check and every
 	// 4096 steps; it returns an error when the endpoint's memory exceeds
 	// its bounds (the core's tests install an accessor of its internals).
@@ -200,6 +205,9 @@ func (n *Net) launch(p *Packet, departs transport.Time) {
 	}
 	for c := 0; c < copies; c++ {
 		at := departs + ps.delay
+		if n.ExtraDelay != nil {
+			at += n.ExtraDelay(p, departs)
+		}
 		if n.cfg.Jitter > 0 {
 			at += transport.Time(n.rng.Int64N(int64(n.cfg.Jitter)))
 		}

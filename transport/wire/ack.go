@@ -9,6 +9,14 @@ import (
 // (docs/spec.md §2.5). It bounds the sender's outstanding packets per path.
 const SackBits = 256
 
+// FwdDelayUnit is the unit of an ACK record's forward delay, ns
+// (docs/spec.md §2.5): 16 bits of it span about 2.1 ms.
+const FwdDelayUnit = 32
+
+// MaxFwdDelay is the largest forward delay an ACK record can carry, in
+// FwdDelayUnit; a receiver saturates larger delays to it.
+const MaxFwdDelay = 0xffff
+
 // MaxAckRecords is the most path records one ACK may carry.
 const MaxAckRecords = 16
 
@@ -98,19 +106,22 @@ func (s *SackBitmap) TrailingOnes() int {
 //
 //	offset size field
 //	0      2    path id (the data sender's path)
-//	2      2    reserved (0)
+//	2      2    forward delay: the echoed DATA's one-way delay above the
+//	            lowest recently seen on the connection, in FwdDelayUnit;
+//	            0 unless the data sender announced CapFwdDelay
 //	4      4    cumulative PSN: every PSN before it was received or abandoned
 //	8      4    CE count: CE-marked sequenced packets received on the path, mod 2^32
 //	12     4    echoed timestamp: Timestamp of the latest DATA received on the path
 //	16     4    ack delay: nanoseconds between that arrival and this ACK
 //	20     32   SACK bitmap, bit i = PSN cum+1+i received
 type AckRecord struct {
-	Path   uint16
-	Cum    PSN
-	CE     uint32
-	EchoTS uint32
-	Delay  uint32
-	Sack   SackBitmap
+	Path     uint16
+	FwdDelay uint16
+	Cum      PSN
+	CE       uint32
+	EchoTS   uint32
+	Delay    uint32
+	Sack     SackBitmap
 }
 
 // Ack acknowledges sequenced packets on up to MaxAckRecords paths and carries
@@ -157,20 +168,16 @@ func ParseAck(a *Ack, b []byte) (int, error) {
 	a.N = n
 	p := b[HeaderLen+ackFixedLen:]
 	for i := 0; i < n; i++ {
-		if !parseRecord(&a.Records[i], p[i*ackRecordLen:]) {
-			return 0, perr(OpAck, "reserved", 0, ErrReserved)
-		}
+		parseRecord(&a.Records[i], p[i*ackRecordLen:])
 	}
 	return want, nil
 }
 
 // parseRecord decodes one ACK record from q (at least ackRecordLen bytes)
-// into r; it reports false when the record's reserved field is non-zero.
-func parseRecord(r *AckRecord, q []byte) bool {
+// into r. Every value of every field is valid.
+func parseRecord(r *AckRecord, q []byte) {
 	r.Path = binary.BigEndian.Uint16(q)
-	if binary.BigEndian.Uint16(q[2:]) != 0 {
-		return false
-	}
+	r.FwdDelay = binary.BigEndian.Uint16(q[2:])
 	r.Cum = PSN(binary.BigEndian.Uint32(q[4:]))
 	r.CE = binary.BigEndian.Uint32(q[8:])
 	r.EchoTS = binary.BigEndian.Uint32(q[12:])
@@ -178,13 +185,12 @@ func parseRecord(r *AckRecord, q []byte) bool {
 	for w := range r.Sack {
 		r.Sack[w] = binary.BigEndian.Uint64(q[20+8*w:])
 	}
-	return true
 }
 
 // appendRecord appends the ackRecordLen-byte encoding of r.
 func appendRecord(b []byte, r *AckRecord) []byte {
 	b = binary.BigEndian.AppendUint16(b, r.Path)
-	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint16(b, r.FwdDelay)
 	b = binary.BigEndian.AppendUint32(b, uint32(r.Cum))
 	b = binary.BigEndian.AppendUint32(b, r.CE)
 	b = binary.BigEndian.AppendUint32(b, r.EchoTS)

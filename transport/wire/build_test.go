@@ -33,6 +33,7 @@ func ackPacket(n int) *wire.Ack {
 		r.CE = uint32(i * 3)
 		r.EchoTS = 0x10000000 + uint32(i)
 		r.Delay = 1000 + uint32(i)
+		r.FwdDelay = uint16(0xff00 + i)
 		r.Sack.Set(i)
 		r.Sack.Set(63 + i)
 		r.Sack.Set(255 - i)
@@ -96,7 +97,7 @@ func allPackets() map[string]packet {
 // testPiggy is a piggybacked acknowledgement with every field distinct.
 func testPiggy() wire.Piggyback {
 	pg := wire.Piggyback{HasPiggy: true, PiggyHint: 25_000_000}
-	pg.Piggy = wire.AckRecord{Path: 3, Cum: 0xfffffffe, CE: 9, EchoTS: 0x31323334, Delay: 777}
+	pg.Piggy = wire.AckRecord{Path: 3, Cum: 0xfffffffe, CE: 9, EchoTS: 0x31323334, Delay: 777, FwdDelay: 0x1234}
 	pg.Piggy.Sack.Set(0)
 	pg.Piggy.Sack.Set(64)
 	pg.Piggy.Sack.Set(255)

@@ -15,6 +15,10 @@ const (
 	CapAuth Caps = 1 << 0
 	// CapWrite: the sender can take one-sided Writes (reserved, §5.1).
 	CapWrite Caps = 1 << 1
+	// CapFwdDelay: the sender reads the forward delay of the ACK records
+	// it receives (docs/spec.md §2.5, §3.5); its peer fills that field
+	// only when this bit was announced.
+	CapFwdDelay Caps = 1 << 2
 )
 
 // Hello is the handshake request (Op = OpHello) and its reply (Op =

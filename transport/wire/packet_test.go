@@ -77,6 +77,7 @@ func fieldMap(p packet) map[string]string {
 		r := &pg.Piggy
 		u("piggy.rate_hint", uint64(pg.PiggyHint))
 		u("piggy.path", uint64(r.Path))
+		u("piggy.fwd_delay", uint64(r.FwdDelay))
 		u("piggy.cum", uint64(r.Cum))
 		u("piggy.ce", uint64(r.CE))
 		u("piggy.echo_ts", uint64(r.EchoTS))
@@ -102,6 +103,7 @@ func fieldMap(p packet) map[string]string {
 			r := &x.Records[i]
 			p := fmt.Sprintf("records[%d].", i)
 			u(p+"path", uint64(r.Path))
+			u(p+"fwd_delay", uint64(r.FwdDelay))
 			u(p+"cum", uint64(r.Cum))
 			u(p+"ce", uint64(r.CE))
 			u(p+"echo_ts", uint64(r.EchoTS))

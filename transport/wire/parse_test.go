@@ -218,9 +218,9 @@ func TestAckErrors(t *testing.T) {
 		{"count 1, two records", with(v, put8(28, 1)), wire.ErrLength},
 		{"trailing byte", append(append([]byte(nil), v...), 0), wire.ErrLength},
 		{"no records", v[:32], wire.ErrShort},
-		{"record 0 reserved", with(v, put16(32+2, 1)), wire.ErrReserved},
-		{"record 1 reserved", with(v, put16(32+52+2, 0x8000)), wire.ErrReserved},
-		{"record 15 reserved", with(full, put16(32+15*52+2, 1)), wire.ErrReserved},
+		{"record 0 forward delay 0", with(v, put16(32+2, 0)), nil},
+		{"record 1 forward delay max", with(v, put16(32+52+2, wire.MaxFwdDelay)), nil},
+		{"record 15 forward delay 1", with(full, put16(32+15*52+2, 1)), nil},
 	})
 }
 

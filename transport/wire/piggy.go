@@ -59,9 +59,7 @@ func (pg *Piggyback) parsePiggy(h *Header, b []byte, off int) (int, error) {
 	}
 	pg.HasPiggy = true
 	pg.PiggyHint = binary.BigEndian.Uint32(b[off:])
-	if !parseRecord(&pg.Piggy, b[off+4:]) {
-		return 0, perr(h.Op, "reserved", 0, ErrReserved)
-	}
+	parseRecord(&pg.Piggy, b[off+4:])
 	return off + PiggyLen, nil
 }
 

@@ -89,7 +89,7 @@ func piggyOf(p packet) *wire.Piggyback {
 
 // TestPiggyErrors covers the rules of docs/spec.md §2.11: the flag only on
 // the packet types that may carry it, the bytes present when it is set, the
-// record's reserved field zero.
+// record's forward delay free to take any value.
 func TestPiggyErrors(t *testing.T) {
 	setFlag := func(b []byte) []byte { return with(b, put16(2, uint16(wire.FlagAckReq|wire.FlagPiggyAck))) }
 	unknown := nackPacket()
@@ -111,13 +111,43 @@ func TestPiggyErrors(t *testing.T) {
 		{"probe flag without bytes", setFlag(probePacket().Append(nil)), wire.ErrLength},
 		{"recv-ready piggyback cut", recv[:len(recv)-1], wire.ErrShort},
 		{"recv-ready piggyback plus a byte", append(append([]byte(nil), recv...), 0), wire.ErrLength},
-		{"record reserved non-zero", with(recv, put8(len(recv)-wire.PiggyLen+4+3, 1)), wire.ErrReserved},
+		{"record forward delay 0xff01", with(recv, put16(len(recv)-wire.PiggyLen+4+2, 0xff01)), nil},
 	} {
 		_, _, err, _ := parseAny(tc.b)
 		checkParseError(t, tc.name, err, tc.want)
 		if tc.want != wire.ErrShort && tc.want != wire.ErrLength {
 			var pg wire.Piggyback
 			checkParseError(t, "ParsePiggy "+tc.name, wire.ParsePiggy(&pg, tc.b), tc.want)
+		}
+	}
+}
+
+// TestRecordFwdDelay checks where the forward delay of docs/spec.md §2.5
+// sits in an ACK record, in an ACK and in a piggyback alike, and that every
+// value survives a round trip.
+func TestRecordFwdDelay(t *testing.T) {
+	for _, v := range []uint16{0, 1, 0x2f, 0xbeef, wire.MaxFwdDelay} {
+		a := ackPacket(2)
+		a.Records[1].FwdDelay = v
+		b := a.Append(nil)
+		if got := uint16(b[32+52+2])<<8 | uint16(b[32+52+3]); got != v {
+			t.Fatalf("ACK record 1 carries forward delay %#x at offset 2, want %#x", got, v)
+		}
+		var back wire.Ack
+		if _, err := wire.ParseAck(&back, b); err != nil || back.Records[1].FwdDelay != v || back.Records[0].FwdDelay != a.Records[0].FwdDelay {
+			t.Fatalf("forward delay %#x: parsed %#x (err %v)", v, back.Records[1].FwdDelay, err)
+		}
+		d := dataPacket(8)
+		d.Piggyback = testPiggy()
+		d.Piggy.FwdDelay = v
+		b = d.Append(nil)
+		off := wire.DataHeaderLen + 4 + 2
+		if got := uint16(b[off])<<8 | uint16(b[off+1]); got != v {
+			t.Fatalf("piggyback carries forward delay %#x, want %#x", got, v)
+		}
+		var pg wire.Piggyback
+		if err := wire.ParsePiggy(&pg, b); err != nil || pg.Piggy.FwdDelay != v {
+			t.Fatalf("piggybacked forward delay %#x: parsed %#x (err %v)", v, pg.Piggy.FwdDelay, err)
 		}
 	}
 }

@@ -249,6 +249,8 @@ func TestSpecLimits(t *testing.T) {
 		"MaxAddrBlob":      wire.MaxAddrBlob,
 		"CloseLen":         wire.CloseLen,
 		"AuthTagLen":       wire.AuthTagLen,
+		"FwdDelayUnit":     wire.FwdDelayUnit,
+		"MaxFwdDelay":      wire.MaxFwdDelay,
 	}
 	doc := string(readSpec(t))
 	start := strings.Index(doc, "\n## 4 ")

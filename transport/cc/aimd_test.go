@@ -1,0 +1,76 @@
+package cc
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAIMDDrainForwardOnly checks the drain factor of docs/spec.md §3.5:
+// RTT samples inflated by a queue on the acknowledgements' way back slow a
+// sender that learns only RTTs down to a quarter of its hint, while one
+// whose receiver reports an empty forward path keeps its hint; a forward
+// queue drains as an inflated RTT used to.
+func TestAIMDDrainForwardOnly(t *testing.T) {
+	const base = 10_000 // ns
+	hint := uint64(testLine) / 2
+	run := func(fwd int64, report bool) uint64 {
+		a := NewAIMD(Config{LineRate: testLine, InitRTT: base})
+		a.AddPath(0, 0)
+		a.OnRateHint(0, hint)
+		now := int64(0)
+		a.OnAckFlight(now, 0, 4096, 1, 0, base, 0)
+		for i := 0; i < 8; i++ {
+			now += base
+			if report {
+				a.OnFwdDelay(now, fwd)
+			}
+			// Marked ACKs, each an RTT of three base RTTs: the
+			// queue is on the reverse path unless fwd says otherwise.
+			a.OnAckFlight(now, 0, 4096, 1, 1, 3*base, 0)
+		}
+		return a.PacingRate()
+	}
+	assert.Equal(t, hint/4, run(0, false), "RTT inflation alone drains at the floor")
+	assert.Equal(t, hint, run(0, true), "an empty forward path keeps the hint")
+	assert.Equal(t, hint/4, run(2*base, true), "a forward queue of two base RTTs drains at the floor")
+	got := run(base/2, true)
+	want := float64(hint) * (1 - (0.5 - 0.125))
+	assert.InDelta(t, want, float64(got), want*1e-3, "a forward queue of half a base RTT")
+}
+
+// TestAIMDCutFromFlight checks that a marked round cuts a path's window from
+// what the path had in flight when that is less than the window (docs/spec.md
+// §3.5): a window that grew while the pacer held the sender back would
+// otherwise take several marked rounds before it slowed anything.
+func TestAIMDCutFromFlight(t *testing.T) {
+	const rtt = 10_000 // ns
+	grown := func(flight int) *AIMD {
+		a := NewAIMD(Config{LineRate: testLine, InitRTT: rtt})
+		a.AddPath(0, 0)
+		now := int64(0)
+		// Unmarked rounds grow the window to about 1 MB while only
+		// 40 KB is ever in flight.
+		for a.PathWindow(0) < 1<<20 {
+			now += 100
+			a.OnAckFlight(now, 0, 4096, 1, 0, rtt, flight)
+		}
+		return a
+	}
+	cut := func(a *AIMD, flight int) int {
+		now := int64(1) << 40
+		// Two rounds with every ACK marked.
+		for i := 0; i < 2; i++ {
+			a.OnAckFlight(now, 0, 4096, 1, 1, rtt, flight)
+			now += rtt
+		}
+		return a.PathWindow(0)
+	}
+	a := grown(40_000)
+	w := a.PathWindow(0)
+	require.Greater(t, w, 1<<20-8192)
+	assert.LessOrEqual(t, cut(a, 40_000), 40_000/2+4096, "cut from the 44 KB in flight")
+	b := grown(-1)
+	assert.Greater(t, cut(b, -1), w/4, "flight unknown: cut from the window, as OnAck does")
+}
