@@ -25,6 +25,12 @@ type Config struct {
 	MinRTO Time
 	// MaxRTO caps the backed-off tail-loss timeout. Default 200 ms.
 	MaxRTO Time
+	// TailProbeFloor is the least time a path with a packet outstanding
+	// stays silent before it sends a tail probe (docs/spec.md §3.2).
+	// Default MinRTO/4: a software stack's millisecond timer noise
+	// then seldom draws a needless probe, while a driver that knows its
+	// fabric lowers it to about the base RTT.
+	TailProbeFloor Time
 	// InitialRTT is assumed before a path has an RTT sample. Default 100 µs.
 	InitialRTT Time
 	// AckEvery is how many sequenced packets a path receives before it is
@@ -101,6 +107,7 @@ func (c Config) withDefaults() Config {
 	defi(&c.MaxDatagram, 4096+dataHdr)
 	def(&c.MinRTO, Millisecond)
 	def(&c.MaxRTO, 200*Millisecond)
+	def(&c.TailProbeFloor, c.MinRTO/4)
 	def(&c.InitialRTT, 100*Microsecond)
 	defi(&c.AckEvery, 4)
 	def(&c.AckDelay, 20*Microsecond)

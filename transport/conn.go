@@ -98,6 +98,7 @@ type Conn struct {
 	hintIdle    bool // the peer's latest rate hint arrived with nothing to send
 	ackAt       Time // when a held-back ACK must go
 	ackFirst    bool // the due acknowledgement goes as an ACK before any sequenced packet
+	tailDue     bool // some path's tailDue is set: poll sends its tail probe
 
 	peerPlanes int
 	peerPaths  int

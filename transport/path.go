@@ -29,15 +29,17 @@ const (
 
 // txRec remembers one sequenced packet until it is acknowledged or lost.
 type txRec struct {
-	psn   wire.PSN
-	kind  recKind
-	state recState
-	sent  Time
-	bytes int // on the wire
-	msg   *sendMsg
-	off   uint64
-	n     int
-	ctrl  *ctrlPkt
+	psn    wire.PSN
+	kind   recKind
+	state  recState
+	ackReq bool // it asked for an immediate acknowledgement (FlagAckReq)
+	tail   bool // a tail probe: its acknowledgement overtakes no other path's packets
+	sent   Time
+	bytes  int // on the wire
+	msg    *sendMsg
+	off    uint64
+	n      int
+	ctrl   *ctrlPkt
 }
 
 // retxItem is the content of a lost packet waiting for a path.
@@ -80,12 +82,19 @@ type txPath struct {
 	hasRTT       bool
 	backoff      uint
 	rtoV         Time // rto(cfg), cached by setRTO: deadline runs for every path on every touch
+	ptoV         Time // max(2·srtt, srtt + 4·rttvar), cached by setRTO (tailProbeAt)
 	timeouts     int  // consecutive
 
 	lastCE  uint32
 	fq      Time // forward queueing delay its ACK records report, averaged with gain 1/2 (docs/spec.md §3.5)
 	hasFq   bool // fq holds a sample
 	probeAt Time // probing: when to send the next probe (0 = one is out)
+
+	// tailDue is set when the tail-probe timer expired (tailProbeAt) and
+	// cleared when the probe leaves or is no longer wanted: an expired
+	// timer leaves the connection's deadline, so a driver whose NIC is
+	// busy is not woken again and again for a probe it cannot send yet.
+	tailDue bool
 
 	// suspect is set when the overtaken rule declared the path's oldest
 	// packet lost alone (onTailLoss) and cleared by any acknowledgement
@@ -134,8 +143,37 @@ func (p *txPath) rto(cfg *Config) Time {
 	return min(t, cfg.MaxRTO)
 }
 
-// setRTO recomputes the cached rto after srtt, rttvar or backoff changed.
-func (p *txPath) setRTO(cfg *Config) { p.rtoV = p.rto(cfg) }
+// setRTO recomputes the cached rto (and the tail-probe timeout) after
+// srtt, rttvar or backoff changed.
+func (p *txPath) setRTO(cfg *Config) {
+	p.rtoV = p.rto(cfg)
+	p.ptoV = max(2*p.srtt, p.srtt+4*p.rttvar)
+}
+
+// tailProbeAt is when p sends a tail probe (docs/spec.md §3.2), or Never:
+// an active path whose newest packet is still outstanding probes once it
+// has sent nothing for max(2·srtt, srtt + 4·rttvar), plus AckDelay unless
+// that packet asked for an immediate acknowledgement, and at least
+// TailProbeFloor. The probe is a PROBE with the path's next PSN, which
+// the peer acknowledges at once: that acknowledgement shows, by the gap
+// rule, which of the path's outstanding packets were lost, about one RTT
+// after the probe rather than MinRTO after the oldest of them. A path
+// whose newest packet is itself a probe, or that has no room for another
+// PSN, waits for its timers as before.
+func (p *txPath) tailProbeAt(cfg *Config) Time {
+	if p.state != pathActive || p.inflightPkts == 0 || p.outstanding() >= wire.SackBits {
+		return Never
+	}
+	last := p.rec(p.next - 1)
+	if last.state != recOut || last.kind == recProbe {
+		return Never
+	}
+	t := p.ptoV
+	if !last.ackReq {
+		t += cfg.AckDelay
+	}
+	return last.sent + max(t, cfg.TailProbeFloor)
+}
 
 // deadline is when the oldest outstanding packet times out, or Never.
 //
@@ -212,6 +250,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 	var ackedBytes, ackedPkts, lostPkts int
 	probeAcked, dataAcked := false, false
 	var newest Time // send time of the newest packet this record acknowledges
+	var passed Time // the same, tail probes left out (c.ackedSent)
 	c.checkSpuriousTimeout(now, p, r)
 	for q := p.una; q != p.next && q.LessEq(highest); q++ {
 		rec := p.rec(q)
@@ -234,6 +273,9 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 			ackedBytes += rec.bytes
 			ackedPkts++
 			newest = max(newest, rec.sent)
+			if !rec.tail {
+				passed = max(passed, rec.sent)
+			}
 			switch rec.kind {
 			case recData:
 				dataAcked = true
@@ -253,7 +295,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		p.suspect = false
 	}
 	if ackedPkts > 0 {
-		c.ackedSent = max(c.ackedSent, newest)
+		c.ackedSent = max(c.ackedSent, passed)
 		p.suspect = false
 		p.timeouts = 0
 		p.backoff = 0

@@ -38,6 +38,9 @@ type ConnStats struct {
 	Lost        uint64
 	Spurious    uint64
 	Timeouts    uint64
+	// TailProbes counts the probes sent because a path's newest packet
+	// went unacknowledged for its tail-probe timeout (docs/spec.md §3.2).
+	TailProbes uint64
 	// SpuriousTimeouts counts path timeouts later shown unneeded (see
 	// PathStats.SpuriousTimeouts).
 	SpuriousTimeouts uint64

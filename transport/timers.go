@@ -75,6 +75,9 @@ func (c *Conn) nextTimeout() Time {
 	}
 	for _, p := range c.paths {
 		t = min(t, p.deadline(cfg, c.ackedSent, c.unsampled))
+		if !p.tailDue {
+			t = min(t, p.tailProbeAt(cfg))
+		}
 		if p.state == pathProbing && p.probeAt != 0 {
 			t = min(t, p.probeAt)
 		}
@@ -165,6 +168,12 @@ func (c *Conn) onTimeout(now Time) {
 			// hashed onto the same failed link). Probe the next one at
 			// once rather than after ProbeInterval.
 			p.probeAt = now
+		}
+	}
+	for _, p := range c.paths {
+		if !p.tailDue && p.tailProbeAt(cfg) <= now {
+			p.tailDue = true
+			c.tailDue = true
 		}
 	}
 }

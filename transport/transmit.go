@@ -26,7 +26,7 @@ func (e *Endpoint) PollTransmit(now Time, buf []byte) (Transmit, bool) {
 	for i := 0; i < len(e.order); i++ {
 		k := (e.rr + i) % len(e.order)
 		c := e.order[k]
-		ackAt, pace := c.ackAt, c.paceTimer()
+		ackAt, pace, tail := c.ackAt, c.paceTimer(), c.tailDue
 		tx, ok := c.poll(now, buf)
 		if ok {
 			e.touch(c)
@@ -36,8 +36,9 @@ func (e *Endpoint) PollTransmit(now Time, buf []byte) (Transmit, bool) {
 			c.stats.BytesSent += uint64(tx.N + tx.Payload.Len)
 			return tx, true
 		}
-		// A poll that sends nothing changes no deadline but these two.
-		if c.ackAt != ackAt || c.paceTimer() != pace {
+		// A poll that sends nothing changes no deadline but these
+		// three (a tail probe no longer wanted gets its timer back).
+		if c.ackAt != ackAt || c.paceTimer() != pace || c.tailDue != tail {
 			e.touch(c)
 		}
 	}
@@ -156,6 +157,14 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 			return c.sendProbe(now, p, buf), true
 		}
 	}
+	if c.tailDue {
+		if p := c.takeTailProbe(now); p != nil {
+			c.stats.TailProbes++
+			tx := c.sendProbe(now, p, buf)
+			p.rec(p.next - 1).tail = true
+			return tx, true
+		}
+	}
 	if now-c.lastSent >= cfg.KeepAlive && now-c.lastRecv >= cfg.KeepAlive {
 		if p := c.pickPath(now, wire.HeaderLen, -1); p != nil {
 			return c.sendProbe(now, p, buf), true
@@ -195,6 +204,32 @@ func (c *Conn) sendHello(buf []byte, op wire.Opcode) Transmit {
 	return Transmit{Route: c.anyRoute(), N: len(b)}
 }
 
+// takeTailProbe returns the first path whose tail-probe timer expired and
+// that still wants the probe (docs/spec.md §3.2), clearing its mark; marks
+// of paths that no longer want one (an acknowledgement or a new packet
+// came meanwhile) are cleared too, which gives them their timer back.
+func (c *Conn) takeTailProbe(now Time) *txPath {
+	cfg := &c.ep.cfg
+	var pick *txPath
+	c.tailDue = false
+	for _, p := range c.paths {
+		if !p.tailDue {
+			continue
+		}
+		if pick == nil && p.tailProbeAt(cfg) <= now {
+			pick = p
+			p.tailDue = false
+			continue
+		}
+		if pick == nil {
+			p.tailDue = false
+			continue
+		}
+		c.tailDue = true // for the next poll
+	}
+	return pick
+}
+
 func (c *Conn) sendProbe(now Time, p *txPath, buf []byte) Transmit {
 	pr := wire.Probe{Header: c.hdr(wire.OpProbe)}
 	pr.Flags = wire.FlagAckReq
@@ -202,7 +237,7 @@ func (c *Conn) sendProbe(now Time, p *txPath, buf []byte) Transmit {
 	pr.PSN = p.next
 	c.piggyback(now, &pr.Piggyback)
 	rec := p.push()
-	rec.kind, rec.sent, rec.bytes = recProbe, now, wire.HeaderLen
+	rec.kind, rec.sent, rec.bytes, rec.ackReq = recProbe, now, wire.HeaderLen, true
 	p.inflight += rec.bytes
 	p.inflightPkts++
 	c.inflight += rec.bytes
@@ -369,6 +404,7 @@ func (c *Conn) sendCtrl(now Time, cp *ctrlPkt, pref int, retx bool, buf []byte) 
 	}
 	rec := p.push()
 	rec.kind, rec.sent, rec.bytes, rec.ctrl = recCtrl, now, len(b), cp
+	rec.ackReq = h.Flags&wire.FlagAckReq != 0
 	p.inflight += rec.bytes
 	p.inflightPkts++
 	c.inflight += rec.bytes
@@ -451,7 +487,7 @@ func (c *Conn) sendData(now Time, s *sendMsg, off uint64, n int, pref int, retx 
 	}
 	b := d.AppendHeader(buf[:0])
 	rec := p.push()
-	rec.kind, rec.sent, rec.bytes = recData, now, dataHdr+n
+	rec.kind, rec.sent, rec.bytes, rec.ackReq = recData, now, dataHdr+n, d.Flags&wire.FlagAckReq != 0
 	rec.msg, rec.off, rec.n = s, off, n
 	p.inflight += rec.bytes
 	p.inflightPkts++

@@ -137,7 +137,10 @@ func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
 // 2 MiB buffers at 400 Gb/s (84 µs) plus the base RTT, so congestion alone
 // does not fire it, yet a black-holed path is found within about ten
 // RTTs (with the 1 ms default a spine-link failure stalled the 3 ms run's
-// every connection for most of its remaining time). Hints divide the host's
+// every connection for most of its remaining time). A path silent with a
+// packet outstanding probes after twice its RTT, no sooner than one base
+// RTT (the core's MinRTO/4 default would be 25 µs here, three base RTTs;
+// the probe costs a header and no retransmission). Hints divide the host's
 // capacity over all its planes, less the
 // per-packet wire overhead the core does not see.
 func metaroceConfig(o *Options, c sim.Config) transport.Config {
@@ -152,6 +155,7 @@ func metaroceConfig(o *Options, c sim.Config) transport.Config {
 		MinRTO:            100 * transport.Microsecond,
 		InitialRTT:        2 * base,
 		AckDelay:          base / 2,
+		TailProbeFloor:    base,
 		ConcurrentSenders: o.ConcurrentSenders,
 	}
 	tc.CC.LineRate = port * uint64(c.Planes)
