@@ -112,6 +112,10 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 		if len(inflight) == 0 {
 			return fmt.Errorf("collectives: %v rank %d: schedule stalled with %d steps left (a bug in the plan)", p.Collective, p.Rank, remaining)
 		}
+		// Drive the datapath from this goroutine while transfers move: a
+		// completion then costs no wake-up of this goroutine, and the
+		// event loop parks instead of handing every datagram over.
+		c.link.progress(func() bool { return len(completions) > 0 || ctx.Err() != nil })
 		select {
 		case i := <-completions:
 			_, err := inflight[i].Test()

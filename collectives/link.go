@@ -25,6 +25,11 @@ type pending interface {
 type link interface {
 	send(peer, ch int, buf []byte, done func()) (pending, error)
 	recv(peer, ch int, buf []byte, done func()) (pending, error)
+	// progress lets the calling goroutine move the link's transfers while
+	// it would otherwise block, until done reports true or the link sees
+	// nothing worth waiting for; it reports done's last answer. A link that
+	// moves its transfers elsewhere returns done() at once.
+	progress(done func() bool) bool
 	// peerStats reports per-peer counters (nil where the link has none).
 	peerStats() []PeerStats
 	// describe is one line for headers: transport, addresses, channels.

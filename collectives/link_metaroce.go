@@ -105,6 +105,10 @@ func (l *metaroceLink) recv(peer, ch int, buf []byte, done func()) (pending, err
 	return l.conns[peer].RecvNotify(uint32(ch), [][]byte{buf}, []uint32{0}, done)
 }
 
+// progress drives the endpoint's datapath from the calling goroutine (see
+// udp.Endpoint.Progress).
+func (l *metaroceLink) progress(done func() bool) bool { return l.ep.Progress(done) }
+
 func (l *metaroceLink) peerStats() []PeerStats {
 	var out []PeerStats
 	for r, c := range l.conns {

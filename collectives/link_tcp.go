@@ -103,6 +103,9 @@ func (l *tcpLink) recv(peer, ch int, buf []byte, done func()) (pending, error) {
 	return l.streams[peer][ch].post(false, buf, done), nil
 }
 
+// progress returns at once: each TCP stream has goroutines of its own.
+func (l *tcpLink) progress(done func() bool) bool { return done() }
+
 func (l *tcpLink) peerStats() []PeerStats { return nil }
 
 func (l *tcpLink) describe() string {

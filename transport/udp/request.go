@@ -52,6 +52,17 @@ func (r *Request) Wait(ctx context.Context) error {
 	}
 }
 
+// Progress drives the datapath from the calling goroutine, as Wait does,
+// until done reports true or Config.WaitSpin passes without progress, and
+// reports done's last answer. A goroutine that waits for several requests
+// at once (a collective's executor, whose notify callbacks fill a channel)
+// calls it before it blocks, which saves the wake-ups of a hand-off to the
+// event loop for each completion. done is called often and must be cheap;
+// it may run under the endpoint's drive lock.
+func (e *Endpoint) Progress(done func() bool) bool {
+	return e.spinWait(done)
+}
+
 // Test reports without blocking whether the request completed, and its error.
 func (r *Request) Test() (done bool, err error) {
 	if !r.finished.Load() {
