@@ -44,14 +44,17 @@ type PathSummary struct {
 // sweep: packets sent and received, retransmissions, ECN marks, path changes
 // and the smoothed RTT (microseconds).
 type PeerSummary struct {
-	Rank        int           `json:"rank"`
-	Peer        int           `json:"peer"`
-	PacketsSent uint64        `json:"packets_sent"`
-	PacketsRecv uint64        `json:"packets_recv"`
-	Retransmits uint64        `json:"retransmits"`
-	Lost        uint64        `json:"lost"`
-	Timeouts    uint64        `json:"timeouts"`
-	SpuriousTO  uint64        `json:"spurious_timeouts"`
+	Rank        int    `json:"rank"`
+	Peer        int    `json:"peer"`
+	PacketsSent uint64 `json:"packets_sent"`
+	PacketsRecv uint64 `json:"packets_recv"`
+	Retransmits uint64 `json:"retransmits"`
+	Lost        uint64 `json:"lost"`
+	Timeouts    uint64 `json:"timeouts"`
+	SpuriousTO  uint64 `json:"spurious_timeouts"`
+	// TailProbes counts probes sent because a path's newest packet went
+	// unacknowledged past its tail-probe timeout (docs/spec.md §3.2).
+	TailProbes  uint64        `json:"tail_probes"`
 	ECNMarks    uint64        `json:"ecn_marks"`
 	PathChanges uint64        `json:"path_changes"`
 	AcksSent    uint64        `json:"acks_sent"`

@@ -306,10 +306,10 @@ func writePeerSummary(w io.Writer, transport string, peers []PeerSummary) {
 		return
 	}
 	fmt.Fprintf(w, "# %s per-peer counters:\n", transport)
-	fmt.Fprintf(w, "# %5s %5s %12s %12s %8s %8s %8s %8s %8s %8s %10s %9s\n", "rank", "peer", "pkts-sent", "pkts-recv", "retrans", "lost", "timeouts", "spur-to", "ecn", "pathchg", "acks-sent", "rtt(us)")
+	fmt.Fprintf(w, "# %5s %5s %12s %12s %8s %8s %8s %8s %8s %8s %8s %10s %9s\n", "rank", "peer", "pkts-sent", "pkts-recv", "retrans", "lost", "timeouts", "spur-to", "tailprb", "ecn", "pathchg", "acks-sent", "rtt(us)")
 	for _, p := range peers {
-		fmt.Fprintf(w, "# %5d %5d %12d %12d %8d %8d %8d %8d %8d %8d %10d %9.1f\n", p.Rank, p.Peer, p.PacketsSent, p.PacketsRecv,
-			p.Retransmits, p.Lost, p.Timeouts, p.SpuriousTO, p.ECNMarks, p.PathChanges, p.AcksSent, p.RTTUs)
+		fmt.Fprintf(w, "# %5d %5d %12d %12d %8d %8d %8d %8d %8d %8d %8d %10d %9.1f\n", p.Rank, p.Peer, p.PacketsSent, p.PacketsRecv,
+			p.Retransmits, p.Lost, p.Timeouts, p.SpuriousTO, p.TailProbes, p.ECNMarks, p.PathChanges, p.AcksSent, p.RTTUs)
 		for _, q := range p.Paths {
 			state := "active"
 			if !q.Active {

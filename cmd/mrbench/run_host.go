@@ -156,7 +156,7 @@ func peerSummaries(c *collectives.Comm) []PeerSummary {
 	for _, p := range c.PeerStats() {
 		s := PeerSummary{Rank: c.Rank(), Peer: p.Rank,
 			PacketsSent: p.Conn.PacketsSent, PacketsRecv: p.Conn.PacketsRecv,
-			Retransmits: p.Conn.Retransmits, Lost: p.Conn.Lost, Timeouts: p.Conn.Timeouts, SpuriousTO: p.Conn.SpuriousTimeouts,
+			Retransmits: p.Conn.Retransmits, Lost: p.Conn.Lost, Timeouts: p.Conn.Timeouts, SpuriousTO: p.Conn.SpuriousTimeouts, TailProbes: p.Conn.TailProbes,
 			ECNMarks: p.Conn.ECNMarks, PathChanges: p.Conn.PathChanges, AcksSent: p.Conn.AcksSent, RTTUs: float64(p.Conn.RTT) / 1e3}
 		for _, q := range p.Paths {
 			s.Paths = append(s.Paths, PathSummary{Plane: int(q.Plane), Entropy: int(q.Entropy), Active: q.Active,
