@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -44,6 +45,9 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 		// A seeded run must still give every rank its own tokens and
 		// connection ids: derive the rank's seed from the job's.
 		cfg.UDP.Seed = cfg.UDP.Seed*0x9e3779b97f4a7c15 + uint64(b.Rank) + 1
+	}
+	if host := HostCPUs(); fitSpin(&cfg, b, host, runtime.NumCPU()) {
+		cfg.Logf("rank %d/%d: %d ranks share this host's %d CPUs: event-loop spinning off", b.Rank, b.NRanks, b.LocalSize, host)
 	}
 	var f linkFactory
 	if cfg.Transport == TransportTCP {

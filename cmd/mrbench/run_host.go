@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/metaroce/metaroce/collectives"
@@ -43,7 +42,7 @@ func newHostLauncher(o *options) (*hostLauncher, error) {
 	l := &hostLauncher{o: o}
 	if ok {
 		l.boot = &b
-		if host := onlineCPUs(); runtime.NumCPU() >= host {
+		if host := collectives.HostCPUs(); runtime.NumCPU() >= host {
 			// Not pinned to a subset by the launcher (mpirun binds
 			// each rank to its own core unless oversubscribed).
 			l.applyCPUShare(host, os.Getenv("GOMAXPROCS") != "")
@@ -166,42 +165,4 @@ func peerSummaries(c *collectives.Comm) []PeerSummary {
 		out = append(out, s)
 	}
 	return out
-}
-
-// onlineCPUs is the number of CPUs the host has online, whatever this
-// process's affinity (runtime.NumCPU counts only the CPUs it may run on);
-// runtime.NumCPU where the kernel does not say.
-func onlineCPUs() int {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return runtime.NumCPU()
-	}
-	n, err := countCPUList(strings.TrimSpace(string(b)))
-	if err != nil || n < 1 {
-		return runtime.NumCPU()
-	}
-	return n
-}
-
-// countCPUList counts the CPUs of a kernel CPU list such as "0-3,8,10-11".
-func countCPUList(s string) (int, error) {
-	n := 0
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return 0, fmt.Errorf("cpu list %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return 0, fmt.Errorf("cpu list %q: %w", s, err)
-			}
-		}
-		if b < a {
-			return 0, fmt.Errorf("cpu list %q: range %s runs backwards", s, part)
-		}
-		n += b - a + 1
-	}
-	return n, nil
 }

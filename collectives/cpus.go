@@ -1,0 +1,66 @@
+package collectives
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// HostCPUs is the number of CPUs the host has online, whatever this
+// process's affinity (runtime.NumCPU counts only the CPUs it may run on);
+// runtime.NumCPU where the kernel does not say.
+func HostCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n, err := countCPUList(strings.TrimSpace(string(b)))
+	if err != nil || n < 1 {
+		return runtime.NumCPU()
+	}
+	return n
+}
+
+// countCPUList counts the CPUs of a kernel CPU list such as "0-3,8,10-11".
+func countCPUList(s string) (int, error) {
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0, fmt.Errorf("cpu list %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return 0, fmt.Errorf("cpu list %q: %w", s, err)
+			}
+		}
+		if b < a {
+			return 0, fmt.Errorf("cpu list %q: range %s runs backwards", s, part)
+		}
+		n += b - a + 1
+	}
+	return n, nil
+}
+
+// fitSpin turns the MetaRoCE event loops' polling off (udp.Config.Spin and
+// WaitSpin) when the launcher says that this host's ranks outnumber its
+// CPUs and the process may run on all of them (a launcher that pins each
+// rank to a CPU of its own leaves spinning on): spinning ranks would take
+// the CPU that the rank with work needs (see Bootstrap.CPUShare). It leaves
+// a Spin or WaitSpin that the user set alone, and reports whether it
+// changed cfg. host is the host's online CPUs, allowed the CPUs this
+// process may run on.
+func fitSpin(cfg *Config, b Bootstrap, host, allowed int) bool {
+	if cfg.Transport != TransportMetaRoCE || cfg.UDP.Spin != 0 || cfg.UDP.WaitSpin != 0 || allowed < host {
+		return false
+	}
+	if _, spin := b.CPUShare(host); spin {
+		return false
+	}
+	cfg.UDP.Spin, cfg.UDP.WaitSpin = -1, -1
+	return true
+}
