@@ -100,6 +100,13 @@ type Conn struct {
 	ackFirst    bool // the due acknowledgement goes as an ACK before any sequenced packet
 	tailDue     bool // some path's tailDue is set: poll sends its tail probe
 
+	// timerRan is when onTimeout last ran. A time at or before it from
+	// which poll sends a packet (ACK, pacing, HELLO, CLOSE) has already
+	// woken the driver, which sends the packet as soon as its NIC takes
+	// one: nextTimeout leaves such a time out (sendTimer), as it does an
+	// expired tail-probe timer (txPath.tailDue).
+	timerRan Time
+
 	peerPlanes int
 	peerPaths  int
 	peerAddr   []byte

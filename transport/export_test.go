@@ -11,7 +11,8 @@ import (
 // most wire.SackBits packets outstanding and consistent in-flight counts;
 // retransmissions waiting at most what the paths can have outstanding;
 // sequenced control packets, announced receive groups and receive paths
-// within their configured limits.
+// within their configured limits. It also checks the timers' copies of the
+// oldest and newest records of each path against the records.
 func CheckFootprint(e *Endpoint) error {
 	cfg := &e.cfg
 	if len(e.ctrl) > 1024 {
@@ -32,6 +33,17 @@ func CheckFootprint(e *Endpoint) error {
 			}
 			if p.inflight < 0 || p.inflightPkts < 0 || p.inflightPkts > out {
 				return fmt.Errorf("%v path %d: inflight %d bytes %d packets, %d outstanding", c, p.id, p.inflight, p.inflightPkts, out)
+			}
+			if out > 0 && p.unaSent != p.rec(p.una).sent {
+				return fmt.Errorf("%v path %d: unaSent %v, the record at una was sent at %v", c, p.id, p.unaSent, p.rec(p.una).sent)
+			}
+			if out > 0 {
+				last := p.rec(p.next - 1)
+				tail := last.state == recOut && last.kind != recProbe
+				if p.newestTail != tail || p.newestSent != last.sent || p.newestAckReq != last.ackReq {
+					return fmt.Errorf("%v path %d: newest record cached as sent %v tail %v ackReq %v, is sent %v tail %v ackReq %v",
+						c, p.id, p.newestSent, p.newestTail, p.newestAckReq, last.sent, tail, last.ackReq)
+				}
 			}
 			sum += p.inflight
 		}

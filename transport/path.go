@@ -74,6 +74,17 @@ type txPath struct {
 	next wire.PSN
 	una  wire.PSN
 	recs []txRec
+	// Copies of what the timers read of the records at una and next-1,
+	// each a cache miss away in recs: deadline and tailProbeAt run for
+	// every path on every touch of the connection. unaSent is the send
+	// time of the oldest outstanding record (while next != una); the
+	// newest record was sent at newestSent, asked for an immediate
+	// acknowledgement if newestAckReq, and is outstanding and no probe
+	// while newestTail.
+	unaSent      Time
+	newestSent   Time
+	newestTail   bool
+	newestAckReq bool
 
 	inflight     int // bytes of recOut records
 	inflightPkts int
@@ -119,8 +130,9 @@ func (p *txPath) outstanding() uint32 { return uint32(p.next - p.una) }
 
 func (p *txPath) rec(psn wire.PSN) *txRec { return &p.recs[int(uint32(psn))&(len(p.recs)-1)] }
 
-// push records a packet about to be sent with PSN p.next and returns it.
-func (p *txPath) push() *txRec {
+// push records a packet of kind about to be sent at now with PSN p.next
+// and returns it.
+func (p *txPath) push(now Time, kind recKind, ackReq bool) *txRec {
 	if int(p.outstanding()) == len(p.recs) {
 		n := max(16, 2*len(p.recs))
 		nr := make([]txRec, n)
@@ -130,7 +142,11 @@ func (p *txPath) push() *txRec {
 		p.recs = nr
 	}
 	r := p.rec(p.next)
-	*r = txRec{psn: p.next}
+	*r = txRec{psn: p.next, kind: kind, sent: now, ackReq: ackReq}
+	if p.una == p.next {
+		p.unaSent = now
+	}
+	p.newestSent, p.newestTail, p.newestAckReq = now, kind != recProbe, ackReq
 	p.next++
 	return r
 }
@@ -161,18 +177,14 @@ func (p *txPath) setRTO(cfg *Config) {
 // whose newest packet is itself a probe, or that has no room for another
 // PSN, waits for its timers as before.
 func (p *txPath) tailProbeAt(cfg *Config) Time {
-	if p.state != pathActive || p.inflightPkts == 0 || p.outstanding() >= wire.SackBits {
-		return Never
-	}
-	last := p.rec(p.next - 1)
-	if last.state != recOut || last.kind == recProbe {
+	if p.state != pathActive || p.inflightPkts == 0 || p.outstanding() >= wire.SackBits || !p.newestTail {
 		return Never
 	}
 	t := p.ptoV
-	if !last.ackReq {
+	if !p.newestAckReq {
 		t += cfg.AckDelay
 	}
-	return last.sent + max(t, cfg.TailProbeFloor)
+	return p.newestSent + max(t, cfg.TailProbeFloor)
 }
 
 // deadline is when the oldest outstanding packet times out, or Never.
@@ -197,7 +209,7 @@ func (p *txPath) deadline(cfg *Config, ackedSent, unsampled Time) Time {
 	if p.una == p.next {
 		return Never
 	}
-	sent := p.rec(p.una).sent
+	sent := p.unaSent
 	t := sent + p.rtoV
 	if ackedSent > sent {
 		switch {
@@ -226,9 +238,14 @@ func (p *txPath) rttSample(rtt Time) {
 
 // advanceUna moves una past records that are no longer outstanding.
 func (p *txPath) advanceUna() {
+	moved := false
 	for p.una != p.next && p.rec(p.una).state != recOut {
 		*p.rec(p.una) = txRec{}
 		p.una++
+		moved = true
+	}
+	if moved && p.una != p.next {
+		p.unaSent = p.rec(p.una).sent
 	}
 }
 
@@ -267,6 +284,9 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 			c.stats.Spurious++
 		case acked:
 			rec.state = recAcked
+			if q == p.next-1 {
+				p.newestTail = false
+			}
 			p.inflight -= rec.bytes
 			p.inflightPkts--
 			c.inflight -= rec.bytes
@@ -367,6 +387,9 @@ func (c *Conn) noteOvertakeDeadline(p *txPath) {
 // declareLost marks rec lost and queues its content again.
 func (c *Conn) declareLost(p *txPath, rec *txRec) {
 	rec.state = recLost
+	if rec.psn == p.next-1 {
+		p.newestTail = false
+	}
 	p.inflight -= rec.bytes
 	p.inflightPkts--
 	c.inflight -= rec.bytes

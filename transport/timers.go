@@ -55,13 +55,9 @@ func (c *Conn) nextTimeout() Time {
 	cfg := &c.ep.cfg
 	switch c.state {
 	case stateDialing:
-		return min(c.helloDue, c.deadline)
+		return min(c.sendTimer(c.helloDue), c.deadline)
 	case stateClosing:
-		t := min(c.closeDue, c.deadline)
-		if c.ackAt != 0 {
-			t = min(t, c.ackAt)
-		}
-		return t
+		return min(c.sendTimer(c.closeDue), c.deadline, c.ackTimer())
 	case stateClosed:
 		return Never
 	}
@@ -69,10 +65,7 @@ func (c *Conn) nextTimeout() Time {
 	if c.peerClosed {
 		t = min(t, c.graceEnd)
 	}
-	t = min(t, max(c.lastSent, c.lastRecv)+cfg.KeepAlive)
-	if c.ackAt != 0 {
-		t = min(t, c.ackAt)
-	}
+	t = min(t, max(c.lastSent, c.lastRecv)+cfg.KeepAlive, c.ackTimer())
 	for _, p := range c.paths {
 		t = min(t, p.deadline(cfg, c.ackedSent, c.unsampled))
 		if !p.tailDue {
@@ -85,13 +78,39 @@ func (c *Conn) nextTimeout() Time {
 	return min(t, c.paceTimer())
 }
 
+// sendTimer is the part of nextTimeout of t, a time from which poll sends
+// a packet (a HELLO, a CLOSE, a held-back ACK, a paced packet). Once t has
+// passed and a timer run has seen it, the packet waits for the driver's
+// next PollTransmit, not for a timer: a driver whose NIC is busy polls when
+// the NIC frees, and an expired t kept in the deadline woke it again and
+// again for a packet it could not send yet. In the simulator every
+// connection with an ACK or a paced packet queued behind its host's
+// saturated port ran onTimeout at every event of that host, 44 times per
+// packet sent with 63 connections a host.
+func (c *Conn) sendTimer(t Time) Time {
+	if t > c.timerRan {
+		return t
+	}
+	return Never
+}
+
+// ackTimer is the held-back ACK's part of nextTimeout (sendTimer).
+func (c *Conn) ackTimer() Time {
+	if c.ackAt == 0 {
+		return Never
+	}
+	return c.sendTimer(c.ackAt)
+}
+
 // paceTimer is the pacer's part of nextTimeout: the pacer only needs a
 // timer while it is what holds a packet back; a sender held by its window
 // waits for an ACK instead, and a pacing time already past would make a
-// driver spin at one instant.
+// driver spin at one instant. Once a timer run has seen the pacing time
+// pass, the next poll sends or holds the sender again with a later one
+// (sendTimer).
 func (c *Conn) paceTimer() Time {
 	if (len(c.ctrlQ) > 0 || len(c.retxQ) > 0 || len(c.active) > 0) && c.paceHeld {
-		return c.paceNext
+		return c.sendTimer(c.paceNext)
 	}
 	return Never
 }
@@ -118,6 +137,7 @@ func (e *Endpoint) HandleTimeout(now Time) {
 
 func (c *Conn) onTimeout(now Time) {
 	cfg := &c.ep.cfg
+	c.timerRan = now
 	switch c.state {
 	case stateDialing:
 		if now >= c.deadline {

@@ -236,8 +236,8 @@ func (c *Conn) sendProbe(now Time, p *txPath, buf []byte) Transmit {
 	pr.Path = p.id
 	pr.PSN = p.next
 	c.piggyback(now, &pr.Piggyback)
-	rec := p.push()
-	rec.kind, rec.sent, rec.bytes, rec.ackReq = recProbe, now, wire.HeaderLen, true
+	rec := p.push(now, recProbe, true)
+	rec.bytes = wire.HeaderLen
 	p.inflight += rec.bytes
 	p.inflightPkts++
 	c.inflight += rec.bytes
@@ -402,9 +402,8 @@ func (c *Conn) sendCtrl(now Time, cp *ctrlPkt, pref int, retx bool, buf []byte) 
 		c.piggyback(now, &cp.nack.Piggyback)
 		b = cp.nack.Append(buf[:0])
 	}
-	rec := p.push()
-	rec.kind, rec.sent, rec.bytes, rec.ctrl = recCtrl, now, len(b), cp
-	rec.ackReq = h.Flags&wire.FlagAckReq != 0
+	rec := p.push(now, recCtrl, h.Flags&wire.FlagAckReq != 0)
+	rec.bytes, rec.ctrl = len(b), cp
 	p.inflight += rec.bytes
 	p.inflightPkts++
 	c.inflight += rec.bytes
@@ -486,8 +485,8 @@ func (c *Conn) sendData(now Time, s *sendMsg, off uint64, n int, pref int, retx 
 		c.piggyback(now, &d.Piggyback)
 	}
 	b := d.AppendHeader(buf[:0])
-	rec := p.push()
-	rec.kind, rec.sent, rec.bytes, rec.ackReq = recData, now, dataHdr+n, d.Flags&wire.FlagAckReq != 0
+	rec := p.push(now, recData, d.Flags&wire.FlagAckReq != 0)
+	rec.bytes = dataHdr + n
 	rec.msg, rec.off, rec.n = s, off, n
 	p.inflight += rec.bytes
 	p.inflightPkts++
