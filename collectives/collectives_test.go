@@ -300,3 +300,31 @@ func TestBootstrapNamesMissingRanks(t *testing.T) {
 	require.ErrorContains(t, err, "ranks [2 3] of 4 never joined")
 	require.Error(t, <-done)
 }
+
+// TestPlansDeclareTheirSenders: before each plan the executor declares to
+// the MetaRoCE endpoint how many peers will send to the rank at once, at
+// most the endpoint's configured bound (the all-to-all's messages in
+// flight): one for a ring all-reduce, every other rank for a 4-rank
+// all-to-all.
+func TestPlansDeclareTheirSenders(t *testing.T) {
+	cfg := Config{Transport: TransportMetaRoCE, Timeout: 60 * time.Second}
+	err := LaunchLocal(context.Background(), 4, cfg, func(c *Comm) error {
+		l, ok := c.link.(*metaroceLink)
+		if !ok {
+			return fmt.Errorf("link %T", c.link)
+		}
+		for _, s := range []struct {
+			coll sched.Collective
+			want int
+		}{{sched.AllReduce, 1}, {sched.AllToAll, 3}, {sched.AllReduce, 1}} {
+			if err := runOne(context.Background(), c, s.coll, reduce.Float32, reduce.OpSum, 300000, false); err != nil {
+				return err
+			}
+			if l.senders != s.want {
+				return fmt.Errorf("rank %d after %v: %d senders declared, want %d", c.Rank(), s.coll, l.senders, s.want)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}

@@ -109,7 +109,8 @@ func (c Config) withDefaults() (Config, error) {
 		// rounds take one peer each): the endpoint's starting rate hints
 		// divide its inbound capacity by that, not by every peer
 		// (docs/spec.md §3.5). A call that asks for more in flight only
-		// overshoots for its first RTT.
+		// overshoots for its first RTT. Before each plan the executor
+		// declares the peers that plan receives from, at most this.
 		c.UDP.Core.ConcurrentSenders = c.AllToAllInFlight
 	}
 	if c.Timeout <= 0 {

@@ -39,6 +39,9 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 			ready = append(ready, i)
 		}
 	}
+	// The endpoint's starting rate hints divide its inbound capacity by the
+	// peers that may send at once: for a ring, the one before this rank.
+	c.link.expectSenders(p.RecvPeers())
 	completions := make(chan int, n)
 	inflight := map[int]pending{}
 	remaining := n

@@ -30,6 +30,10 @@ type link interface {
 	// nothing worth waiting for; it reports done's last answer. A link that
 	// moves its transfers elsewhere returns done() at once.
 	progress(done func() bool) bool
+	// expectSenders declares, before a plan's transfers are posted, that
+	// at most k peers will send to this rank at once until the next
+	// declaration (k ≥ 1); links that do not use it ignore it.
+	expectSenders(k int)
 	// peerStats reports per-peer counters (nil where the link has none).
 	peerStats() []PeerStats
 	// describe is one line for headers: transport, addresses, channels.

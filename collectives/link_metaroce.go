@@ -95,6 +95,26 @@ type metaroceLink struct {
 	ep       *udp.Endpoint
 	conns    []*udp.Conn
 	channels int
+	senders  int // the concurrent senders last declared to the endpoint (0: none yet)
+}
+
+// expectSenders declares k concurrent senders to the endpoint, at most the
+// bound it was opened with (Config.UDP.Core.ConcurrentSenders, which
+// defaults to the all-to-all's messages in flight): a ring's rank hears
+// from one peer, so the endpoint's first rate hint to it is the whole
+// inbound capacity rather than a share among the connections that could
+// send (docs/spec.md §3.5).
+func (l *metaroceLink) expectSenders(k int) {
+	if b := l.ep.Config().Core.ConcurrentSenders; b > 0 {
+		k = min(k, b)
+	}
+	k = max(k, 1)
+	if k == l.senders {
+		return
+	}
+	if l.ep.SetConcurrentSenders(k) == nil {
+		l.senders = k
+	}
 }
 
 func (l *metaroceLink) send(peer, ch int, buf []byte, done func()) (pending, error) {

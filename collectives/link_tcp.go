@@ -106,6 +106,9 @@ func (l *tcpLink) recv(peer, ch int, buf []byte, done func()) (pending, error) {
 // progress returns at once: each TCP stream has goroutines of its own.
 func (l *tcpLink) progress(done func() bool) bool { return done() }
 
+// expectSenders does nothing: TCP has no receiver-driven rate hints.
+func (l *tcpLink) expectSenders(int) {}
+
 func (l *tcpLink) peerStats() []PeerStats { return nil }
 
 func (l *tcpLink) describe() string {

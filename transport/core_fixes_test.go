@@ -228,3 +228,48 @@ func TestStartingHintHonoursConcurrentSenders(t *testing.T) {
 		})
 	}
 }
+
+// TestSetConcurrentSenders: the application may change its bound on
+// concurrent senders at run time (a collective's ring hears from one peer,
+// its all-to-all from several); receives posted afterwards get starting
+// hints divided by the new bound (docs/spec.md §3.5). A ring's receiver,
+// with two connections and receives posted on one, hints its sender the
+// whole inbound rate instead of a quarter of it.
+func TestSetConcurrentSenders(t *testing.T) {
+	const senders = 8
+	for _, tc := range []struct {
+		set     int // -1: keep the configured 4
+		divisor float64
+	}{{-1, 2 * 4}, {1, 1}, {2, 2 * 2}, {0, 2 * senders}} {
+		t.Run(fmt.Sprint(tc.set), func(t *testing.T) {
+			n := transporttest.New(baseNet(5))
+			cfg := baseCfg()
+			cfg.InboundRate = linkRate
+			cfg.Listen = true
+			cfg.ConcurrentSenders = 4
+			recv := n.AddNode(cfg)
+			cfg.Listen, cfg.ConcurrentSenders = false, 0
+			for i := 0; i < senders; i++ {
+				n.AddNode(cfg)
+			}
+			var first senderConn
+			for i := 0; i < senders; i++ {
+				s, r, err := n.Connect(i+1, recv)
+				require.NoError(t, err)
+				if i == 0 {
+					first = senderConn{s, r}
+				}
+			}
+			if tc.set >= 0 {
+				n.Node(recv).EP.SetConcurrentSenders(tc.set)
+			}
+			_, err := n.PostRecv(recv, first.r, 0, transporttest.RecvSpec{Cap: 64 << 10})
+			require.NoError(t, err)
+			require.NoError(t, n.RunFor(2*oneWay+transport.Microsecond))
+			st, ok := n.Node(1).EP.Stats(first.s)
+			require.True(t, ok)
+			want := float64(linkRate) / tc.divisor
+			require.InDelta(t, want, float64(st.RateHint), 0.01*want, "hinted %d B/s", st.RateHint)
+		})
+	}
+}

@@ -439,6 +439,17 @@ func (e *Endpoint) hintFactor(now Time) float64 {
 	return e.hintScale
 }
 
+// SetConcurrentSenders replaces Config.ConcurrentSenders, the most
+// connections the application lets send to the endpoint at once (0:
+// unknown), from now on: an application whose pattern changes over time
+// declares each phase's bound before it posts the phase's receives (a
+// collective's ring has one sender per rank, its all-to-all several). The
+// starting hints of receives posted later divide the inbound capacity by
+// it (docs/spec.md §3.5). A negative k counts as 0.
+func (e *Endpoint) SetConcurrentSenders(k int) {
+	e.cfg.ConcurrentSenders = max(k, 0)
+}
+
 // startingSenders is how many connections may start sending at once: the
 // established ones, at most Config.ConcurrentSenders when that is set.
 func (e *Endpoint) startingSenders() int {

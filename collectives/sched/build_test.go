@@ -174,3 +174,27 @@ func FuzzBuild(f *testing.F) {
 		runCollective(t, rng, cfg, ExecOptions{Rendezvous: true})
 	})
 }
+
+// TestRecvPeers: a ring's rank receives from the rank before it only, an
+// all-to-all's from every other rank, a single rank from none.
+func TestRecvPeers(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 8} {
+		ring := min(n-1, 1)
+		for _, c := range []struct {
+			coll Collective
+			algo Algorithm
+			want int
+		}{{AllReduce, AlgoRing, ring}, {AllGather, AlgoRing, ring}, {ReduceScatter, AlgoRing, ring}, {AllToAll, AlgoPairwise, n - 1}} {
+			plans, err := BuildAll(Config{Collective: c.coll, Algorithm: c.algo, NRanks: n, DType: reduce.Uint8,
+				Op: reduce.OpSum, Count: 64 << 10, Channels: 2, ChunkBytes: 4 << 10})
+			if err != nil {
+				t.Fatalf("%v n=%d: %v", c.coll, n, err)
+			}
+			for _, p := range plans {
+				if got := p.RecvPeers(); got != c.want {
+					t.Errorf("%v n=%d rank %d: RecvPeers %d, want %d", c.coll, n, p.Rank, got, c.want)
+				}
+			}
+		}
+	}
+}

@@ -157,6 +157,18 @@ type Plan struct {
 	Steps []Step
 }
 
+// RecvPeers returns how many distinct ranks the plan receives from: the
+// most peers that can be sending to this rank at once while it runs.
+func (p *Plan) RecvPeers() int {
+	seen := map[int]bool{}
+	for i := range p.Steps {
+		if st := &p.Steps[i]; st.Kind == KindRecv {
+			seen[st.Peer] = true
+		}
+	}
+	return len(seen)
+}
+
 // BufferBytes returns the size of buffer b in bytes.
 func (p *Plan) BufferBytes(b BufferID) int64 {
 	switch b {

@@ -76,6 +76,10 @@ type pathState struct {
 type AIMD struct {
 	cfg    Config
 	paths  []pathState
+	npaths int // paths in use
+	// marked is set by the first ACK that reports CE marks: until then the
+	// path windows are at least their share of hint × srtt (hintFloor).
+	marked bool
 	hint   uint64 // bytes/s, 0 = none
 	hintAt int64  // when hint was set, ns
 	// restart is set while the sender restarts after idling on a stale
@@ -109,6 +113,8 @@ func (a *AIMD) AddPath(now int64, p int) {
 	ps := &a.paths[p]
 	if ps.used {
 		a.sum -= ps.cwnd
+	} else {
+		a.npaths++
 	}
 	*ps = pathState{used: true, cwnd: float64(a.cfg.InitWindow), srtt: a.srtt}
 	a.sum += ps.cwnd
@@ -119,12 +125,30 @@ func (a *AIMD) PathWindow(p int) int {
 	if p < 0 || p >= len(a.paths) || !a.paths[p].used {
 		return 0
 	}
-	return int(a.paths[p].cwnd)
+	return int(max(a.paths[p].cwnd, a.hintFloor()))
+}
+
+// hintFloor is the least window of a path while the connection has seen no
+// CE mark and follows a rate hint: the path's share of hint × srtt, what
+// the connection must have in flight to send at its hint (docs/spec.md
+// §3.5). The pacer holds the sender at the hint, which is the receiver's
+// share for it, and no switch has reported congestion yet, so the windows
+// have nothing to hold back; an initial window below the bandwidth-delay
+// product only stalled the sender for an RTT (a 64 KiB path window is 0.6 of
+// a 400 Gb/s, 8.3 µs fabric's BDP over four paths). Before the first RTT
+// sample srtt is the configured initial RTT. From the first marked ACK on
+// the windows alone bound the paths. 0 when no floor applies.
+func (a *AIMD) hintFloor() float64 {
+	hint := a.liveHint()
+	if a.marked || hint == 0 || a.npaths == 0 {
+		return 0
+	}
+	return float64(hint) * float64(a.srtt) / 1e9 / float64(a.npaths)
 }
 
 // ConnWindow implements Controller.
 func (a *AIMD) ConnWindow() int {
-	w := a.sum
+	w := max(a.sum, a.hintFloor()*float64(a.npaths))
 	if a.cfg.ConnWindow > 0 && w > float64(a.cfg.ConnWindow) {
 		w = float64(a.cfg.ConnWindow)
 	}
@@ -307,6 +331,20 @@ func (a *AIMD) OnAckFlight(now int64, p int, ackedBytes, ackedPkts, markedPkts i
 	a.ackAt = now
 	if markedPkts > 0 {
 		a.markAt = now
+		if !a.marked {
+			// The first congestion signal: the windows take over from
+			// the floor at what the floor allowed, and the marked
+			// round cuts them from there (at most from the flight).
+			if f := a.hintFloor(); f > 0 {
+				for i := range a.paths {
+					if q := &a.paths[i]; q.used && q.cwnd < f {
+						a.sum += f - q.cwnd
+						q.cwnd = f
+					}
+				}
+			}
+			a.marked = true
+		}
 	}
 	if rtt > 0 {
 		if ps.srtt == 0 {

@@ -74,3 +74,60 @@ func TestAIMDCutFromFlight(t *testing.T) {
 	b := grown(-1)
 	assert.Greater(t, cut(b, -1), w/4, "flight unknown: cut from the window, as OnAck does")
 }
+
+// TestAIMDHintFloor checks the window floor of docs/spec.md §3.5: while
+// the connection follows a hint and has seen no CE mark, every path may
+// hold its share of hint × srtt whatever its window (the initial RTT
+// before a sample), so the pacer alone holds the sender at its hint; the
+// first marked ACK ends the floor, the windows taking over from what it
+// allowed and the marked round cutting them from there. Without a hint,
+// and while restarting on a stale one, the windows alone apply.
+func TestAIMDHintFloor(t *testing.T) {
+	const (
+		rtt   = 10_000 // ns
+		paths = 4
+		init  = 16 << 10
+	)
+	newAIMD := func() *AIMD {
+		a := NewAIMD(Config{LineRate: testLine, InitRTT: 2 * rtt, InitWindow: init})
+		for p := 0; p < paths; p++ {
+			a.AddPath(0, p)
+		}
+		return a
+	}
+	a := newAIMD()
+	assert.Equal(t, init, a.PathWindow(0), "no hint: the initial window")
+	assert.Equal(t, paths*init, a.ConnWindow())
+
+	a.OnRateHint(0, testLine)
+	bdp := float64(testLine) * 2 * rtt / 1e9 // the initial RTT before a sample
+	assert.InDelta(t, bdp/paths, a.PathWindow(0), 1, "the share of hint × initial RTT")
+	assert.InDelta(t, bdp, a.ConnWindow(), paths)
+
+	// RTT samples bring srtt, and the floor, down towards the path's RTT.
+	now := int64(0)
+	for i := 0; i < 64; i++ {
+		now += rtt / 8
+		a.OnAckFlight(now, i%paths, 4096, 1, 0, rtt, -1)
+	}
+	bdp = float64(testLine) * rtt / 1e9
+	assert.InDelta(t, bdp/paths, a.PathWindow(1), 0.02*bdp/paths, "the share of hint × srtt")
+	require.Greater(t, a.PathWindow(1), 2*init)
+
+	// The first mark ends the floor: the path is cut from what the floor
+	// allowed at the end of its marked round, not from its initial
+	// window, and the other paths keep that window until marked.
+	floor := a.PathWindow(1)
+	now += 2 * rtt
+	a.OnAckFlight(now, 1, 4096, 1, 1, rtt, -1)
+	assert.Less(t, a.PathWindow(1), floor, "the marked round cut path 1")
+	assert.Greater(t, a.PathWindow(1), floor/2)
+	a.OnRateHint(now, 2*testLine)
+	assert.InDelta(t, floor, a.PathWindow(2), 4096, "no floor after the mark: a larger hint does not raise the windows")
+
+	// A sender restarting on a stale hint ignores it, its floor with it.
+	b := newAIMD()
+	b.OnRateHint(0, testLine/1000)
+	require.True(t, b.Restart(100*rtt))
+	assert.Equal(t, init, b.PathWindow(0))
+}

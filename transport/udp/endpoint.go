@@ -311,6 +311,15 @@ func (e *Endpoint) Close() error {
 	return nil
 }
 
+// SetConcurrentSenders declares the most connections the application lets
+// send to the endpoint at once from now on (transport.Endpoint's
+// SetConcurrentSenders; 0: unknown). It takes effect before any send or
+// receive queued after it returns. Config().Core still reports the value
+// the endpoint was opened with.
+func (e *Endpoint) SetConcurrentSenders(k int) error {
+	return e.enqueue(command{kind: cmdFunc, fn: func() { e.core.SetConcurrentSenders(k) }})
+}
+
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() EndpointStats {
 	s := EndpointStats{

@@ -34,3 +34,27 @@ func TestStatsAfterPeerClosed(t *testing.T) {
 	require.GreaterOrEqual(t, st.PacketsSent, sent)
 	require.NotEmpty(t, p.a.PathStats())
 }
+
+// TestSetConcurrentSenders: the declaration reaches the core before the
+// calls queued after it, and Config keeps the value the endpoint was opened
+// with.
+func TestSetConcurrentSenders(t *testing.T) {
+	cfg := Config{}
+	cfg.Core.ConcurrentSenders = 4
+	p := newPair(t, cfg)
+	core := func() int {
+		ch := make(chan int, 1)
+		require.NoError(t, p.eb.enqueue(command{kind: cmdFunc, fn: func() { ch <- p.eb.core.Config().ConcurrentSenders }}))
+		select {
+		case k := <-ch:
+			return k
+		case <-testCtx(t).Done():
+			t.Fatal("the loop did not run the command")
+			return 0
+		}
+	}
+	require.Equal(t, 4, core())
+	require.NoError(t, p.eb.SetConcurrentSenders(1))
+	require.Equal(t, 1, core())
+	require.Equal(t, 4, p.eb.Config().Core.ConcurrentSenders)
+}

@@ -9,13 +9,14 @@ import (
 
 // MetaRoCE runs a transport.Endpoint on a simulated host.
 type MetaRoCE struct {
-	EP  *transport.Endpoint
-	one [1]transport.RecvBuf
+	EP    *transport.Endpoint
+	one   [1]transport.RecvBuf
+	bound int // the configured ConcurrentSenders (0: none)
 }
 
 // NewMetaRoCE returns the adapter around a new endpoint.
 func NewMetaRoCE(cfg transport.Config, rng *rand.Rand) *MetaRoCE {
-	return &MetaRoCE{EP: transport.NewEndpoint(cfg, rng)}
+	return &MetaRoCE{EP: transport.NewEndpoint(cfg, rng), bound: cfg.ConcurrentSenders}
 }
 
 // Receive implements sim.Transport. The placement is dropped: the simulator
@@ -33,6 +34,17 @@ func (m *MetaRoCE) PollTransmit(now int64, buf []byte) (sim.Tx, bool) {
 	}
 	return sim.Tx{To: int(tx.Route.Remote), Plane: int(tx.Route.Plane), Entropy: tx.Route.Entropy,
 		N: tx.N, PayloadLen: tx.Payload.Len}, true
+}
+
+// ExpectSenders declares that at most k peers send to the host at once
+// from now on, as the collectives' executor does before each plan over the
+// UDP endpoint (collectives.metaroceLink): at most the ConcurrentSenders the
+// endpoint was configured with, and at least 1.
+func (m *MetaRoCE) ExpectSenders(k int) {
+	if m.bound > 0 {
+		k = min(k, m.bound)
+	}
+	m.EP.SetConcurrentSenders(max(k, 1))
 }
 
 // HandleTimeout implements sim.Transport.

@@ -100,8 +100,17 @@ func (j *planJob) done() bool { return j.Finished == len(j.hosts) || j.Err != ni
 // Start implements sim.App.
 func (ph *planHost) Start(now int64, h *sim.Host) { ph.dial(now, h) }
 
-// begin starts the plan: every step without dependencies is ready.
+// sendersDeclarer is a transport that takes the application's bound on
+// concurrent senders (agents.MetaRoCE).
+type sendersDeclarer interface{ ExpectSenders(k int) }
+
+// begin starts the plan: every step without dependencies is ready. Like
+// the real executor, it first declares how many peers the plan receives
+// from (sched.Plan.RecvPeers).
 func (ph *planHost) begin(now int64) {
+	if d, ok := ph.j.s.Hosts()[ph.id].T.(sendersDeclarer); ok {
+		d.ExpectSenders(ph.plan.RecvPeers())
+	}
 	for i := range ph.waiting {
 		if ph.waiting[i] == 0 {
 			ph.ready = append(ph.ready, i)

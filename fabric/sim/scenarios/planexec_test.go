@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/fabric/sim/agents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -68,6 +69,34 @@ func TestPlanJobRunsEveryPlan(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestPlanJobDeclaresSenders: like the real executor, each rank declares
+// before its plan how many peers will send to it at once, at most the
+// endpoint's configured bound: one for a ring, the all-to-all's messages in
+// flight for the all-to-all.
+func TestPlanJobDeclaresSenders(t *testing.T) {
+	o := Options{Seed: 3, Smoke: true, ConcurrentSenders: schedInFlight}
+	o.fill()
+	c := o.fabric(2, 2, 4, 1)
+	for _, tc := range []struct {
+		coll sched.Collective
+		want int
+	}{{sched.AllReduce, 1}, {sched.AllToAll, schedInFlight}, {sched.AllReduce, 1}} {
+		s, err := build(&o, c, MetaRoCE)
+		require.NoError(t, err)
+		plans, err := schedPlans(tc.coll, 8, 256<<10, schedChannels)
+		require.NoError(t, err)
+		j := newPlanJob(s, plans)
+		r := &runner{o: &o}
+		r.runApps(s, j.apps(), 1_000_000_000, j.done)
+		require.NoError(t, j.Err)
+		require.Equal(t, 8, j.Finished)
+		for h, host := range s.Hosts() {
+			ep := host.T.(*agents.MetaRoCE).EP
+			assert.Equal(t, tc.want, ep.Config().ConcurrentSenders, "%v, rank %d", tc.coll, h)
 		}
 	}
 }

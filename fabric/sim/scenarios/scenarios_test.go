@@ -56,8 +56,13 @@ func TestLossSmoke(t *testing.T) {
 	assert.Greater(t, g("5.0000", MetaRoCE), 3*g("5.0000", RoCEv2))
 	// Monotone and close to the ideal selective repeat (1 − p): a flow
 	// that stalls for an RTO (a lost RECV_READY timed by a bogus RTT)
-	// breaks both.
-	assert.GreaterOrEqual(t, g("0.0000", MetaRoCE), g("1.0000", MetaRoCE))
+	// breaks both. Goodput counts completed 256 KiB messages: without
+	// loss the four flows complete theirs together, so whether the window
+	// ends just before or after one such round moves the figure by 1.2%
+	// (4 × 256 KiB of 4 × 450 µs at the line rate), more than the 1% that
+	// separates the two rows.
+	const round = 0.012
+	assert.GreaterOrEqual(t, g("0.0000", MetaRoCE), g("1.0000", MetaRoCE)-round)
 	assert.Greater(t, g("1.0000", MetaRoCE), g("5.0000", MetaRoCE))
 	assert.Greater(t, g("5.0000", MetaRoCE), 0.9) // ideal 0.95
 }
