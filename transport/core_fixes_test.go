@@ -200,31 +200,7 @@ func TestStartingHintHonoursConcurrentSenders(t *testing.T) {
 		divisor    float64
 	}{{0, 2 * senders}, {2, 2 * 2}, {1, 1}, {senders * 2, 2 * senders}} {
 		t.Run(fmt.Sprint(tc.concurrent), func(t *testing.T) {
-			n := transporttest.New(baseNet(5))
-			cfg := baseCfg()
-			cfg.InboundRate = linkRate
-			cfg.Listen = true
-			cfg.ConcurrentSenders = tc.concurrent
-			recv := n.AddNode(cfg)
-			cfg.Listen, cfg.ConcurrentSenders = false, 0
-			for i := 0; i < senders; i++ {
-				n.AddNode(cfg)
-			}
-			var first senderConn
-			for i := 0; i < senders; i++ {
-				s, r, err := n.Connect(i+1, recv)
-				require.NoError(t, err)
-				if i == 0 {
-					first = senderConn{s, r}
-				}
-			}
-			_, err := n.PostRecv(recv, first.r, 0, transporttest.RecvSpec{Cap: 64 << 10})
-			require.NoError(t, err)
-			require.NoError(t, n.RunFor(2*oneWay+transport.Microsecond))
-			st, ok := n.Node(1).EP.Stats(first.s)
-			require.True(t, ok)
-			want := float64(linkRate) / tc.divisor
-			require.InDelta(t, want, float64(st.RateHint), 0.01*want, "hinted %d B/s", st.RateHint)
+			checkStartingHint(t, senders, tc.concurrent, -1, tc.divisor)
 		})
 	}
 }
@@ -242,34 +218,43 @@ func TestSetConcurrentSenders(t *testing.T) {
 		divisor float64
 	}{{-1, 2 * 4}, {1, 1}, {2, 2 * 2}, {0, 2 * senders}} {
 		t.Run(fmt.Sprint(tc.set), func(t *testing.T) {
-			n := transporttest.New(baseNet(5))
-			cfg := baseCfg()
-			cfg.InboundRate = linkRate
-			cfg.Listen = true
-			cfg.ConcurrentSenders = 4
-			recv := n.AddNode(cfg)
-			cfg.Listen, cfg.ConcurrentSenders = false, 0
-			for i := 0; i < senders; i++ {
-				n.AddNode(cfg)
-			}
-			var first senderConn
-			for i := 0; i < senders; i++ {
-				s, r, err := n.Connect(i+1, recv)
-				require.NoError(t, err)
-				if i == 0 {
-					first = senderConn{s, r}
-				}
-			}
-			if tc.set >= 0 {
-				n.Node(recv).EP.SetConcurrentSenders(tc.set)
-			}
-			_, err := n.PostRecv(recv, first.r, 0, transporttest.RecvSpec{Cap: 64 << 10})
-			require.NoError(t, err)
-			require.NoError(t, n.RunFor(2*oneWay+transport.Microsecond))
-			st, ok := n.Node(1).EP.Stats(first.s)
-			require.True(t, ok)
-			want := float64(linkRate) / tc.divisor
-			require.InDelta(t, want, float64(st.RateHint), 0.01*want, "hinted %d B/s", st.RateHint)
+			checkStartingHint(t, senders, 4, tc.set, tc.divisor)
 		})
 	}
+}
+
+// checkStartingHint connects senders nodes to a receiver configured with
+// ConcurrentSenders = concurrent (then changed to set at run time unless set
+// is negative), posts one receive for the first sender, and checks that the
+// hint it gets is the inbound rate over divisor.
+func checkStartingHint(t *testing.T, senders, concurrent, set int, divisor float64) {
+	t.Helper()
+	n := transporttest.New(baseNet(5))
+	cfg := baseCfg()
+	cfg.InboundRate = linkRate
+	cfg.Listen = true
+	cfg.ConcurrentSenders = concurrent
+	recv := n.AddNode(cfg)
+	cfg.Listen, cfg.ConcurrentSenders = false, 0
+	for i := 0; i < senders; i++ {
+		n.AddNode(cfg)
+	}
+	var first senderConn
+	for i := 0; i < senders; i++ {
+		s, r, err := n.Connect(i+1, recv)
+		require.NoError(t, err)
+		if i == 0 {
+			first = senderConn{s, r}
+		}
+	}
+	if set >= 0 {
+		n.Node(recv).EP.SetConcurrentSenders(set)
+	}
+	_, err := n.PostRecv(recv, first.r, 0, transporttest.RecvSpec{Cap: 64 << 10})
+	require.NoError(t, err)
+	require.NoError(t, n.RunFor(2*oneWay+transport.Microsecond))
+	st, ok := n.Node(1).EP.Stats(first.s)
+	require.True(t, ok)
+	want := float64(linkRate) / divisor
+	require.InDelta(t, want, float64(st.RateHint), 0.01*want, "hinted %d B/s", st.RateHint)
 }
