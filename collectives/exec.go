@@ -44,6 +44,9 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 	c.link.expectSenders(p.RecvPeers())
 	completions := make(chan int, n)
 	inflight := map[int]pending{}
+	// completed is what the wait below drives the datapath for; built once,
+	// not per completion.
+	completed := func() bool { return len(completions) > 0 || ctx.Err() != nil }
 	remaining := n
 
 	finish := func(i int) {
@@ -118,7 +121,7 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 		// Drive the datapath from this goroutine while transfers move: a
 		// completion then costs no wake-up of this goroutine, and the
 		// event loop parks instead of handing every datagram over.
-		c.link.progress(func() bool { return len(completions) > 0 || ctx.Err() != nil })
+		c.link.progress(completed)
 		select {
 		case i := <-completions:
 			_, err := inflight[i].Test()
