@@ -24,8 +24,17 @@ type Config struct {
 	HandshakeRetry    int64 // ConnReq retransmission interval, ns. Default 1 ms.
 	HandshakeTries    int   // ConnReq attempts before Dial fails. Default 10.
 	DCQCN             bool  // rate-limit each QP with DCQCN
-	CC                cc.DCQCNConfig
-	MaxConns          int // default 4096
+	// Rendezvous makes every receive announce itself before the sender
+	// may send into it, as NCCL's IB transport does: ncclIbIrecv writes
+	// an element of the sender's FIFO (a CTS, OpCTS) on the connection's
+	// first QP, and ncclIbIsend does not start a message until the CTS
+	// of the receive it fills has arrived. Without it the model is RC
+	// Send, where a message goes at once and meets an RNR NAK if no
+	// receive is posted. The CTS is sequenced like DATA (a PSN, ACKs,
+	// go-back-N).
+	Rendezvous bool
+	CC         cc.DCQCNConfig
+	MaxConns   int // default 4096
 }
 
 // ErrInvalid reports bad arguments; ErrRetryExceeded a QP that timed out

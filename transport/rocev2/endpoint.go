@@ -50,6 +50,11 @@ type flow struct {
 	sendSeq  uint32
 	recvBase uint32 // message number of recvs[0]
 	recvs    []*recvBuf
+	// With Config.Rendezvous: the peer has announced receives for the
+	// messages numbered below cleared; held are the sends at and after
+	// it, in order, not yet striped over the QPs.
+	cleared uint32
+	held    []*sendMsg
 }
 
 type recvBuf struct {
@@ -62,11 +67,15 @@ type recvBuf struct {
 
 type sendMsg struct {
 	flow    uint32
+	seq     uint32 // message number within the flow
 	cookie  uint64
 	length  uint64
 	tag     uint32
 	stripes int
 	done    bool
+	// cts marks the announcement of receive seq of flow (OpCTS): it
+	// travels like a message but completes no send.
+	cts bool
 }
 
 type stripe struct {
@@ -182,26 +191,50 @@ func (e *Endpoint) Send(now int64, id, flowID uint32, length uint64, tag uint32,
 		return fmt.Errorf("%w: message of %d bytes", ErrInvalid, length)
 	}
 	f := e.flow(c, flowID)
-	m := &sendMsg{flow: flowID, cookie: cookie, length: length, tag: tag}
-	seq := f.sendSeq
+	m := &sendMsg{flow: flowID, seq: f.sendSeq, cookie: cookie, length: length, tag: tag}
 	f.sendSeq++
+	c.msgs = append(c.msgs, m)
+	if e.cfg.Rendezvous && int32(m.seq-f.cleared) >= 0 {
+		f.held = append(f.held, m)
+		return nil
+	}
+	e.stripe(c, m)
+	return nil
+}
+
+// stripe queues message m on the QPs of c in MTU-aligned contiguous
+// pieces, one per QP.
+func (e *Endpoint) stripe(c *conn, m *sendMsg) {
 	mtu := uint64(e.cfg.MTU)
 	q := uint64(len(c.qps))
-	per := (length + q - 1) / q
+	per := (m.length + q - 1) / q
 	per = (per + mtu - 1) / mtu * mtu
 	for i := uint64(0); i < q; i++ {
 		off := i * per
-		if off >= length && i > 0 {
+		if off >= m.length && i > 0 {
 			break
 		}
-		end := min(off+per, length)
+		end := min(off+per, m.length)
 		m.stripes++
 		qq := c.qps[i]
-		qq.pending = append(qq.pending, stripe{msg: m, seq: seq, off: off, end: end})
+		qq.pending = append(qq.pending, stripe{msg: m, seq: m.seq, off: off, end: end})
 		e.activate(qq)
 	}
-	c.msgs = append(c.msgs, m)
-	return nil
+}
+
+// clear records the peer's announcement of receive msg of flowID (a CTS)
+// and starts the held sends it allows. CTSs come in order on the first QP,
+// so each one clears the next message.
+func (e *Endpoint) clear(c *conn, flowID, msg uint32) {
+	f := e.flow(c, flowID)
+	if int32(msg+1-f.cleared) > 0 {
+		f.cleared = msg + 1
+	}
+	for len(f.held) > 0 && int32(f.held[0].seq-f.cleared) < 0 {
+		e.stripe(c, f.held[0])
+		f.held[0] = nil
+		f.held = f.held[1:]
+	}
 }
 
 // PostRecv posts one receive buffer on flow; messages of the flow fill
@@ -212,7 +245,16 @@ func (e *Endpoint) PostRecv(now int64, id, flowID uint32, capacity uint64, tag u
 		return fmt.Errorf("%w: %d", ErrUnknownConn, id)
 	}
 	f := e.flow(c, flowID)
+	msg := f.recvBase + uint32(len(f.recvs))
 	f.recvs = append(f.recvs, &recvBuf{cap: capacity, tag: tag, cookie: cookie})
+	if e.cfg.Rendezvous {
+		// NCCL posts the CTS on the connection's first QP.
+		m := &sendMsg{flow: flowID, seq: msg, length: CTSLen, stripes: 1, cts: true}
+		q := c.qps[0]
+		q.pending = append(q.pending, stripe{msg: m, seq: msg, end: CTSLen})
+		e.activate(q)
+		e.stats.CTSSent++
+	}
 	return nil
 }
 

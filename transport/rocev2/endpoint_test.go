@@ -104,8 +104,8 @@ func kinds(evs []Event, k EventKind) (n int, bytes uint64, err error) {
 }
 
 func TestTransferStripedAndInOrder(t *testing.T) {
-	for _, qps := range []int{1, 3} {
-		p := newPair(t, Config{QPsPerConn: qps})
+	for _, cfg := range []Config{{QPsPerConn: 1}, {QPsPerConn: 3}, {QPsPerConn: 1, Rendezvous: true}, {QPsPerConn: 3, Rendezvous: true}} {
+		p := newPair(t, cfg)
 		a, b := p.connect(t)
 		for i := 0; i < 4; i++ {
 			require.NoError(t, p.ep[1].PostRecv(p.now, b, 7, 1<<20, 0, uint64(i)))
@@ -229,4 +229,79 @@ func TestBadInput(t *testing.T) {
 	p.run(20_000_000)
 	_, _, err = kinds(p.evs[0], EvClosed)
 	assert.ErrorIs(t, err, ErrHandshake)
+}
+
+// TestRendezvousWaitsForCTS: with Config.Rendezvous a send posted before its
+// receive sends nothing (no DATA, so no RNR) until the receiver's CTS has
+// arrived, and the first DATA leaves no sooner than one wire delay after
+// the receive is posted.
+func TestRendezvousWaitsForCTS(t *testing.T) {
+	p := newPair(t, Config{Rendezvous: true})
+	a, b := p.connect(t)
+	var firstData, ctsAt int64 = -1, -1
+	p.drop = func(from int, h *Header) bool {
+		switch {
+		case from == 0 && h.Op == OpData && firstData < 0:
+			firstData = p.now
+		case from == 1 && h.Op == OpCTS && ctsAt < 0:
+			ctsAt = p.now
+		}
+		return false
+	}
+	require.NoError(t, p.ep[0].Send(p.now, a, 3, 3*4096, 0, 1))
+	p.run(p.now + 50_000)
+	assert.Zero(t, p.ep[0].Stats().DataSent, "no DATA before the receive is announced")
+	assert.Zero(t, p.ep[0].Stats().RNRs)
+	posted := p.now
+	require.NoError(t, p.ep[1].PostRecv(p.now, b, 3, 1<<20, 0, 7))
+	p.run(p.now + 100_000)
+	n, got, err := kinds(p.evs[1], EvRecvDone)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	assert.EqualValues(t, 3*4096, got)
+	n, _, err = kinds(p.evs[0], EvSendDone)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "a CTS completes no send of its own")
+	assert.Zero(t, p.ep[1].Stats().DataSent, "a CTS is not DATA")
+	assert.EqualValues(t, 1, p.ep[1].Stats().CTSSent)
+	require.GreaterOrEqual(t, ctsAt, posted)
+	assert.GreaterOrEqual(t, firstData, ctsAt+p.delay)
+}
+
+// TestRendezvousLostCTS: a CTS is sequenced, so a lost one is resent (here
+// by the timeout, as it is the tail of its QP) and the held send goes.
+func TestRendezvousLostCTS(t *testing.T) {
+	p := newPair(t, Config{Rendezvous: true, TimeoutExp: 4})
+	a, b := p.connect(t)
+	lost := 0
+	p.drop = func(from int, h *Header) bool {
+		if from == 1 && h.Op == OpCTS && lost == 0 {
+			lost++
+			return true
+		}
+		return false
+	}
+	require.NoError(t, p.ep[1].PostRecv(p.now, b, 0, 8192, 0, 1))
+	require.NoError(t, p.ep[1].PostRecv(p.now, b, 0, 8192, 0, 2))
+	require.NoError(t, p.ep[0].Send(p.now, a, 0, 8192, 0, 1))
+	require.NoError(t, p.ep[0].Send(p.now, a, 0, 100, 0, 2))
+	p.run(p.now + 1_000_000)
+	n, _, err := kinds(p.evs[1], EvRecvDone)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 1, lost)
+	assert.Positive(t, p.ep[1].Stats().Retransmits+p.ep[1].Stats().Timeouts)
+}
+
+// TestRendezvousCloseFailsHeldSends: a send still waiting for its CTS
+// completes with an error when the connection closes; it does not hang.
+func TestRendezvousCloseFailsHeldSends(t *testing.T) {
+	p := newPair(t, Config{Rendezvous: true})
+	a, _ := p.connect(t)
+	require.NoError(t, p.ep[0].Send(p.now, a, 0, 4096, 0, 1))
+	p.ep[0].Close(p.now, a)
+	p.run(p.now + 1_000)
+	n, _, err := kinds(p.evs[0], EvSendDone)
+	assert.Equal(t, 1, n)
+	assert.ErrorIs(t, err, ErrClosed)
 }

@@ -18,7 +18,18 @@ const (
 	OpNak     Opcode = 5 // sequence-error NAK: resend from PSN
 	OpRnr     Opcode = 6 // receiver not ready: resend from PSN after a delay
 	OpCNP     Opcode = 7 // congestion notification for the QP
+	// OpCTS is a receive's announcement to the sender (Config.Rendezvous):
+	// a sequenced RDMA WRITE of one send-FIFO element, as NCCL's IB
+	// transport posts for every receive before the sender may write into
+	// it. It has the DATA layout; Flow and Msg name the receive announced,
+	// and its payload is CTSLen bytes.
+	OpCTS Opcode = 8
 )
+
+// CTSLen is the payload of a CTS: one element of NCCL's send FIFO
+// (struct ncclIbSendFifo, 64 bytes: address, size, remote keys, request
+// count, tag, index, padding).
+const CTSLen = 64
 
 // FlagAckReq asks the receiver to acknowledge at once.
 const FlagAckReq = 1
@@ -46,6 +57,7 @@ var ErrMalformed = errors.New("rocev2: malformed packet")
 //	4      4    destination connection id (0 in ConnReq)
 //	8      4    PSN (24 bits used)
 //	DATA:  12 flow, 16 message, 20 offset (8), 28 message length (8), 36 tag
+//	CTS:   as DATA, offset 0 and message length CTSLen
 //	CONN:  12 source connection id, 16 QP count
 type Header struct {
 	Op      Opcode
@@ -53,7 +65,7 @@ type Header struct {
 	QP      uint16
 	DstConn uint32
 	PSN     uint32
-	// DATA
+	// DATA and CTS
 	Flow   uint32
 	Msg    uint32
 	Offset uint64
@@ -79,9 +91,9 @@ func Parse(h *Header, b []byte) (int, error) {
 		return 0, fmt.Errorf("%w: PSN %#x beyond 24 bits", ErrMalformed, h.PSN)
 	}
 	switch h.Op {
-	case OpData:
+	case OpData, OpCTS:
 		if len(b) < DataHeaderLen {
-			return 0, fmt.Errorf("%w: DATA of %d bytes", ErrMalformed, len(b))
+			return 0, fmt.Errorf("%w: %v of %d bytes", ErrMalformed, h.Op, len(b))
 		}
 		h.Flow = binary.BigEndian.Uint32(b[12:])
 		h.Msg = binary.BigEndian.Uint32(b[16:])
@@ -91,6 +103,9 @@ func Parse(h *Header, b []byte) (int, error) {
 		n := uint64(len(b) - DataHeaderLen)
 		if h.MsgLen > 1<<48 || h.Offset > h.MsgLen || n > h.MsgLen-h.Offset {
 			return 0, fmt.Errorf("%w: payload %d at %d of %d", ErrMalformed, n, h.Offset, h.MsgLen)
+		}
+		if h.Op == OpCTS && (h.MsgLen != CTSLen || n != CTSLen) {
+			return 0, fmt.Errorf("%w: CTS of %d payload bytes", ErrMalformed, n)
 		}
 		return int(n), nil
 	case OpConnReq, OpConnRep:
@@ -115,7 +130,7 @@ func Parse(h *Header, b []byte) (int, error) {
 // Len is the encoded header length of h.
 func (h *Header) Len() int {
 	switch h.Op {
-	case OpData:
+	case OpData, OpCTS:
 		return DataHeaderLen
 	case OpConnReq, OpConnRep:
 		return ConnLen
@@ -133,7 +148,7 @@ func (h *Header) Put(b []byte) int {
 	binary.BigEndian.PutUint32(b[4:], h.DstConn)
 	binary.BigEndian.PutUint32(b[8:], h.PSN&psnMask)
 	switch h.Op {
-	case OpData:
+	case OpData, OpCTS:
 		binary.BigEndian.PutUint32(b[12:], h.Flow)
 		binary.BigEndian.PutUint32(b[16:], h.Msg)
 		binary.BigEndian.PutUint64(b[20:], h.Offset)
@@ -162,6 +177,8 @@ func (o Opcode) String() string {
 		return "RNR"
 	case OpCNP:
 		return "CNP"
+	case OpCTS:
+		return "CTS"
 	}
 	return fmt.Sprintf("OP(%d)", uint8(o))
 }

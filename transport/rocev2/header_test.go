@@ -13,13 +13,17 @@ func FuzzParse(f *testing.F) {
 		{Op: OpAck, DstConn: 1, PSN: psnMask},
 		{Op: OpNak, DstConn: 2, PSN: 4},
 		{Op: OpCNP, QP: 1, DstConn: 9},
+		{Op: OpCTS, DstConn: 3, PSN: 12, Flow: 1, Msg: 6, MsgLen: CTSLen},
 		{Op: OpConnReq, SrcConn: 4, QPs: 2},
 		{Op: OpConnRep, DstConn: 4, SrcConn: 8, QPs: 2},
 	} {
 		b := make([]byte, h.Len()+100)
 		n := h.Put(b)
-		if h.Op == OpData {
+		switch h.Op {
+		case OpData:
 			f.Add(b[:n+100])
+		case OpCTS:
+			f.Add(b[:n+CTSLen])
 		}
 		f.Add(b[:n])
 	}

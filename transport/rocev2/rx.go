@@ -34,7 +34,7 @@ func (e *Endpoint) HandleDatagram(now int64, from uint32, plane uint8, ecn uint8
 	}
 	q := c.qps[h.QP]
 	switch h.Op {
-	case OpData:
+	case OpData, OpCTS:
 		return e.dataIn(now, q, &h, pay, ecn == 3)
 	case OpAck:
 		e.ack(now, q, h.PSN)
@@ -97,7 +97,9 @@ func (e *Endpoint) ack(now int64, q *qp, psn uint32) {
 			m.stripes--
 			if m.stripes == 0 && !m.done {
 				m.done = true
-				e.emit(Event{Kind: EvSendDone, Conn: q.c.id, Remote: q.c.remote, Flow: m.flow, Cookie: m.cookie, Len: m.length, Tag: m.tag})
+				if !m.cts {
+					e.emit(Event{Kind: EvSendDone, Conn: q.c.id, Remote: q.c.remote, Flow: m.flow, Cookie: m.cookie, Len: m.length, Tag: m.tag})
+				}
 			}
 		}
 		*p = pktDesc{}
@@ -141,6 +143,11 @@ func (e *Endpoint) dataIn(now int64, q *qp, h *Header, pay int, ce bool) Placeme
 		e.queueAck(q)
 		return Placement{}
 	}
+	if h.Op == OpCTS {
+		e.clear(q.c, h.Flow, h.Msg)
+		e.inOrder(q, h)
+		return Placement{}
+	}
 	f := e.flow(q.c, h.Flow)
 	idx := int(h.Msg - f.recvBase)
 	if idx < 0 || idx >= len(f.recvs) {
@@ -174,13 +181,19 @@ func (e *Endpoint) dataIn(now int64, q *qp, h *Header, pay int, ce bool) Placeme
 		f.recvs = f.recvs[1:]
 		f.recvBase++
 	}
+	e.inOrder(q, h)
+	return pl
+}
+
+// inOrder accepts the expected PSN and acknowledges as the responder's
+// coalescing allows.
+func (e *Endpoint) inOrder(q *qp, h *Header) {
 	q.epsn++
 	q.nakSent = false
 	q.unacked++
 	if h.Flags&FlagAckReq != 0 || q.unacked >= e.cfg.AckEvery {
 		e.queueAck(q)
 	}
-	return pl
 }
 
 func (e *Endpoint) queueAck(q *qp) {

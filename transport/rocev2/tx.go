@@ -113,11 +113,16 @@ func (e *Endpoint) data(now int64, q *qp, buf []byte) Transmit {
 	q.nxt++
 	h := Header{Op: OpData, QP: q.idx, DstConn: q.c.peer, PSN: psn & psnMask,
 		Flow: d.msg.flow, Msg: d.seq, Offset: d.off, MsgLen: d.msg.length, Tag: d.msg.tag}
+	if d.msg.cts {
+		h.Op = OpCTS
+	}
 	if d.last || q.nxt == q.max && !q.hasData() {
 		h.Flags |= FlagAckReq
 	}
 	n := h.Put(buf)
-	e.stats.DataSent++
+	if !d.msg.cts {
+		e.stats.DataSent++
+	}
 	if q.rate != nil {
 		size := n + int(d.n)
 		r := q.rate.Rate(now)

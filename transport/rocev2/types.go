@@ -64,4 +64,5 @@ type Stats struct {
 	Malformed     uint64
 	UnknownConn   uint64
 	PayloadPlaced uint64 // bytes placed into receive buffers
+	CTSSent       uint64 // receives announced (Config.Rendezvous)
 }

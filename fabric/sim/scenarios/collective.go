@@ -24,6 +24,10 @@ func collectiveScenario(r *runner) (*Result, error) {
 	// The collectives never let more peers send to a rank at once than an
 	// all-to-all keeps in flight per channel, and say so to the endpoint.
 	o.ConcurrentSenders = schedInFlight * schedChannels
+	// NCCL over RoCEv2 writes a message only into a receive the peer has
+	// announced (a CTS per receive), as MetaRoCE sends only into a
+	// receive its RECV_READY announced (docs/spec.md §3.4).
+	o.RoCERendezvous = true
 	c := o.fabric(leaves, spines, per, 1)
 	res.fabricParams(o, c)
 	res.param("hosts", n)

@@ -37,7 +37,12 @@ type Options struct {
 	// ConcurrentSenders is the MetaRoCE endpoints' ConcurrentSenders
 	// (0: unknown); the collective scenario sets what its schedules allow.
 	ConcurrentSenders int
-	Log               io.Writer // progress and events/s lines (nil: silent)
+	// RoCERendezvous has RoCEv2 receives announce themselves before data
+	// may go into them (rocev2.Config.Rendezvous), as NCCL's IB transport
+	// does; the collective scenario, whose hosts run NCCL-style plans,
+	// sets it. Off, RoCEv2 is RC Send: a message goes at once.
+	RoCERendezvous bool
+	Log            io.Writer // progress and events/s lines (nil: silent)
 }
 
 func (o *Options) fill() {
@@ -116,7 +121,8 @@ func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
 			t = agents.NewMetaRoCE(tc, rng)
 		case RoCEv2, RoCEv2PFC:
 			rc := rocev2.Config{Listen: true, Planes: c.Planes, QPsPerConn: c.Planes, MTU: o.MTU,
-				TimeoutExp: o.RoCETimeoutExp, DCQCN: true, CC: cc.DCQCNConfig{LineRate: port}}
+				TimeoutExp: o.RoCETimeoutExp, DCQCN: true, CC: cc.DCQCNConfig{LineRate: port},
+				Rendezvous: o.RoCERendezvous}
 			ep, err := rocev2.NewEndpoint(rc, rng)
 			if err != nil {
 				return nil, err
