@@ -190,15 +190,16 @@ func TestRateHintsFollowTheSendersThatSend(t *testing.T) {
 
 // TestStartingHintHonoursConcurrentSenders: a sender that has not sent yet
 // is hinted the inbound rate divided by the connections that may start at
-// once, halved when that is more than one (docs/spec.md §3.5): every
-// established connection by default, at most Config.ConcurrentSenders when
-// the application bounds them.
+// once (docs/spec.md §3.5): every established connection by default, at
+// most Config.ConcurrentSenders when the application bounds them; halved
+// when their first packets queue for longer than an eighth of InitialRTT
+// (here 15.6 KB: two senders' 8 KB are not halved, four senders' are).
 func TestStartingHintHonoursConcurrentSenders(t *testing.T) {
 	const senders = 8
 	for _, tc := range []struct {
 		concurrent int
 		divisor    float64
-	}{{0, 2 * senders}, {2, 2 * 2}, {1, 1}, {senders * 2, 2 * senders}} {
+	}{{0, 2 * senders}, {2, 2}, {4, 2 * 4}, {1, 1}, {senders * 2, 2 * senders}} {
 		t.Run(fmt.Sprint(tc.concurrent), func(t *testing.T) {
 			checkStartingHint(t, senders, tc.concurrent, -1, tc.divisor)
 		})
@@ -216,7 +217,7 @@ func TestSetConcurrentSenders(t *testing.T) {
 	for _, tc := range []struct {
 		set     int // -1: keep the configured 4
 		divisor float64
-	}{{-1, 2 * 4}, {1, 1}, {2, 2 * 2}, {0, 2 * senders}} {
+	}{{-1, 2 * 4}, {1, 1}, {2, 2}, {0, 2 * senders}} {
 		t.Run(fmt.Sprint(tc.set), func(t *testing.T) {
 			checkStartingHint(t, senders, 4, tc.set, tc.divisor)
 		})

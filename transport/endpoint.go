@@ -377,11 +377,12 @@ func (c *Conn) expectsData() bool {
 // connections hinted the k-th of N senders capacity/k, in sum H(N) ≈ 4.7
 // times the capacity for N = 63, for the whole first RTT. The next hint,
 // one RTT later, carries the active count. While other connections could
-// send too, the starting hint is moreover halved: every sender of an incast
-// puts its first packet into the receiver's queue at once (63 × 4 KiB =
-// 265 KB, above a 100 KB marking threshold), and at exactly the fair share
-// that queue would never drain; at half the share it is gone within about
-// an RTT, when the next hint restores the full share.
+// send too, the starting hint is moreover halved when their first packets
+// make a queue longer than the receiver tolerates (startQueueTooLong):
+// every sender of an incast puts its first packet into the receiver's queue
+// at once (63 × 4 KiB = 265 KB, above a 100 KB marking threshold), and at
+// exactly the fair share that queue would never drain; at half the share it
+// is gone within about an RTT, when the next hint restores the full share.
 func (e *Endpoint) rateHint(now Time, c *Conn) uint32 {
 	if e.cfg.InboundRate == 0 {
 		return 0
@@ -390,7 +391,7 @@ func (e *Endpoint) rateHint(now Time, c *Conn) uint32 {
 	div := uint64(1)
 	if c.lastData == 0 || now-c.lastData >= e.activeFor {
 		n = max(n, e.startingSenders())
-		if n > 1 {
+		if e.startQueueTooLong(n) {
 			div = 2
 		}
 	}
@@ -403,6 +404,23 @@ func (e *Endpoint) rateHint(now Time, c *Conn) uint32 {
 		k = 0xffffffff
 	}
 	return uint32(k)
+}
+
+// startQueueTooLong reports whether n senders that start together, each
+// putting its first packet into the receiver's queue at once, leave a
+// queue longer than the receiver tolerates: an eighth of InitialRTT at the
+// inbound rate, the queueing that the senders' drain factor also lets
+// stand (cc.AIMD.drain). Only then is the starting share halved: 63 senders
+// of 4 KiB packets at 400 Gb/s put 258 KB in front of a 100 KB marking
+// threshold, where 4 senders' 16 KB are gone in 0.3 µs, and halving their
+// share made each of a 64-rank all-to-all's 16 KiB messages take twice its
+// serialisation time.
+func (e *Endpoint) startQueueTooLong(n int) bool {
+	if n <= 1 {
+		return false
+	}
+	tolerated := float64(e.cfg.InboundRate) * float64(e.cfg.InitialRTT) / float64(Second) / 8
+	return float64(n)*float64(e.cfg.CC.MSS) > tolerated
 }
 
 // hintFactor is the scale applied to every hint: the receiver's own view of
