@@ -386,7 +386,19 @@ func (a *AIMD) OnAckFlight(now int64, p int, ackedBytes, ackedPkts, markedPkts i
 					// than waiting for the EWMA to catch up.
 					cut = f / 2
 				}
-				if ps.roundFlight > 0 {
+				if a.drain() < 1 {
+					// The pacer is draining a queue that every
+					// route to the receiver crosses (the least
+					// forward delay of the active paths): the
+					// marks are that queue's, which the pacer
+					// already removes. Cutting the window too,
+					// from a flight the pacer had already
+					// shrunk, left it far below the
+					// bandwidth-delay product once the queue was
+					// gone, and additive increase took 10 and
+					// more RTTs to restore it.
+					cut = 0
+				} else if ps.roundFlight > 0 {
 					ps.cwnd = min(ps.cwnd, float64(ps.roundFlight))
 				}
 				ps.cwnd *= 1 - cut

@@ -75,6 +75,34 @@ func TestAIMDCutFromFlight(t *testing.T) {
 	assert.Greater(t, cut(b, -1), w/4, "flight unknown: cut from the window, as OnAck does")
 }
 
+// TestAIMDNoCutWhileDraining checks that a marked round leaves the path
+// windows alone while the pacer drains a forward queue that every path
+// reports (docs/spec.md §3.5), and cuts them as before once the forward
+// delay says the queue is on some routes only.
+func TestAIMDNoCutWhileDraining(t *testing.T) {
+	const rtt = 10_000 // ns
+	run := func(fwd int64) (before, after int) {
+		a := NewAIMD(Config{LineRate: testLine, InitRTT: rtt})
+		a.AddPath(0, 0)
+		a.OnRateHint(0, uint64(testLine)/2)
+		now := int64(0)
+		a.OnAckFlight(now, 0, 4096, 1, 1, rtt, 200_000)
+		now += 2 * rtt
+		a.OnAckFlight(now, 0, 4096, 1, 0, rtt, 200_000)
+		before = a.PathWindow(0)
+		for i := 0; i < 3; i++ {
+			now += rtt
+			a.OnFwdDelay(now, fwd)
+			a.OnAckFlight(now, 0, 4096, 1, 1, rtt, 200_000)
+		}
+		return before, a.PathWindow(0)
+	}
+	b, w := run(rtt / 2)
+	assert.Less(t, float64(b-w), 0.01*float64(b), "a queue the pacer drains: no cut")
+	b, w = run(0)
+	assert.Less(t, w, b*3/4, "no common forward queue: marked rounds cut")
+}
+
 // TestAIMDHintFloor checks the window floor of docs/spec.md §3.5: while
 // the connection follows a hint and has seen no CE mark, every path may
 // hold its share of hint × srtt whatever its window (the initial RTT
