@@ -80,13 +80,11 @@ type sendMsg struct {
 
 type stripe struct {
 	msg      *sendMsg
-	seq      uint32
 	off, end uint64
 }
 
 type pktDesc struct {
 	msg  *sendMsg
-	seq  uint32
 	off  uint64
 	n    uint32
 	last bool
@@ -217,15 +215,15 @@ func (e *Endpoint) stripe(c *conn, m *sendMsg) {
 		end := min(off+per, m.length)
 		m.stripes++
 		qq := c.qps[i]
-		qq.pending = append(qq.pending, stripe{msg: m, seq: m.seq, off: off, end: end})
+		qq.pending = append(qq.pending, stripe{msg: m, off: off, end: end})
 		e.activate(qq)
 	}
 }
 
-// clear records the peer's announcement of receive msg of flowID (a CTS)
+// onCTS records the peer's announcement of receive msg of flowID (a CTS)
 // and starts the held sends it allows. CTSs come in order on the first QP,
 // so each one clears the next message.
-func (e *Endpoint) clear(c *conn, flowID, msg uint32) {
+func (e *Endpoint) onCTS(c *conn, flowID, msg uint32) {
 	f := e.flow(c, flowID)
 	if int32(msg+1-f.cleared) > 0 {
 		f.cleared = msg + 1
@@ -251,7 +249,7 @@ func (e *Endpoint) PostRecv(now int64, id, flowID uint32, capacity uint64, tag u
 		// NCCL posts the CTS on the connection's first QP.
 		m := &sendMsg{flow: flowID, seq: msg, length: CTSLen, stripes: 1, cts: true}
 		q := c.qps[0]
-		q.pending = append(q.pending, stripe{msg: m, seq: msg, end: CTSLen})
+		q.pending = append(q.pending, stripe{msg: m, end: CTSLen})
 		e.activate(q)
 		e.stats.CTSSent++
 	}

@@ -144,7 +144,7 @@ func (e *Endpoint) dataIn(now int64, q *qp, h *Header, pay int, ce bool) Placeme
 		return Placement{}
 	}
 	if h.Op == OpCTS {
-		e.clear(q.c, h.Flow, h.Msg)
+		e.onCTS(q.c, h.Flow, h.Msg)
 		e.inOrder(q, h)
 		return Placement{}
 	}

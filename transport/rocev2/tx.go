@@ -93,7 +93,7 @@ func (e *Endpoint) data(now int64, q *qp, buf []byte) Transmit {
 	} else {
 		s := &q.pending[q.pendHead]
 		n := min(uint64(e.cfg.MTU), s.end-s.off)
-		d = pktDesc{msg: s.msg, seq: s.seq, off: s.off, n: uint32(n)}
+		d = pktDesc{msg: s.msg, off: s.off, n: uint32(n)}
 		s.off += n
 		if s.off == s.end {
 			d.last = true
@@ -112,7 +112,7 @@ func (e *Endpoint) data(now int64, q *qp, buf []byte) Transmit {
 	psn := q.nxt
 	q.nxt++
 	h := Header{Op: OpData, QP: q.idx, DstConn: q.c.peer, PSN: psn & psnMask,
-		Flow: d.msg.flow, Msg: d.seq, Offset: d.off, MsgLen: d.msg.length, Tag: d.msg.tag}
+		Flow: d.msg.flow, Msg: d.msg.seq, Offset: d.off, MsgLen: d.msg.length, Tag: d.msg.tag}
 	if d.msg.cts {
 		h.Op = OpCTS
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/fabric/sim"
 	"github.com/metaroce/metaroce/fabric/sim/agents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,26 +41,35 @@ func TestSchedPlansMatch(t *testing.T) {
 	}
 }
 
+// runPlans runs coll over 8 hosts of fabric c with proto and requires that
+// every rank finished without an error.
+func runPlans(t *testing.T, o *Options, c sim.Config, proto string, coll sched.Collective, bytes uint64) (*sim.Sim, *planJob) {
+	t.Helper()
+	s, err := build(o, c, proto)
+	require.NoError(t, err)
+	plans, err := schedPlans(coll, 8, bytes, schedChannels)
+	require.NoError(t, err)
+	j := newPlanJob(s, plans)
+	r := &runner{o: o}
+	r.runApps(s, j.apps(), 1_000_000_000, j.done)
+	require.NoError(t, j.Err)
+	require.Equal(t, 8, j.Finished)
+	return s, j
+}
+
 // TestPlanJobRunsEveryPlan runs small collectives over both transports on
 // an 8-host fabric: every rank finishes without an error, and the
 // all-to-all never has more receives posted than the real executor keeps
 // in flight (receives are posted as the algorithm reaches them).
 func TestPlanJobRunsEveryPlan(t *testing.T) {
-	o := Options{Seed: 3, Smoke: true}
+	// RoCEv2 with NCCL's rendezvous, as the collective scenario runs it.
+	o := Options{Seed: 3, Smoke: true, RoCERendezvous: true}
 	o.fill()
 	c := o.fabric(2, 2, 4, 1)
 	for _, coll := range []sched.Collective{sched.AllReduce, sched.AllToAll, sched.AllGather, sched.ReduceScatter} {
 		for _, proto := range []string{MetaRoCE, RoCEv2PFC} {
 			t.Run(fmt.Sprintf("%v/%s", coll, proto), func(t *testing.T) {
-				s, err := build(&o, c, proto)
-				require.NoError(t, err)
-				plans, err := schedPlans(coll, 8, 2<<20, schedChannels)
-				require.NoError(t, err)
-				j := newPlanJob(s, plans)
-				r := &runner{o: &o}
-				r.runApps(s, j.apps(), 1_000_000_000, j.done)
-				require.NoError(t, j.Err)
-				require.Equal(t, 8, j.Finished)
+				_, j := runPlans(t, &o, c, proto, coll, 2<<20)
 				assert.Greater(t, j.End, j.Start)
 				for _, h := range j.hosts {
 					assert.Zero(t, h.left, "rank %d", h.id)
@@ -85,15 +95,7 @@ func TestPlanJobDeclaresSenders(t *testing.T) {
 		coll sched.Collective
 		want int
 	}{{sched.AllReduce, 1}, {sched.AllToAll, schedInFlight}, {sched.AllReduce, 1}} {
-		s, err := build(&o, c, MetaRoCE)
-		require.NoError(t, err)
-		plans, err := schedPlans(tc.coll, 8, 256<<10, schedChannels)
-		require.NoError(t, err)
-		j := newPlanJob(s, plans)
-		r := &runner{o: &o}
-		r.runApps(s, j.apps(), 1_000_000_000, j.done)
-		require.NoError(t, j.Err)
-		require.Equal(t, 8, j.Finished)
+		s, _ := runPlans(t, &o, c, MetaRoCE, tc.coll, 256<<10)
 		for h, host := range s.Hosts() {
 			ep := host.T.(*agents.MetaRoCE).EP
 			assert.Equal(t, tc.want, ep.Config().ConcurrentSenders, "%v, rank %d", tc.coll, h)
