@@ -181,12 +181,29 @@ func (c *Conn) onTimeout(now Time) {
 			continue
 		}
 		probing := p.state == pathProbing
+		sent := p.unaSent
 		c.onPathTimeout(now, p)
-		if overtaken && probing && p.state == pathProbing && p.probeAt != 0 {
+		if !probing || p.state != pathProbing || p.probeAt == 0 {
+			continue
+		}
+		switch {
+		case overtaken:
 			// A probe overtaken by the other paths' progress: the peer
 			// answers, only this fresh route is dead too (its entropy
 			// hashed onto the same failed link). Probe the next one at
 			// once rather than after ProbeInterval.
+			p.probeAt = now
+		case c.probing == len(c.paths) && c.lastRecv > sent:
+			// No path is active, so the connection can send no
+			// sequenced packet (RECV_READY, NACK, retransmission,
+			// DATA) until a probe is answered, and the peer was heard
+			// after this probe left: it is alive, and its answer was
+			// lost, on our fresh route or on its way back (the peer's
+			// ACKs take the peer's routes, which may have died with
+			// ours, and it answers on them until it moves off them).
+			// Waiting ProbeInterval stalled the connection's flows
+			// that long (docs/spec.md §3.6); probe the next route at
+			// once.
 			p.probeAt = now
 		}
 	}

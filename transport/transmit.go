@@ -63,7 +63,8 @@ func (e *Endpoint) ctrlClose(c *Conn, reply bool) {
 
 // anyRoute returns a route on an active path, rotating, for unsequenced
 // packets (ACKs, handshake, close): spreading them over several reverse
-// entropies means one dead route stalls nothing (docs/spec.md §3.6).
+// entropies means one dead route stalls nothing (docs/spec.md §3.6). With
+// no path active it rotates over all of them.
 func (c *Conn) anyRoute() Route {
 	n := len(c.paths)
 	for i := 0; i < n; i++ {
@@ -76,6 +77,12 @@ func (c *Conn) anyRoute() Route {
 	if n == 0 {
 		return Route{Remote: c.remote}
 	}
+	// No path is active: rotate over the probing paths' fresh entropies.
+	// The scan above went full circle, back to the same path, and every
+	// ACK left on one route, which could be as dead as the routes the
+	// paths had left (a simulated failure lost a peer's answers to the
+	// probes that would have revived the connection that way).
+	c.ackRR = (c.ackRR + 1) % n
 	p := c.paths[c.ackRR]
 	return Route{Remote: c.remote, Plane: p.plane, Entropy: p.entropy}
 }
