@@ -55,7 +55,7 @@ func algorithmFits(c Collective, a Algorithm) bool {
 	}
 	switch c {
 	case AllReduce:
-		return a == AlgoRing || a == AlgoRecursiveDoubling
+		return a == AlgoRing || a == AlgoRecursiveDoubling || a == AlgoHalvingDoubling
 	case ReduceScatter, AllGather:
 		return a == AlgoRing
 	case AllToAll:
@@ -66,22 +66,27 @@ func algorithmFits(c Collective, a Algorithm) bool {
 	return a == AlgoDirect
 }
 
-// ChooseAlgorithm returns the algorithm AlgoAuto resolves to: for all-reduce,
-// recursive doubling up to AutoRecursiveDoublingMaxBytes, the ring above; the
-// one algorithm of every other collective. Two ranks are no exception: both
-// algorithms then send the whole buffer once, but recursive doubling also
-// copies the input and reduces the whole buffer on each rank, where the ring
-// reduces half of it in place and copies nothing. On a CPU-bound host that
-// local work decides: measured with BenchmarkBusBW (2 in-process ranks over
-// MetaRoCE), the ring needs 0.39-0.40 CPU ns/B at 1 MiB against recursive
-// doubling's 0.51-0.52, and 0.57-0.60 against 0.77-0.81 at 16 and 64 MiB.
-// nranks is not consulted by any rule today; it stays in the signature so
-// that a rank-dependent choice (a tree for many ranks) changes no caller.
+// ChooseAlgorithm returns the algorithm AlgoAuto resolves to. For
+// all-reduce: recursive doubling up to AutoRecursiveDoublingMaxBytes;
+// above that, for a power of two of at least 4 ranks whose blocks (bytes/n)
+// are at most AutoHalvingMaxBlockBytes, recursive halving and doubling;
+// the ring otherwise. The one algorithm of every other collective.
+//
+// Two ranks stay on the ring: both algorithms then send the whole buffer
+// once, but recursive doubling also copies the input and reduces the whole
+// buffer on each rank, where the ring reduces half of it in place and
+// copies nothing. On a CPU-bound host that local work decides: measured
+// with BenchmarkBusBW (2 in-process ranks over MetaRoCE), the ring needs
+// 0.39-0.40 CPU ns/B at 1 MiB against recursive doubling's 0.51-0.52, and
+// 0.57-0.60 against 0.77-0.81 at 16 and 64 MiB.
 func ChooseAlgorithm(c Collective, nranks int, bytes int64) Algorithm {
 	switch c {
 	case AllReduce:
 		if bytes <= AutoRecursiveDoublingMaxBytes {
 			return AlgoRecursiveDoubling
+		}
+		if nranks >= 4 && nranks&(nranks-1) == 0 && bytes/int64(nranks) <= AutoHalvingMaxBlockBytes {
+			return AlgoHalvingDoubling
 		}
 		return AlgoRing
 	case ReduceScatter, AllGather:
@@ -154,6 +159,8 @@ func Build(cfg Config) (*Plan, error) {
 		}
 	case AlgoRecursiveDoubling:
 		buildRecursiveDoubling(b)
+	case AlgoHalvingDoubling:
+		buildHalvingDoubling(b, chunkElems)
 	case AlgoPairwise:
 		buildPairwiseAllToAll(b, chunkElems, cfg.AllToAllInFlight)
 	case AlgoChain:

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"errors"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -58,23 +59,44 @@ func TestBusBWFactor(t *testing.T) {
 }
 
 func TestChooseAlgorithm(t *testing.T) {
-	if a := ChooseAlgorithm(AllReduce, 8, AutoRecursiveDoublingMaxBytes); a != AlgoRecursiveDoubling {
-		t.Fatalf("at the threshold: %s", a)
+	const rd, hb = AutoRecursiveDoublingMaxBytes, AutoHalvingMaxBlockBytes
+	cases := []struct {
+		n     int
+		bytes int64
+		want  Algorithm
+	}{
+		{8, rd, AlgoRecursiveDoubling},
+		{8, 4 << 10, AlgoRecursiveDoubling},
+		{2, 4 << 10, AlgoRecursiveDoubling},
+		{3, 4 << 10, AlgoRecursiveDoubling},
+		{8, rd + 1, AlgoHalvingDoubling},
+		{8, 8 * hb, AlgoHalvingDoubling},
+		{8, 8*hb + 8, AlgoRing},
+		{64, 1 << 20, AlgoHalvingDoubling},
+		{64, 4 << 20, AlgoHalvingDoubling},
+		{64, 16 << 20, AlgoRing},
+		{4, 256 << 10, AlgoHalvingDoubling},
+		{4, 1 << 20, AlgoRing},
+		// Two ranks: the ring does less local work for the same traffic.
+		{2, 1 << 20, AlgoRing},
+		{2, rd + 1, AlgoRing},
+		// Not a power of two: the fold would add whole-buffer transfers.
+		{3, rd + 1, AlgoRing},
+		{6, 256 << 10, AlgoRing},
+		{48, 1 << 20, AlgoRing},
 	}
-	if a := ChooseAlgorithm(AllReduce, 8, AutoRecursiveDoublingMaxBytes+1); a != AlgoRing {
-		t.Fatalf("above the threshold: %s", a)
-	}
-	for _, n := range []int{2, 3, 8} {
-		if a := ChooseAlgorithm(AllReduce, n, 1<<20); a != AlgoRing {
-			t.Fatalf("%d ranks, 1 MiB: %s, want the ring, which does less local work", n, a)
-		}
-		if a := ChooseAlgorithm(AllReduce, n, 4<<10); a != AlgoRecursiveDoubling {
-			t.Fatalf("%d ranks, 4 KiB: %s", n, a)
+	for _, c := range cases {
+		if a := ChooseAlgorithm(AllReduce, c.n, c.bytes); a != c.want {
+			t.Errorf("%d ranks, %d bytes: %s, want %s", c.n, c.bytes, a, c.want)
 		}
 	}
 	p, err := Build(Config{Collective: AllReduce, NRanks: 4, Count: 1 << 20, DType: reduce.Float32})
 	if err != nil || p.Algorithm != AlgoRing {
-		t.Fatalf("auto 4 MiB: %v %v", p.Algorithm, err)
+		t.Fatalf("auto 4 MiB over 4 ranks: %v %v", p.Algorithm, err)
+	}
+	p, err = Build(Config{Collective: AllReduce, NRanks: 64, Rank: 5, Count: 1 << 18, DType: reduce.Float32})
+	if err != nil || p.Algorithm != AlgoHalvingDoubling {
+		t.Fatalf("auto 1 MiB over 64 ranks: %v %v", p.Algorithm, err)
 	}
 }
 
@@ -95,6 +117,53 @@ func TestRecursiveDoublingRounds(t *testing.T) {
 			}
 			if sends > c.maxSends {
 				t.Errorf("n=%d rank %d sends %d messages, want ≤ %d", c.n, p.Rank, sends, c.maxSends)
+			}
+		}
+	}
+}
+
+// TestHalvingDoublingTraffic pins what recursive halving and doubling is
+// chosen for: on a power of two of ranks every rank sends 2·log2(n) messages
+// per channel (one per round, unchunked here) carrying 2(n-1)/n of the
+// buffer in all, as the ring does in 2(n-1) messages, and hears from at most
+// two partners at once. Beyond a power of two the folded ranks hand over
+// and get back the whole buffer.
+func TestHalvingDoublingTraffic(t *testing.T) {
+	const count = 3 * 64 * 8 // elements, a multiple of every n below
+	for _, c := range []struct{ n, channels int }{{2, 1}, {4, 1}, {8, 2}, {16, 1}, {64, 3}, {6, 1}} {
+		plans, err := BuildAll(Config{Collective: AllReduce, Algorithm: AlgoHalvingDoubling, NRanks: c.n, Count: count,
+			DType: reduce.Float32, Op: reduce.OpSum, Channels: c.channels, ChunkBytes: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pow := 1 << (bits.Len(uint(c.n)) - 1)
+		rem := c.n - pow
+		logp := bits.Len(uint(pow)) - 1
+		for _, p := range plans {
+			var sends, sent int64
+			for _, s := range p.Steps {
+				if s.Kind == KindSend {
+					sends++
+					sent += s.Src.Len
+				}
+			}
+			wantSends, wantSent := int64(2*logp*c.channels), int64(2*(pow-1))*count*4/int64(pow)
+			switch {
+			case p.Rank < 2*rem && p.Rank%2 == 0:
+				wantSends, wantSent = int64(c.channels), count*4
+			case p.Rank < 2*rem:
+				wantSends += int64(c.channels)
+				wantSent += count * 4
+			}
+			if sends != wantSends || sent != wantSent {
+				t.Errorf("n=%d rank %d: %d messages of %d bytes in all, want %d of %d", c.n, p.Rank, sends, sent, wantSends, wantSent)
+			}
+			wantPeers := min(c.n-1, 2)
+			if p.Rank < 2*rem && p.Rank%2 == 0 {
+				wantPeers = 1 // it hears from its odd partner only
+			}
+			if got := p.RecvPeers(); got != wantPeers {
+				t.Errorf("n=%d rank %d: RecvPeers %d, want %d", c.n, p.Rank, got, wantPeers)
 			}
 		}
 	}

@@ -95,10 +95,15 @@ const (
 	AlgoChain
 	// AlgoDirect: one direct message per pair (sendrecv, p2p).
 	AlgoDirect
+	// AlgoHalvingDoubling: Rabenseifner's reduce-scatter by recursive
+	// halving and all-gather by recursive doubling, 2·log2(n) chunked
+	// rounds, with the same fold as AlgoRecursiveDoubling beyond the largest
+	// power of two (all-reduce only).
+	AlgoHalvingDoubling
 	numAlgorithms
 )
 
-var algorithmNames = [numAlgorithms]string{"auto", "ring", "recdoubling", "pairwise", "chain", "direct"}
+var algorithmNames = [numAlgorithms]string{"auto", "ring", "recdoubling", "pairwise", "chain", "direct", "halving"}
 
 func (a Algorithm) String() string {
 	if a >= numAlgorithms {
@@ -135,6 +140,19 @@ const DefaultChunkBytes = 128 << 10
 // the latency term dominates below a few tens of KiB; 64 KiB keeps the
 // doubling cost (log2 n × 64 KiB ≈ 6-60 µs per round) near one latency.
 const AutoRecursiveDoublingMaxBytes = 64 << 10
+
+// AutoHalvingMaxBlockBytes is the largest block (buffer / ranks) for which
+// AlgoAuto picks recursive halving and doubling over the ring for an
+// all-reduce on a power of two of ranks. Both move 2(n-1)/n of the buffer
+// per rank; halving needs 2·log2(n) message latencies instead of 2(n-1), but
+// its first rounds carry half the buffer to a distant partner (across the
+// spines of a Clos fabric), where the ring's neighbours pipeline small
+// chunks. Measured where the two cross over: on the simulated 64-host fabric
+// (`go test ./fabric/sim/scenarios -run TestAllReduceAlgorithms -v`) halving
+// is ahead up to 8 MiB (128 KiB blocks) and behind at 16 MiB; on this
+// 2-CPU host (`mrbench -np 4` and `-np 8`, in-process ranks over MetaRoCE)
+// ahead at 32-64 KiB blocks, even at 128 KiB and behind from 256 KiB.
+const AutoHalvingMaxBlockBytes = 64 << 10
 
 // Config describes one collective call on one rank (Build) or on all (BuildAll).
 type Config struct {

@@ -69,9 +69,14 @@
 //
 // # Algorithms
 //
-//	allreduce      ring (reduce-scatter + all-gather, chunked, C channels) or
-//	               recursive doubling (non-powers of two fold in and out); auto
-//	               picks recursive doubling up to AutoRecursiveDoublingMaxBytes
+//	allreduce      ring (reduce-scatter + all-gather, chunked, C channels),
+//	               recursive doubling, or recursive halving and doubling
+//	               (Rabenseifner: the ring's traffic in 2·log2(n) chunked
+//	               rounds); non-powers of two fold in and out of the last two.
+//	               Auto picks recursive doubling up to
+//	               AutoRecursiveDoublingMaxBytes, halving for a power of two
+//	               of ≥ 4 ranks with blocks up to AutoHalvingMaxBlockBytes,
+//	               the ring otherwise
 //	reducescatter  ring
 //	allgather      ring
 //	alltoall       shifted pairwise: in round s rank r sends to (r+s)%n and

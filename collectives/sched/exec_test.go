@@ -117,7 +117,7 @@ func TestCollectivesMatchReference(t *testing.T) {
 		algo Algorithm
 	}
 	variants := []variant{
-		{AllReduce, AlgoRing}, {AllReduce, AlgoRecursiveDoubling}, {AllReduce, AlgoAuto},
+		{AllReduce, AlgoRing}, {AllReduce, AlgoRecursiveDoubling}, {AllReduce, AlgoHalvingDoubling}, {AllReduce, AlgoAuto},
 		{ReduceScatter, AlgoAuto}, {AllGather, AlgoAuto}, {AllToAll, AlgoAuto},
 		{Broadcast, AlgoAuto}, {SendRecv, AlgoAuto}, {P2P, AlgoAuto},
 	}

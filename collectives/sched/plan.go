@@ -155,16 +155,27 @@ type Plan struct {
 	ScratchBytes int64 // size of BufScratch the executor provides
 
 	Steps []Step
+
+	// recvConcurrency, when positive, is the most peers the algorithm can
+	// have sending to this rank at once, where that is fewer than the
+	// distinct peers it receives from over the whole plan (RecvPeers).
+	recvConcurrency int
 }
 
-// RecvPeers returns how many distinct ranks the plan receives from: the
-// most peers that can be sending to this rank at once while it runs.
+// RecvPeers returns the most peers that can be sending to this rank at once
+// while the plan runs: the distinct ranks it receives from, or fewer where
+// the algorithm talks to them one round at a time (AlgoHalvingDoubling: the
+// partner of this round and the previous one's, whose last chunks may still
+// be arriving). Transports divide their starting rate hints by it.
 func (p *Plan) RecvPeers() int {
 	seen := map[int]bool{}
 	for i := range p.Steps {
 		if st := &p.Steps[i]; st.Kind == KindRecv {
 			seen[st.Peer] = true
 		}
+	}
+	if p.recvConcurrency > 0 {
+		return min(len(seen), p.recvConcurrency)
 	}
 	return len(seen)
 }

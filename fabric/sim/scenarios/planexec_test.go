@@ -85,17 +85,19 @@ func TestPlanJobRunsEveryPlan(t *testing.T) {
 
 // TestPlanJobDeclaresSenders: like the real executor, each rank declares
 // before its plan how many peers will send to it at once, at most the
-// endpoint's configured bound: one for a ring, the all-to-all's messages in
-// flight for the all-to-all.
+// endpoint's configured bound: one for a ring, two for recursive halving and
+// doubling (8 ranks up to 512 KiB), the all-to-all's messages in flight for
+// the all-to-all.
 func TestPlanJobDeclaresSenders(t *testing.T) {
 	o := Options{Seed: 3, Smoke: true, ConcurrentSenders: schedInFlight}
 	o.fill()
 	c := o.fabric(2, 2, 4, 1)
 	for _, tc := range []struct {
 		coll sched.Collective
+		size uint64
 		want int
-	}{{sched.AllReduce, 1}, {sched.AllToAll, schedInFlight}, {sched.AllReduce, 1}} {
-		s, _ := runPlans(t, &o, c, MetaRoCE, tc.coll, 256<<10)
+	}{{sched.AllReduce, 1 << 20, 1}, {sched.AllToAll, 256 << 10, schedInFlight}, {sched.AllReduce, 256 << 10, 2}, {sched.AllReduce, 1 << 20, 1}} {
+		s, _ := runPlans(t, &o, c, MetaRoCE, tc.coll, tc.size)
 		for h, host := range s.Hosts() {
 			ep := host.T.(*agents.MetaRoCE).EP
 			assert.Equal(t, tc.want, ep.Config().ConcurrentSenders, "%v, rank %d", tc.coll, h)
