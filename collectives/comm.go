@@ -113,6 +113,9 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	if cfg.Collective == sched.AllToAll && cfg.AllToAllInFlight == 0 {
 		cfg.AllToAllInFlight = c.cfg.AllToAllInFlight
+		if cfg.AllToAllInFlight == 0 {
+			cfg.AllToAllInFlight = sched.AutoAllToAllInFlight(cfg)
+		}
 	}
 	p := c.plans[cfg]
 	if p == nil {

@@ -27,8 +27,9 @@ type Config struct {
 	// TCP).
 	ChunkBytes int64
 	// AllToAllInFlight is how many messages per direction each rank of an
-	// all-to-all keeps in flight across rounds (default
-	// DefaultAllToAllInFlight; 1 keeps the rounds in lockstep; see
+	// all-to-all keeps in flight across rounds (0, the default: per call,
+	// sched.AutoAllToAllInFlight: at least 4, more while the messages are
+	// small; 1 keeps the rounds in lockstep; see
 	// sched.Config.AllToAllInFlight).
 	AllToAllInFlight int
 	// Timeout bounds connection setup and each collective (default 60 s).
@@ -62,18 +63,18 @@ const DefaultMetaRoCEChannels = 1
 // on one does not wait behind the other's in the kernel's byte stream.
 const DefaultTCPChannels = 2
 
-// DefaultAllToAllInFlight is Config.AllToAllInFlight when 0: 4 messages.
-// In lockstep every round of a small all-to-all (one message per peer) costs
-// each rank a full exchange latency and completion wake-ups of its own; with
-// the rounds overlapping, transfers complete in batches and the datapath's
-// turns carry several messages. Measured with 4 in-process ranks on a 2-vCPU
-// host, a 1 MiB all-to-all (one 256 KiB message per peer, every round in
-// flight) needs 15-30% less CPU per byte than in lockstep, while at 16 MiB
-// (eight messages per peer) overlapping rounds cost about 8% more, which is
-// why only rounds with fewer messages than this overlap. Four also bounds
-// the incast: a receiver takes at most four senders at once however many
-// ranks the job has.
-const DefaultAllToAllInFlight = 4
+// DefaultAllToAllInFlight is the fewest all-to-all messages per direction
+// that Config.AllToAllInFlight 0 keeps in flight (sched.MinAllToAllInFlight;
+// sched.AutoAllToAllInFlight allows more while they are small). In lockstep
+// every round of a small all-to-all (one message per peer) costs each rank a
+// full exchange latency and completion wake-ups of its own; with the rounds
+// overlapping, transfers complete in batches and the datapath's turns carry
+// several messages. Measured with 4 in-process ranks on a 2-vCPU host, a
+// 1 MiB all-to-all (one 256 KiB message per peer, every round in flight)
+// needs 15-30% less CPU per byte than in lockstep, while at 16 MiB (eight
+// messages per peer) overlapping rounds cost about 8% more, which is why
+// rounds of many messages stay in lockstep.
+const DefaultAllToAllInFlight = sched.MinAllToAllInFlight
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Transport == "" {
@@ -100,17 +101,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.AllToAllInFlight < 0 {
 		return c, fmt.Errorf("collectives: %d all-to-all messages in flight, want 0 (default) or more", c.AllToAllInFlight)
 	}
-	if c.AllToAllInFlight == 0 {
-		c.AllToAllInFlight = DefaultAllToAllInFlight
-	}
-	if c.Transport == TransportMetaRoCE && c.UDP.Core.ConcurrentSenders == 0 {
+	if c.Transport == TransportMetaRoCE && c.UDP.Core.ConcurrentSenders == 0 && c.AllToAllInFlight > 0 {
 		// No schedule lets more peers send to a rank at once than the
 		// all-to-all keeps in flight (the rings, trees and pairwise
 		// rounds take one peer each): the endpoint's starting rate hints
 		// divide its inbound capacity by that, not by every peer
 		// (docs/spec.md §3.5). A call that asks for more in flight only
-		// overshoots for its first RTT. Before each plan the executor
-		// declares the peers that plan receives from, at most this.
+		// overshoots for its first RTT. With the automatic window the
+		// bound is left open; either way, before each plan the executor
+		// declares the peers that can send to this rank at once
+		// (sched.Plan.RecvPeers).
 		c.UDP.Core.ConcurrentSenders = c.AllToAllInFlight
 	}
 	if c.Timeout <= 0 {

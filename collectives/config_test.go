@@ -31,7 +31,7 @@ func TestConfigChunkDefault(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, c.ChunkBytes, "transport %q chunk %d", tc.transport, tc.chunk)
 		assert.Equal(t, tc.wantChannels, c.Channels, "transport %q channels %d", tc.transport, tc.channels)
-		assert.Equal(t, DefaultAllToAllInFlight, c.AllToAllInFlight)
+		assert.Zero(t, c.AllToAllInFlight, "0: chosen per call (sched.AutoAllToAllInFlight)")
 	}
 	c, err := Config{AllToAllInFlight: 1}.withDefaults()
 	require.NoError(t, err)
@@ -39,7 +39,7 @@ func TestConfigChunkDefault(t *testing.T) {
 	assert.Equal(t, 1, c.UDP.Core.ConcurrentSenders, "the endpoint hears of the schedules' bound")
 	c, err = Config{}.withDefaults()
 	require.NoError(t, err)
-	assert.Equal(t, DefaultAllToAllInFlight, c.UDP.Core.ConcurrentSenders)
+	assert.Zero(t, c.UDP.Core.ConcurrentSenders, "with the automatic window each plan declares its senders")
 	c, err = Config{UDP: udp.Config{Core: transport.Config{ConcurrentSenders: 9}}}.withDefaults()
 	require.NoError(t, err)
 	assert.Equal(t, 9, c.UDP.Core.ConcurrentSenders, "an explicit bound is kept")

@@ -244,26 +244,61 @@ func FuzzBuild(f *testing.F) {
 	})
 }
 
-// TestRecvPeers: a ring's rank receives from the rank before it only, an
-// all-to-all's from every other rank, a single rank from none.
+// TestRecvPeers: a ring's rank receives from the rank before it only; an
+// all-to-all's from as many peers as it has rounds in flight (64 KiB per
+// peer in 16 lanes of 4 KiB: in-flight 0 or 16 is lockstep, 64 four rounds,
+// 1000 every round); a single rank from none.
 func TestRecvPeers(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 8} {
 		ring := min(n-1, 1)
 		for _, c := range []struct {
-			coll Collective
-			algo Algorithm
-			want int
-		}{{AllReduce, AlgoRing, ring}, {AllGather, AlgoRing, ring}, {ReduceScatter, AlgoRing, ring}, {AllToAll, AlgoPairwise, n - 1}} {
+			coll     Collective
+			algo     Algorithm
+			inFlight int
+			want     int
+		}{
+			{AllReduce, AlgoRing, 0, ring}, {AllGather, AlgoRing, 0, ring}, {ReduceScatter, AlgoRing, 0, ring},
+			{AllToAll, AlgoPairwise, 0, ring}, {AllToAll, AlgoPairwise, 16, ring},
+			{AllToAll, AlgoPairwise, 64, min(n-1, 4)}, {AllToAll, AlgoPairwise, 1000, n - 1},
+		} {
 			plans, err := BuildAll(Config{Collective: c.coll, Algorithm: c.algo, NRanks: n, DType: reduce.Uint8,
-				Op: reduce.OpSum, Count: 64 << 10, Channels: 2, ChunkBytes: 4 << 10})
+				Op: reduce.OpSum, Count: 64 << 10, Channels: 2, ChunkBytes: 4 << 10, AllToAllInFlight: c.inFlight})
 			if err != nil {
 				t.Fatalf("%v n=%d: %v", c.coll, n, err)
 			}
 			for _, p := range plans {
 				if got := p.RecvPeers(); got != c.want {
-					t.Errorf("%v n=%d rank %d: RecvPeers %d, want %d", c.coll, n, p.Rank, got, c.want)
+					t.Errorf("%v n=%d in flight %d rank %d: RecvPeers %d, want %d", c.coll, n, c.inFlight, p.Rank, got, c.want)
 				}
 			}
+		}
+	}
+}
+
+// TestAutoAllToAllInFlight: at least four messages, as many as fit in
+// AllToAllInFlightBytes while they are small, never more than every
+// round's; 4-rank plans keep the window they had with a fixed four.
+func TestAutoAllToAllInFlight(t *testing.T) {
+	for _, c := range []struct {
+		n        int
+		perPeer  int64 // bytes
+		channels int
+		want     int
+	}{
+		{64, 16 << 10, 1, 63},  // 1 MiB over 64 ranks: every round
+		{64, 256 << 10, 1, 16}, // 16 MiB: 4 MiB of 256 KiB messages
+		{64, 1 << 20, 1, 8},    // 64 MiB: 512 KiB chunks
+		{4, 256 << 10, 1, 4},   // 1 MiB over 4 ranks: all 3 rounds, as before
+		{4, 4 << 20, 1, 8},     // 16 MiB over 4 ranks: 8 lanes, lockstep as before
+		{8, 128 << 10, 1, 7},
+		{8, 128 << 10, 2, 14},
+		{2, 0, 1, MinAllToAllInFlight},
+		{3, 1, 1, MinAllToAllInFlight},
+	} {
+		cfg := Config{Collective: AllToAll, NRanks: c.n, DType: reduce.Uint8, Count: c.perPeer, Channels: c.channels, ChunkBytes: 512 << 10}
+		got := AutoAllToAllInFlight(cfg)
+		if got != c.want {
+			t.Errorf("%d ranks, %d B per peer, %d channels: %d in flight, want %d", c.n, c.perPeer, c.channels, got, c.want)
 		}
 	}
 }

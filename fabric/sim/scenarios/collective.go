@@ -21,9 +21,10 @@ func collectiveScenario(r *runner) (*Result, error) {
 	}
 	n := leaves * per
 	res := &Result{}
-	// The collectives never let more peers send to a rank at once than an
-	// all-to-all keeps in flight per channel, and say so to the endpoint.
-	o.ConcurrentSenders = schedInFlight * schedChannels
+	// As the collectives do by default, the endpoints get no fixed bound on
+	// concurrent senders: before each plan a rank declares the peers that
+	// plan can have sending to it at once (sched.Plan.RecvPeers).
+	o.ConcurrentSenders = 0
 	// NCCL over RoCEv2 writes a message only into a receive the peer has
 	// announced (a CTS per receive), as MetaRoCE sends only into a
 	// receive its RECV_READY announced (docs/spec.md §3.4).

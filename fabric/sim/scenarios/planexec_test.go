@@ -75,7 +75,7 @@ func TestPlanJobRunsEveryPlan(t *testing.T) {
 					assert.Zero(t, h.left, "rank %d", h.id)
 					assert.Zero(t, h.recvOut, "rank %d", h.id)
 					if coll == sched.AllToAll {
-						assert.LessOrEqual(t, h.PeakRecvs, schedInFlight, "rank %d", h.id)
+						assert.LessOrEqual(t, h.PeakRecvs, h.plan.RecvPeers(), "rank %d", h.id)
 					}
 				}
 			})
@@ -86,21 +86,27 @@ func TestPlanJobRunsEveryPlan(t *testing.T) {
 // TestPlanJobDeclaresSenders: like the real executor, each rank declares
 // before its plan how many peers will send to it at once, at most the
 // endpoint's configured bound: one for a ring, two for recursive halving and
-// doubling (8 ranks up to 512 KiB), the all-to-all's messages in flight for
-// the all-to-all.
+// doubling (8 ranks up to 512 KiB), the all-to-all's rounds in flight for
+// the all-to-all (all 7 of 8 ranks' rounds while its messages are small).
 func TestPlanJobDeclaresSenders(t *testing.T) {
-	o := Options{Seed: 3, Smoke: true, ConcurrentSenders: schedInFlight}
-	o.fill()
-	c := o.fabric(2, 2, 4, 1)
+	base := Options{Seed: 3, Smoke: true}
+	base.fill()
+	c := base.fabric(2, 2, 4, 1)
 	for _, tc := range []struct {
-		coll sched.Collective
-		size uint64
-		want int
-	}{{sched.AllReduce, 1 << 20, 1}, {sched.AllToAll, 256 << 10, schedInFlight}, {sched.AllReduce, 256 << 10, 2}, {sched.AllReduce, 1 << 20, 1}} {
+		bound int
+		coll  sched.Collective
+		size  uint64
+		want  int
+	}{
+		{0, sched.AllReduce, 1 << 20, 1}, {0, sched.AllToAll, 256 << 10, 7}, {4, sched.AllToAll, 256 << 10, 4},
+		{0, sched.AllReduce, 256 << 10, 2}, {4, sched.AllReduce, 1 << 20, 1},
+	} {
+		o := Options{Seed: 3, Smoke: true, ConcurrentSenders: tc.bound}
+		o.fill()
 		s, _ := runPlans(t, &o, c, MetaRoCE, tc.coll, tc.size)
 		for h, host := range s.Hosts() {
 			ep := host.T.(*agents.MetaRoCE).EP
-			assert.Equal(t, tc.want, ep.Config().ConcurrentSenders, "%v, rank %d", tc.coll, h)
+			assert.Equal(t, tc.want, ep.Config().ConcurrentSenders, "%v, bound %d, rank %d", tc.coll, tc.bound, h)
 		}
 	}
 }

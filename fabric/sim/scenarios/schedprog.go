@@ -16,19 +16,17 @@ const metaroceChunk = 512 << 10
 // (collectives.DefaultMetaRoCEChannels).
 const schedChannels = 1
 
-// schedInFlight is how many all-to-all messages per direction the
-// collectives keep in flight across rounds (collectives.DefaultAllToAllInFlight).
-const schedInFlight = 4
-
 // schedPlans builds, for every rank of an n-rank collective over bytes of
 // data (per rank; all-to-all: the whole send buffer), the plan the
 // collectives run for real with their defaults over MetaRoCE, for planJob
-// to execute on the simulated hosts.
+// to execute on the simulated hosts: the all-to-all keeps
+// sched.AutoAllToAllInFlight messages in flight, as collectives.Comm does.
 func schedPlans(coll sched.Collective, n int, bytes uint64, channels int) ([]*sched.Plan, error) {
 	cfg := sched.Config{Collective: coll, NRanks: n, DType: reduce.Uint8, Op: reduce.OpSum,
-		Count: int64(bytes), Channels: channels, ChunkBytes: metaroceChunk, AllToAllInFlight: schedInFlight}
+		Count: int64(bytes), Channels: channels, ChunkBytes: metaroceChunk}
 	if coll == sched.AllToAll {
 		cfg.Count = int64(bytes) / int64(n)
+		cfg.AllToAllInFlight = sched.AutoAllToAllInFlight(cfg)
 	}
 	plans, err := sched.BuildAll(cfg)
 	if err != nil {
