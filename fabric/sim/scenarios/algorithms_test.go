@@ -9,10 +9,9 @@ import (
 	"github.com/metaroce/metaroce/collectives/sched"
 )
 
-// allReduceTime runs one all-reduce of size bytes per rank with algo on the
-// collective scenario's 64-host fabric (seed 1, no loss) and returns its
-// completion time in µs.
-func allReduceTime(t *testing.T, proto string, algo sched.Algorithm, size uint64) float64 {
+// planTime runs the 64 ranks' plans of cfg on the collective scenario's
+// 64-host fabric (seed 1, no loss) and returns the completion time in µs.
+func planTime(t *testing.T, proto string, cfg sched.Config) float64 {
 	t.Helper()
 	o := Options{Seed: 1}
 	o.fill()
@@ -20,14 +19,19 @@ func allReduceTime(t *testing.T, proto string, algo sched.Algorithm, size uint64
 	r := &runner{o: &o}
 	s, err := build(&o, o.fabric(8, 8, 8, 1), proto)
 	require.NoError(t, err)
-	plans, err := sched.BuildAll(sched.Config{Collective: sched.AllReduce, Algorithm: algo, NRanks: 64,
-		DType: reduce.Uint8, Op: reduce.OpSum, Count: int64(size), Channels: schedChannels, ChunkBytes: metaroceChunk})
+	cfg.NRanks, cfg.DType, cfg.Channels, cfg.ChunkBytes = 64, reduce.Uint8, schedChannels, metaroceChunk
+	plans, err := sched.BuildAll(cfg)
 	require.NoError(t, err)
 	j := newPlanJob(s, plans)
 	r.runApps(s, j.apps(), 2_000_000_000, j.done)
 	require.NoError(t, j.Err)
-	require.Equal(t, 64, j.Finished, "%s %s %d B: not every rank finished", proto, algo, size)
+	require.Equal(t, 64, j.Finished, "%s %+v: not every rank finished", proto, cfg)
 	return float64(j.End-j.Start) / 1e3
+}
+
+// allReduceTime is planTime of an all-reduce of size bytes per rank with algo.
+func allReduceTime(t *testing.T, proto string, algo sched.Algorithm, size uint64) float64 {
+	return planTime(t, proto, sched.Config{Collective: sched.AllReduce, Algorithm: algo, Op: reduce.OpSum, Count: int64(size)})
 }
 
 // TestAllReduceAlgorithms measures where recursive halving and doubling and
@@ -53,25 +57,10 @@ func TestAllReduceAlgorithms(t *testing.T) {
 	}
 }
 
-// allToAllTime runs one all-to-all of size bytes per rank (size/64 to each
-// peer) with inFlight messages in flight on the collective scenario's
-// 64-host fabric (seed 1, no loss) and returns its completion time in µs.
+// allToAllTime is planTime of an all-to-all of size bytes per rank
+// (size/64 to each peer) with inFlight messages in flight.
 func allToAllTime(t *testing.T, proto string, inFlight int, size uint64) float64 {
-	t.Helper()
-	o := Options{Seed: 1}
-	o.fill()
-	o.RoCERendezvous = true
-	r := &runner{o: &o}
-	s, err := build(&o, o.fabric(8, 8, 8, 1), proto)
-	require.NoError(t, err)
-	plans, err := sched.BuildAll(sched.Config{Collective: sched.AllToAll, NRanks: 64, DType: reduce.Uint8,
-		Count: int64(size) / 64, Channels: schedChannels, ChunkBytes: metaroceChunk, AllToAllInFlight: inFlight})
-	require.NoError(t, err)
-	j := newPlanJob(s, plans)
-	r.runApps(s, j.apps(), 2_000_000_000, j.done)
-	require.NoError(t, j.Err)
-	require.Equal(t, 64, j.Finished, "%s in flight %d, %d B: not every rank finished", proto, inFlight, size)
-	return float64(j.End-j.Start) / 1e3
+	return planTime(t, proto, sched.Config{Collective: sched.AllToAll, Count: int64(size) / 64, AllToAllInFlight: inFlight})
 }
 
 // TestAllToAllInFlight measures what sched.AutoAllToAllInFlight is set
