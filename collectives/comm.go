@@ -113,14 +113,17 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	if cfg.Collective == sched.AllToAll && cfg.AllToAllInFlight == 0 {
 		cfg.AllToAllInFlight = c.cfg.AllToAllInFlight
-		if cfg.AllToAllInFlight == 0 {
-			cfg.AllToAllInFlight = sched.AutoAllToAllInFlight(cfg)
-		}
 	}
+	// Plans are cached by the call's configuration; the automatic
+	// all-to-all window is worked out only when a plan is built.
 	p := c.plans[cfg]
 	if p == nil {
+		bcfg := cfg
+		if bcfg.Collective == sched.AllToAll && bcfg.AllToAllInFlight == 0 {
+			bcfg.AllToAllInFlight = sched.AutoAllToAllInFlight(bcfg)
+		}
 		var err error
-		if p, err = sched.Build(cfg); err != nil {
+		if p, err = sched.Build(bcfg); err != nil {
 			return err
 		}
 		if len(c.plans) > 256 {

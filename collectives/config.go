@@ -63,19 +63,6 @@ const DefaultMetaRoCEChannels = 1
 // on one does not wait behind the other's in the kernel's byte stream.
 const DefaultTCPChannels = 2
 
-// DefaultAllToAllInFlight is the fewest all-to-all messages per direction
-// that Config.AllToAllInFlight 0 keeps in flight (sched.MinAllToAllInFlight;
-// sched.AutoAllToAllInFlight allows more while they are small). In lockstep
-// every round of a small all-to-all (one message per peer) costs each rank a
-// full exchange latency and completion wake-ups of its own; with the rounds
-// overlapping, transfers complete in batches and the datapath's turns carry
-// several messages. Measured with 4 in-process ranks on a 2-vCPU host, a
-// 1 MiB all-to-all (one 256 KiB message per peer, every round in flight)
-// needs 15-30% less CPU per byte than in lockstep, while at 16 MiB (eight
-// messages per peer) overlapping rounds cost about 8% more, which is why
-// rounds of many messages stay in lockstep.
-const DefaultAllToAllInFlight = sched.MinAllToAllInFlight
-
 func (c Config) withDefaults() (Config, error) {
 	if c.Transport == "" {
 		c.Transport = TransportMetaRoCE

@@ -27,7 +27,7 @@ func buildPairwiseAllToAll(b *builder, chunk int64, inFlight int) {
 	window := max(inFlight/max(len(pcs), 1), 1)
 	// A receiver has the receives of window rounds posted at once, each
 	// round's from one sender: that many peers can send to it together.
-	p.recvConcurrency = min(window, max(n-1, 1))
+	p.recvConcurrency = window
 	// sent[s][i] and got[s][i] are the step indices of round s's send and
 	// receive on lane i (-1 where none was emitted).
 	sent, got := make([][]int, n), make([][]int, n)

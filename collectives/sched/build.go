@@ -137,11 +137,7 @@ func Build(cfg Config) (*Plan, error) {
 		p.RecvBytes = max(p.SendBytes, p.RecvBytes)
 		p.SendBytes = 0
 	}
-	chunk := cfg.ChunkBytes
-	if chunk == 0 {
-		chunk = DefaultChunkBytes
-	}
-	chunkElems := max(chunk/esize, 1)
+	chunkElems := cfg.chunkElems()
 	p.Algorithm = cfg.Algorithm
 	if p.Algorithm == AlgoAuto {
 		p.Algorithm = ChooseAlgorithm(cfg.Collective, cfg.NRanks, bytes)
@@ -173,6 +169,16 @@ func Build(cfg Config) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// chunkElems is ChunkBytes (DefaultChunkBytes when 0) in whole elements,
+// at least one.
+func (c *Config) chunkElems() int64 {
+	chunk := c.ChunkBytes
+	if chunk == 0 {
+		chunk = DefaultChunkBytes
+	}
+	return max(chunk/int64(c.DType.Size()), 1)
 }
 
 // BuildAll returns the plans of every rank (cfg.Rank is ignored).

@@ -301,4 +301,30 @@ func TestAutoAllToAllInFlight(t *testing.T) {
 			t.Errorf("%d ranks, %d B per peer, %d channels: %d in flight, want %d", c.n, c.perPeer, c.channels, got, c.want)
 		}
 	}
+	// Against the lanes the builder actually cuts (pieces), over odd
+	// counts, channels, chunks and element sizes.
+	// Half the cases put shares on whole chunks plus a remainder, where the
+	// lane count (not the budget) decides.
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range 4000 {
+		cfg := Config{Collective: AllToAll, NRanks: 2 + rng.IntN(70), DType: []reduce.DType{reduce.Uint8, reduce.Float16, reduce.Float32, reduce.Float64}[rng.IntN(4)],
+			Count: rng.Int64N(3 << 20), Channels: rng.IntN(5), ChunkBytes: rng.Int64N(1 << 20)}
+		if i%2 == 0 {
+			ch := int64(max(cfg.Channels, 1))
+			cfg.ChunkBytes = 8 * (1 + rng.Int64N(16))
+			cfg.Count = ch*cfg.chunkElems()*(1+rng.Int64N(4)) + rng.Int64N(ch)
+		}
+		pcs := pieces(cfg.Count, max(cfg.Channels, 1), cfg.chunkElems())
+		var msg int64
+		for _, pc := range pcs {
+			msg = max(msg, pc.len*int64(cfg.DType.Size()))
+		}
+		want := MinAllToAllInFlight
+		if msg > 0 {
+			want = max(MinAllToAllInFlight, int(min(AllToAllInFlightBytes/msg, int64((cfg.NRanks-1)*len(pcs)))))
+		}
+		if got := AutoAllToAllInFlight(cfg); got != want {
+			t.Fatalf("%+v: %d in flight, the builder's lanes give %d", cfg, got, want)
+		}
+	}
 }

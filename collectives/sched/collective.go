@@ -153,6 +153,16 @@ const AutoRecursiveDoublingMaxBytes = 64 << 10
 // 4-rank plans as they were (from 16 MiB their 512 KiB messages stay in
 // lockstep, which needs less CPU there) and the receives a rank posts at
 // once bounded.
+//
+// Why overlap at all: in lockstep every round of a small all-to-all (one
+// message per peer) costs each rank a full exchange latency and completion
+// wake-ups of its own; with the rounds overlapping, transfers complete in
+// batches and the datapath's turns carry several messages. Measured with 4
+// in-process ranks on a 2-vCPU host, a 1 MiB all-to-all (one 256 KiB
+// message per peer, every round in flight) needs 15-30% less CPU per byte
+// than in lockstep, while at 16 MiB (eight messages per peer) overlapping
+// rounds cost about 8% more, which is why rounds of many messages stay in
+// lockstep.
 const (
 	MinAllToAllInFlight   = 4
 	AllToAllInFlightBytes = 4 << 20
@@ -163,20 +173,23 @@ const (
 // messages as fit in AllToAllInFlightBytes, at least MinAllToAllInFlight,
 // and beyond that no more than every round's messages together.
 func AutoAllToAllInFlight(cfg Config) int {
-	esize := int64(max(cfg.DType.Size(), 1))
-	chunk := cfg.ChunkBytes
-	if chunk == 0 {
-		chunk = DefaultChunkBytes
-	}
-	pcs := pieces(max(cfg.Count, 0), max(cfg.Channels, 1), max(chunk/esize, 1))
-	var msg int64
-	for _, pc := range pcs {
-		msg = max(msg, pc.len*esize)
-	}
-	if msg == 0 {
+	if cfg.Count <= 0 || !cfg.DType.Valid() {
 		return MinAllToAllInFlight
 	}
-	all := int64(max(cfg.NRanks-1, 1) * len(pcs))
+	// The lanes pieces() cuts a peer's block into, and the longest one.
+	chunk, channels := cfg.chunkElems(), int64(max(cfg.Channels, 1))
+	share := (cfg.Count + channels - 1) / channels
+	msg := min(share, chunk) * int64(cfg.DType.Size())
+	var lanes int64
+	q, r := cfg.Count/channels, cfg.Count%channels // splitEven's shares
+	for c := range channels {
+		l := q
+		if c < r {
+			l++
+		}
+		lanes += (l + chunk - 1) / chunk
+	}
+	all := int64(max(cfg.NRanks-1, 1)) * lanes
 	return max(MinAllToAllInFlight, int(min(AllToAllInFlightBytes/msg, all)))
 }
 

@@ -68,12 +68,6 @@ func buildHalvingDoubling(b *builder, chunk int64) {
 			b.reduce(acc(0, lens[c]), input(0, lens[c]), land(0, lens[c]))
 			haveAcc, newRank = true, r/2
 		}
-		partnerOf := func(q int) int {
-			if q < rem {
-				return 2*q + 1
-			}
-			return q + rem
-		}
 		// src returns where the current partial sums of a range live.
 		src := func(off, k int64) Range {
 			if haveAcc {
@@ -86,7 +80,7 @@ func buildHalvingDoubling(b *builder, chunk int64) {
 		for mask := pow >> 1; mask > 0; mask >>= 1 {
 			b.round = round
 			round++
-			partner := partnerOf(newRank ^ mask)
+			partner := foldedRank(newRank^mask, rem)
 			mid := (lo + hi) / 2
 			keepLo, keepHi, sendLo, sendHi := lo, mid, mid, hi
 			if newRank&mask != 0 {
@@ -117,7 +111,7 @@ func buildHalvingDoubling(b *builder, chunk int64) {
 		for mask := 1; mask < pow; mask <<= 1 {
 			b.round = round
 			round++
-			partner := partnerOf(newRank ^ mask)
+			partner := foldedRank(newRank^mask, rem)
 			// The partner owns the same-sized range on the other side of
 			// this bit.
 			size := hi - lo

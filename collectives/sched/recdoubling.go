@@ -44,11 +44,7 @@ func buildRecursiveDoubling(b *builder) {
 		}
 		for mask, round := 1, 1; mask < pow; mask, round = mask<<1, round+1 {
 			b.round = round
-			pn := newRank ^ mask
-			partner := pn + rem
-			if pn < rem {
-				partner = 2*pn + 1
-			}
+			partner := foldedRank(newRank^mask, rem)
 			src := input
 			if haveAcc {
 				src = acc
@@ -70,4 +66,14 @@ func buildRecursiveDoubling(b *builder) {
 			b.send(r-1, c, acc)
 		}
 	}
+}
+
+// foldedRank maps new rank q of the power-of-two core of a folded
+// algorithm (rem ranks folded in) back to its rank: the first rem new ranks
+// are the odd ranks of the folded pairs, the rest follow them in order.
+func foldedRank(q, rem int) int {
+	if q < rem {
+		return 2*q + 1
+	}
+	return q + rem
 }
