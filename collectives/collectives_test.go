@@ -328,3 +328,37 @@ func TestPlansDeclareTheirSenders(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// TestGroupedAllReduce: told that the ranks come in groups (as under leaf
+// switches or on hosts), the all-reduce takes the hierarchical ring where
+// sched.ChooseAlgorithm says so and still matches the reference, over both
+// transports; a group size that does not divide the ranks is refused up
+// front, naming both numbers.
+func TestGroupedAllReduce(t *testing.T) {
+	const n, group = 4, 2
+	// 64 Ki float32 (256 KiB): 64 KiB blocks, the hierarchical ring.
+	const big = 1 << 16
+	require.Equal(t, sched.AlgoHierarchical, sched.ChooseAlgorithm(sched.AllReduce, n, group, big*4))
+	for _, transport := range []string{TransportMetaRoCE, TransportTCP} {
+		t.Run(transport, func(t *testing.T) {
+			cfg := Config{Transport: transport, Timeout: 60 * time.Second, ChunkBytes: 16 << 10, GroupSize: group}
+			err := LaunchLocal(context.Background(), n, cfg, func(c *Comm) error {
+				for _, cnt := range []int{1, 5000, 40001, big} {
+					for _, op := range []reduce.Op{reduce.OpSum, reduce.OpAvg} {
+						for _, ip := range []bool{false, true} {
+							if err := runOne(context.Background(), c, sched.AllReduce, reduce.Float32, op, cnt, ip); err != nil {
+								return err
+							}
+						}
+					}
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
+	err := LaunchLocal(context.Background(), 4, Config{GroupSize: 3, Timeout: 10 * time.Second}, func(*Comm) error { return nil })
+	require.ErrorContains(t, err, "group size 3 does not divide the 4 ranks")
+	_, err = Config{GroupSize: -1}.withDefaults()
+	require.ErrorContains(t, err, "group size")
+}

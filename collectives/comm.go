@@ -39,6 +39,9 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.GroupSize > 0 && b.NRanks%cfg.GroupSize != 0 {
+		return nil, fmt.Errorf("collectives: group size %d does not divide the %d ranks", cfg.GroupSize, b.NRanks)
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	if cfg.UDP.Seed != 0 {
@@ -96,8 +99,8 @@ func (c *Comm) PeerStats() []PeerStats { return c.link.peerStats() }
 func (c *Comm) Close() error { return c.link.close() }
 
 // Run executes the collective cfg describes (Rank, NRanks, Channels,
-// ChunkBytes and, for all-to-all, AllToAllInFlight are filled in from the
-// communicator where zero). send may be nil for an in-place call.
+// ChunkBytes, GroupSize and, for all-to-all, AllToAllInFlight are filled in
+// from the communicator where zero). send may be nil for an in-place call.
 func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,6 +113,9 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	if cfg.ChunkBytes == 0 {
 		cfg.ChunkBytes = c.cfg.ChunkBytes
+	}
+	if cfg.GroupSize == 0 {
+		cfg.GroupSize = c.cfg.GroupSize
 	}
 	if cfg.Collective == sched.AllToAll && cfg.AllToAllInFlight == 0 {
 		cfg.AllToAllInFlight = c.cfg.AllToAllInFlight

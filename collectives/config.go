@@ -32,6 +32,13 @@ type Config struct {
 	// small; 1 keeps the rounds in lockstep; see
 	// sched.Config.AllToAllInFlight).
 	AllToAllInFlight int
+	// GroupSize is the number of consecutive ranks that share a leaf switch
+	// (or a host), when the job is laid out that way; it must divide the
+	// rank count. 0, the default, means unknown. Given one, the all-reduce
+	// may take the hierarchical ring (sched.AlgoHierarchical), which
+	// crosses between groups with an eighth of the bytes of the flat ring
+	// at 8 ranks per group, in far fewer steps (sched.ChooseAlgorithm).
+	GroupSize int
 	// Timeout bounds connection setup and each collective (default 60 s).
 	Timeout time.Duration
 	// UDP configures the MetaRoCE datapath.
@@ -87,6 +94,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AllToAllInFlight < 0 {
 		return c, fmt.Errorf("collectives: %d all-to-all messages in flight, want 0 (default) or more", c.AllToAllInFlight)
+	}
+	if c.GroupSize < 0 {
+		return c, fmt.Errorf("collectives: group size %d, want 0 (unknown) or more", c.GroupSize)
 	}
 	if c.Transport == TransportMetaRoCE && c.UDP.Core.ConcurrentSenders == 0 && c.AllToAllInFlight > 0 {
 		// No schedule lets more peers send to a rank at once than the

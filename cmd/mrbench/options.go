@@ -53,6 +53,7 @@ type options struct {
 	Collective                    sched.Collective
 	Ranks                         int
 	Channels                      int
+	GroupSize                     int
 	Transports                    []string
 	Loss                          float64
 	Seed                          uint64
@@ -142,6 +143,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	strVar(&coll, "allreduce", "collective: allreduce alltoall reducescatter allgather broadcast sendrecv", "op", "collective")
 	intVar(&o.Ranks, defaultRanks, "local ranks launched in this process (ignored under mpirun/torchrun/srun)", "np", "nranks")
 	intVar(&o.Channels, 0, "collective channels per peer connection (0: the library default)", "channels")
+	intVar(&o.GroupSize, 0, "consecutive ranks per leaf switch or host, for the hierarchical all-reduce (0: unknown; must divide the ranks)", "group-size")
 	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
 	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the driver's random choices (drops)")
@@ -205,6 +207,9 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	}
 	if o.Channels < 0 || o.Channels > 64 {
 		bad("--channels %d: want 0 (default) to 64", o.Channels)
+	}
+	if o.GroupSize < 0 {
+		bad("--group-size %d: want 0 (unknown) or more", o.GroupSize)
 	}
 	if !(o.Loss >= 0 && o.Loss < 1) {
 		bad("--loss %g: want a probability in [0, 1)", o.Loss)

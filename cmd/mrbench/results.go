@@ -107,6 +107,7 @@ type Params struct {
 	Blocking   int     `json:"blocking"`
 	Root       int     `json:"root"`
 	Channels   int     `json:"channels"`
+	GroupSize  int     `json:"group_size,omitempty"`
 	Loss       float64 `json:"loss"`
 	TimeoutS   float64 `json:"timeout_s"`
 }

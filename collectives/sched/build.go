@@ -35,6 +35,10 @@ func (c *Config) check() error {
 		return bad("negative chunk size %d", c.ChunkBytes)
 	case c.AllToAllInFlight < 0:
 		return bad("negative all-to-all messages in flight %d", c.AllToAllInFlight)
+	case c.GroupSize < 0 || c.GroupSize > 0 && c.NRanks%c.GroupSize != 0:
+		return bad("group size %d does not divide %d ranks", c.GroupSize, c.NRanks)
+	case c.Algorithm == AlgoHierarchical && c.GroupSize == 0:
+		return bad("algorithm %s needs a group size", c.Algorithm)
 	case (c.Collective == Broadcast || c.Collective == P2P) && (c.Root < 0 || c.Root >= c.NRanks):
 		return bad("root %d outside 0..%d", c.Root, c.NRanks-1)
 	case c.Collective == P2P && (c.Peer < 0 || c.Peer >= c.NRanks):
@@ -55,7 +59,7 @@ func algorithmFits(c Collective, a Algorithm) bool {
 	}
 	switch c {
 	case AllReduce:
-		return a == AlgoRing || a == AlgoRecursiveDoubling || a == AlgoHalvingDoubling
+		return a == AlgoRing || a == AlgoRecursiveDoubling || a == AlgoHalvingDoubling || a == AlgoHierarchical
 	case ReduceScatter, AllGather:
 		return a == AlgoRing
 	case AllToAll:
@@ -66,11 +70,17 @@ func algorithmFits(c Collective, a Algorithm) bool {
 	return a == AlgoDirect
 }
 
-// ChooseAlgorithm returns the algorithm AlgoAuto resolves to. For
-// all-reduce: recursive doubling up to AutoRecursiveDoublingMaxBytes;
-// above that, for a power of two of at least 4 ranks whose blocks (bytes/n)
-// are at most AutoHalvingMaxBlockBytes, recursive halving and doubling;
-// the ring otherwise. The one algorithm of every other collective.
+// ChooseAlgorithm returns the algorithm AlgoAuto resolves to for n ranks
+// in groups of groupSize consecutive ranks (0: unknown) and a buffer of
+// bytes. For all-reduce: recursive doubling up to
+// AutoRecursiveDoublingMaxBytes; above that, when the ranks form several
+// groups of more than one (groupSize divides n, 1 < groupSize < n) and the
+// blocks (bytes/n) are at least AutoHierarchicalMinBlockBytes, the
+// hierarchical ring; for a power of two of at least 4 ranks whose blocks
+// are at most AutoHalvingMaxBlockBytes, recursive halving and doubling
+// (with a known grouping, below AutoHierarchicalMinBlockBytes whatever the
+// block); the hierarchical ring over a known grouping otherwise; the ring
+// otherwise. The one algorithm of every other collective.
 //
 // Two ranks stay on the ring: both algorithms then send the whole buffer
 // once, but recursive doubling also copies the input and reduces the whole
@@ -79,14 +89,22 @@ func algorithmFits(c Collective, a Algorithm) bool {
 // with BenchmarkBusBW (2 in-process ranks over MetaRoCE), the ring needs
 // 0.39-0.40 CPU ns/B at 1 MiB against recursive doubling's 0.51-0.52, and
 // 0.57-0.60 against 0.77-0.81 at 16 and 64 MiB.
-func ChooseAlgorithm(c Collective, nranks int, bytes int64) Algorithm {
+func ChooseAlgorithm(c Collective, nranks, groupSize int, bytes int64) Algorithm {
 	switch c {
 	case AllReduce:
 		if bytes <= AutoRecursiveDoublingMaxBytes {
 			return AlgoRecursiveDoubling
 		}
-		if nranks >= 4 && nranks&(nranks-1) == 0 && bytes/int64(nranks) <= AutoHalvingMaxBlockBytes {
+		block := bytes / int64(max(nranks, 1))
+		grouped := groupSize > 1 && groupSize < nranks && nranks%groupSize == 0
+		if grouped && block >= AutoHierarchicalMinBlockBytes {
+			return AlgoHierarchical
+		}
+		if nranks >= 4 && nranks&(nranks-1) == 0 && (grouped || block <= AutoHalvingMaxBlockBytes) {
 			return AlgoHalvingDoubling
+		}
+		if grouped {
+			return AlgoHierarchical
 		}
 		return AlgoRing
 	case ReduceScatter, AllGather:
@@ -140,7 +158,7 @@ func Build(cfg Config) (*Plan, error) {
 	chunkElems := cfg.chunkElems()
 	p.Algorithm = cfg.Algorithm
 	if p.Algorithm == AlgoAuto {
-		p.Algorithm = ChooseAlgorithm(cfg.Collective, cfg.NRanks, bytes)
+		p.Algorithm = ChooseAlgorithm(cfg.Collective, cfg.NRanks, cfg.GroupSize, bytes)
 	}
 	b := newBuilder(p)
 	switch p.Algorithm {
@@ -157,6 +175,8 @@ func Build(cfg Config) (*Plan, error) {
 		buildRecursiveDoubling(b)
 	case AlgoHalvingDoubling:
 		buildHalvingDoubling(b, chunkElems)
+	case AlgoHierarchical:
+		buildHierarchicalAllReduce(b, chunkElems, cfg.GroupSize)
 	case AlgoPairwise:
 		buildPairwiseAllToAll(b, chunkElems, cfg.AllToAllInFlight)
 	case AlgoChain:

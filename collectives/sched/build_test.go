@@ -2,8 +2,10 @@ package sched
 
 import (
 	"errors"
+	"maps"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/metaroce/metaroce/collectives/reduce"
@@ -60,34 +62,48 @@ func TestBusBWFactor(t *testing.T) {
 
 func TestChooseAlgorithm(t *testing.T) {
 	const rd, hb = AutoRecursiveDoublingMaxBytes, AutoHalvingMaxBlockBytes
+	const hm = AutoHierarchicalMinBlockBytes
 	cases := []struct {
-		n     int
-		bytes int64
-		want  Algorithm
+		n, group int
+		bytes    int64
+		want     Algorithm
 	}{
-		{8, rd, AlgoRecursiveDoubling},
-		{8, 4 << 10, AlgoRecursiveDoubling},
-		{2, 4 << 10, AlgoRecursiveDoubling},
-		{3, 4 << 10, AlgoRecursiveDoubling},
-		{8, rd + 1, AlgoHalvingDoubling},
-		{8, 8 * hb, AlgoHalvingDoubling},
-		{8, 8*hb + 8, AlgoRing},
-		{64, 1 << 20, AlgoHalvingDoubling},
-		{64, 4 << 20, AlgoHalvingDoubling},
-		{64, 16 << 20, AlgoRing},
-		{4, 256 << 10, AlgoHalvingDoubling},
-		{4, 1 << 20, AlgoRing},
+		{8, 0, rd, AlgoRecursiveDoubling},
+		{8, 0, 4 << 10, AlgoRecursiveDoubling},
+		{2, 0, 4 << 10, AlgoRecursiveDoubling},
+		{3, 0, 4 << 10, AlgoRecursiveDoubling},
+		{8, 0, rd + 1, AlgoHalvingDoubling},
+		{8, 0, 8 * hb, AlgoHalvingDoubling},
+		{8, 0, 8*hb + 8, AlgoRing},
+		{64, 0, 1 << 20, AlgoHalvingDoubling},
+		{64, 0, 4 << 20, AlgoHalvingDoubling},
+		{64, 0, 16 << 20, AlgoRing},
+		{4, 0, 256 << 10, AlgoHalvingDoubling},
+		{4, 0, 1 << 20, AlgoRing},
 		// Two ranks: the ring does less local work for the same traffic.
-		{2, 1 << 20, AlgoRing},
-		{2, rd + 1, AlgoRing},
+		{2, 0, 1 << 20, AlgoRing},
+		{2, 0, rd + 1, AlgoRing},
 		// Not a power of two: the fold would add whole-buffer transfers.
-		{3, rd + 1, AlgoRing},
-		{6, 256 << 10, AlgoRing},
-		{48, 1 << 20, AlgoRing},
+		{3, 0, rd + 1, AlgoRing},
+		{6, 0, 256 << 10, AlgoRing},
+		{48, 0, 1 << 20, AlgoRing},
+		// A known grouping: the hierarchical ring from 16 KiB blocks, and
+		// over any rank count that the groups divide.
+		{64, 8, 1 << 20, AlgoHierarchical},
+		{64, 8, 64 * hm, AlgoHierarchical},
+		{64, 8, 64*hm - 64, AlgoHalvingDoubling},
+		{64, 8, 16 << 20, AlgoHierarchical},
+		{48, 8, 256 << 10, AlgoHierarchical},
+		{64, 8, rd, AlgoRecursiveDoubling},
+		// Groups that do not split the ranks change nothing.
+		{64, 64, 16 << 20, AlgoRing},
+		{64, 1, 16 << 20, AlgoRing},
+		{64, 7, 16 << 20, AlgoRing},
+		{64, 0, 16 << 20, AlgoRing},
 	}
 	for _, c := range cases {
-		if a := ChooseAlgorithm(AllReduce, c.n, c.bytes); a != c.want {
-			t.Errorf("%d ranks, %d bytes: %s, want %s", c.n, c.bytes, a, c.want)
+		if a := ChooseAlgorithm(AllReduce, c.n, c.group, c.bytes); a != c.want {
+			t.Errorf("%d ranks in groups of %d, %d bytes: %s, want %s", c.n, c.group, c.bytes, a, c.want)
 		}
 	}
 	p, err := Build(Config{Collective: AllReduce, NRanks: 4, Count: 1 << 20, DType: reduce.Float32})
@@ -169,6 +185,64 @@ func TestHalvingDoublingTraffic(t *testing.T) {
 	}
 }
 
+// TestHierarchicalTraffic pins what the hierarchical ring is chosen for:
+// every rank sends 2(g-1) messages per channel inside its group and 2(l-1)
+// to the next group (one per step, unchunked here), 2(n-1)/n of the buffer
+// in all as the flat ring does, of which only 2(l-1)/n crosses between
+// groups; it hears from two peers, the one before it in its group and in
+// its cross ring, and declares one at a time. Its cross-group receives wait
+// for the local receive one step before phase 1 ends.
+func TestHierarchicalTraffic(t *testing.T) {
+	const count = 3 * 64 * 8 // elements, a multiple of every n below
+	for _, c := range []struct{ n, g, channels int }{{4, 2, 1}, {8, 4, 2}, {8, 2, 1}, {64, 8, 1}, {6, 3, 2}, {6, 2, 1}} {
+		plans, err := BuildAll(Config{Collective: AllReduce, Algorithm: AlgoHierarchical, NRanks: c.n, GroupSize: c.g,
+			Count: count, DType: reduce.Float32, Op: reduce.OpSum, Channels: c.channels, ChunkBytes: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := c.n / c.g
+		for _, p := range plans {
+			group := p.Rank / c.g
+			var localSends, crossSends, localBytes, crossBytes int64
+			peers := map[int]bool{}
+			for _, s := range p.Steps {
+				switch {
+				case s.Kind == KindSend && s.Peer/c.g == group:
+					localSends++
+					localBytes += s.Src.Len
+				case s.Kind == KindSend:
+					crossSends++
+					crossBytes += s.Src.Len
+				case s.Kind == KindRecv:
+					peers[s.Peer] = true
+				}
+			}
+			ch := int64(c.channels)
+			wantLocal, wantCross := int64(2*(c.g-1))*ch, int64(2*(l-1))*ch
+			wantLocalBytes := int64(2*(c.g-1)) * count * 4 / int64(c.g)
+			wantCrossBytes := int64(2*(l-1)) * count * 4 / int64(c.n)
+			if localSends != wantLocal || crossSends != wantCross || localBytes != wantLocalBytes || crossBytes != wantCrossBytes {
+				t.Errorf("n=%d g=%d rank %d: %d local messages (%d B), %d cross (%d B); want %d (%d B), %d (%d B)",
+					c.n, c.g, p.Rank, localSends, localBytes, crossSends, crossBytes, wantLocal, wantLocalBytes, wantCross, wantCrossBytes)
+			}
+			localLeft, crossLeft := group*c.g+(p.Rank%c.g+c.g-1)%c.g, (p.Rank-c.g+c.n)%c.n
+			wantPeers := map[int]bool{localLeft: true, crossLeft: true}
+			if !maps.Equal(peers, wantPeers) {
+				t.Errorf("n=%d g=%d rank %d: hears from %v, want %v", c.n, c.g, p.Rank, peers, wantPeers)
+			}
+			if got := p.RecvPeers(); got != 1 {
+				t.Errorf("n=%d g=%d rank %d: RecvPeers %d, want 1", c.n, c.g, p.Rank, got)
+			}
+			gate := lastRecvOfRound(p, max(c.g-3, 0))
+			for i, s := range p.Steps {
+				if s.Kind == KindRecv && s.Peer/c.g != group && !slices.Contains(s.Deps, gate) {
+					t.Errorf("n=%d g=%d rank %d: cross receive %d (%s) is not gated on step %d", c.n, c.g, p.Rank, i, &p.Steps[i], gate)
+				}
+			}
+		}
+	}
+}
+
 func TestParseNames(t *testing.T) {
 	for _, c := range AllCollectives() {
 		if got, err := ParseCollective(c.String()); err != nil || got != c {
@@ -226,12 +300,14 @@ func FuzzBuild(f *testing.F) {
 	f.Add(uint8(0), uint8(0), uint8(4), uint16(37), uint8(8), uint8(0), uint8(2), uint16(24), false, uint8(1))
 	f.Add(uint8(3), uint8(0), uint8(7), uint16(5), uint8(6), uint8(0), uint8(3), uint16(2), true, uint8(2))
 	f.Add(uint8(0), uint8(2), uint8(5), uint16(100), uint8(7), uint8(4), uint8(1), uint16(0), true, uint8(0))
+	f.Add(uint8(0), uint8(7), uint8(6), uint16(301), uint8(8), uint8(12), uint8(2), uint16(20), false, uint8(0))
 	f.Fuzz(func(t *testing.T, coll, algo, n uint8, count uint16, dt, op, ch uint8, chunk uint16, inPlace bool, root uint8) {
 		cfg := Config{
-			Collective: Collective(coll % 8), Algorithm: Algorithm(algo % 7), NRanks: int(n % 10), Count: int64(count % 600),
+			Collective: Collective(coll % 8), Algorithm: Algorithm(algo % 9), NRanks: int(n % 10), Count: int64(count % 600),
 			DType: reduce.DType(dt % 11), Op: reduce.Op(op % 6), Channels: int(ch % 5), ChunkBytes: int64(chunk),
 			InPlace: inPlace, Root: int(root % 10), Peer: int(n % 7),
 			AllToAllInFlight: int(root % 5), // the root matters to broadcast and p2p only
+			GroupSize:        int(op / 6 % 5),
 		}
 		if _, err := BuildAll(cfg); err != nil {
 			if !errors.Is(err, ErrConfig) {

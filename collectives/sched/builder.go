@@ -16,6 +16,8 @@ type builder struct {
 	live  []access // accesses not yet superseded by a covering write
 	seq   map[seqKey]int
 	round int
+	// recvGate, when ≥ 0, is a step every receive added waits for.
+	recvGate int
 }
 
 // access records one step's read or write of a range.
@@ -31,7 +33,7 @@ type seqKey struct {
 }
 
 func newBuilder(p *Plan) *builder {
-	return &builder{p: p, esize: p.ElemSize(), seq: make(map[seqKey]int)}
+	return &builder{p: p, esize: p.ElemSize(), seq: make(map[seqKey]int), recvGate: -1}
 }
 
 // add appends s with its derived dependencies plus extra, and returns its index,
@@ -105,6 +107,9 @@ func (b *builder) send(peer, ch int, src Range, extra ...int) int {
 }
 
 func (b *builder) recv(peer, ch int, dst Range, extra ...int) int {
+	if b.recvGate >= 0 {
+		extra = append(extra, b.recvGate)
+	}
 	return b.add(Step{Kind: KindRecv, Peer: peer, Channel: ch, Dst: dst}, extra...)
 }
 

@@ -70,13 +70,19 @@
 // # Algorithms
 //
 //	allreduce      ring (reduce-scatter + all-gather, chunked, C channels),
-//	               recursive doubling, or recursive halving and doubling
+//	               recursive doubling, recursive halving and doubling
 //	               (Rabenseifner: the ring's traffic in 2·log2(n) chunked
-//	               rounds); non-powers of two fold in and out of the last two.
+//	               rounds; non-powers of two fold in and out of the last
+//	               two), or the hierarchical ring over groups of
+//	               Config.GroupSize ranks (rings inside the groups and
+//	               across them: the ring's traffic in 2(g-1)+2(n/g-1) steps).
 //	               Auto picks recursive doubling up to
-//	               AutoRecursiveDoublingMaxBytes, halving for a power of two
-//	               of ≥ 4 ranks with blocks up to AutoHalvingMaxBlockBytes,
-//	               the ring otherwise
+//	               AutoRecursiveDoublingMaxBytes; with a grouping, the
+//	               hierarchical ring from blocks of
+//	               AutoHierarchicalMinBlockBytes; halving for a power of two
+//	               of ≥ 4 ranks with blocks up to AutoHalvingMaxBlockBytes
+//	               (or any below the hierarchical threshold); the
+//	               hierarchical ring over a grouping, or the ring, otherwise
 //	reducescatter  ring
 //	allgather      ring
 //	alltoall       shifted pairwise: in round s rank r sends to (r+s)%n and

@@ -117,7 +117,7 @@ func TestCollectivesMatchReference(t *testing.T) {
 		algo Algorithm
 	}
 	variants := []variant{
-		{AllReduce, AlgoRing}, {AllReduce, AlgoRecursiveDoubling}, {AllReduce, AlgoHalvingDoubling}, {AllReduce, AlgoAuto},
+		{AllReduce, AlgoRing}, {AllReduce, AlgoRecursiveDoubling}, {AllReduce, AlgoHalvingDoubling}, {AllReduce, AlgoHierarchical}, {AllReduce, AlgoAuto},
 		{ReduceScatter, AlgoAuto}, {AllGather, AlgoAuto}, {AllToAll, AlgoAuto},
 		{Broadcast, AlgoAuto}, {SendRecv, AlgoAuto}, {P2P, AlgoAuto},
 	}
@@ -143,6 +143,11 @@ func TestCollectivesMatchReference(t *testing.T) {
 								if count > 100 && op != reduce.OpSum && op != reduce.OpAvg {
 									continue // the big size once per dtype with sum/avg keeps the run short
 								}
+								if v.algo == AlgoHierarchical {
+									// Every divisor in turn, 1 and n included.
+									ds := divisors(n)
+									cfg.GroupSize = ds[(ci+int(op))%len(ds)]
+								}
 								runCollective(t, rng, cfg, ExecOptions{Rendezvous: (n+ci)%2 == 0})
 							}
 						}
@@ -151,6 +156,17 @@ func TestCollectivesMatchReference(t *testing.T) {
 			}
 		})
 	}
+}
+
+// divisors returns the divisors of n in increasing order.
+func divisors(n int) []int {
+	var ds []int
+	for d := 1; d <= n; d++ {
+		if n%d == 0 {
+			ds = append(ds, d)
+		}
+	}
+	return ds
 }
 
 // TestBothSemantics runs representative plans under eager and rendezvous sends.

@@ -11,21 +11,44 @@ type ringLayout struct {
 // elems returns the element range of piece pc of block blk.
 func (l *ringLayout) at(blk int, pc piece) (off, n int64) { return l.start[blk] + pc.off, pc.len }
 
-// ringReduceScatter emits the reduce-scatter phase of a ring: n-1 steps; at step
-// s rank r sends block r-s-1 to r+1 and receives block r-s-2 from r-1, which it
-// reduces with its own contribution. After the last step rank r holds the fully
+// ringMembers is a ring of ranks: the ranks in ring order and this rank's
+// position among them. Block b of a ring collective belongs to position b.
+type ringMembers struct {
+	ranks []int
+	pos   int
+}
+
+// wholeRing is the ring of all ranks of b's plan in rank order.
+func wholeRing(b *builder) ringMembers {
+	ranks := make([]int, b.p.NRanks)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return ringMembers{ranks: ranks, pos: b.p.Rank}
+}
+
+// neighbours returns the ranks this position sends to and receives from.
+func (m ringMembers) neighbours() (right, left int) {
+	n := len(m.ranks)
+	return m.ranks[mod(m.pos+1, n)], m.ranks[mod(m.pos-1, n)]
+}
+
+// ringReduceScatter emits the reduce-scatter phase of a ring of n members,
+// its rounds numbered from roundBase: n-1 steps; at step s position r sends
+// block r-s-1 to r+1 and receives block r-s-2 from r-1, which it reduces with
+// its own contribution. After the last step position r holds the fully
 // reduced block r at result(n-2, r, pc).
 //
 //	input(blk, pc):      this rank's contribution to the piece
 //	landing(s, blk, pc): where the piece received at step s lands
 //	result(s, blk, pc):  where the reduction of step s is stored (and sent from
 //	                     at step s+1)
-func ringReduceScatter(b *builder, l *ringLayout, input func(blk int, pc piece) Range,
+func ringReduceScatter(b *builder, m ringMembers, roundBase int, l *ringLayout, input func(blk int, pc piece) Range,
 	landing, result func(s, blk int, pc piece) Range) {
-	n, r := b.p.NRanks, b.p.Rank
-	right, left := mod(r+1, n), mod(r-1, n)
+	n, r := len(m.ranks), m.pos
+	right, left := m.neighbours()
 	for s := 0; s < n-1; s++ {
-		b.round = s
+		b.round = roundBase + s
 		sb, rb := mod(r-s-1, n), mod(r-s-2, n)
 		for _, pc := range l.pieces[sb] {
 			src := input(sb, pc)
@@ -42,12 +65,12 @@ func ringReduceScatter(b *builder, l *ringLayout, input func(blk int, pc piece) 
 	}
 }
 
-// ringAllGather emits the all-gather phase of a ring: n-1 steps; at step s rank
-// r sends block r-s to r+1 (its own block first, from own) and receives block
-// r-s-1 from r-1 into out.
-func ringAllGather(b *builder, l *ringLayout, roundBase int, own, out func(blk int, pc piece) Range) {
-	n, r := b.p.NRanks, b.p.Rank
-	right, left := mod(r+1, n), mod(r-1, n)
+// ringAllGather emits the all-gather phase of a ring of n members: n-1
+// steps; at step s position r sends block r-s to r+1 (its own block first,
+// from own) and receives block r-s-1 from r-1 into out.
+func ringAllGather(b *builder, m ringMembers, roundBase int, l *ringLayout, own, out func(blk int, pc piece) Range) {
+	n, r := len(m.ranks), m.pos
+	right, left := m.neighbours()
 	for s := 0; s < n-1; s++ {
 		b.round = roundBase + s
 		sb, rb := mod(r-s, n), mod(r-s-1, n)
@@ -103,14 +126,15 @@ func buildRingAllReduce(b *builder, chunk int64) {
 		b.copy(b.rng(BufRecv, 0, p.Count), b.rng(in, 0, p.Count))
 		return
 	}
-	ringReduceScatter(b, l, input, landing, result)
+	ring := wholeRing(b)
+	ringReduceScatter(b, ring, 0, l, input, landing, result)
 	if p.Op.Elementwise() != p.Op {
 		b.round = n - 1
 		for _, pc := range l.pieces[p.Rank] {
 			b.scale(out(p.Rank, pc), n)
 		}
 	}
-	ringAllGather(b, l, n-1, out, out)
+	ringAllGather(b, ring, n-1, l, out, out)
 }
 
 // buildRingReduceScatter schedules a ring reduce-scatter of n blocks of Count
@@ -148,7 +172,7 @@ func buildRingReduceScatter(b *builder, chunk int64) {
 		b.copy(b.rng(BufRecv, 0, cnt), b.rng(in, 0, cnt))
 		return
 	}
-	ringReduceScatter(b, l, input, landing, result)
+	ringReduceScatter(b, wholeRing(b), 0, l, input, landing, result)
 	if p.Op.Elementwise() != p.Op {
 		b.round = n - 1
 		for _, pc := range pcs {
@@ -173,5 +197,5 @@ func buildRingAllGather(b *builder, chunk int64) {
 		own = func(_ int, pc piece) Range { return b.rng(BufSend, pc.off, pc.len) }
 		b.copy(b.rng(BufRecv, int64(p.Rank)*cnt, cnt), b.rng(BufSend, 0, cnt))
 	}
-	ringAllGather(b, l, 0, own, out)
+	ringAllGather(b, wholeRing(b), 0, l, own, out)
 }

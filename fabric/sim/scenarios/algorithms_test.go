@@ -29,31 +29,40 @@ func planTime(t *testing.T, proto string, cfg sched.Config) float64 {
 	return float64(j.End-j.Start) / 1e3
 }
 
-// allReduceTime is planTime of an all-reduce of size bytes per rank with algo.
+// allReduceTime is planTime of an all-reduce of size bytes per rank with
+// algo, the ranks grouped by leaf as the collective scenario does.
 func allReduceTime(t *testing.T, proto string, algo sched.Algorithm, size uint64) float64 {
-	return planTime(t, proto, sched.Config{Collective: sched.AllReduce, Algorithm: algo, Op: reduce.OpSum, Count: int64(size)})
+	return planTime(t, proto, sched.Config{Collective: sched.AllReduce, Algorithm: algo, Op: reduce.OpSum,
+		Count: int64(size), GroupSize: 8})
 }
 
-// TestAllReduceAlgorithms measures where recursive halving and doubling and
-// the ring cross over on the simulated 64-host fabric over MetaRoCE, which
-// sched.AutoHalvingMaxBlockBytes is set from: halving is ahead while the
-// latency of the ring's 126 steps dominates (1 and 4 MiB: 16 and 64 KiB
-// blocks) and behind once the bandwidth term does (16 MiB), and the
-// automatic choice takes the faster one at each of these sizes.
+// TestAllReduceAlgorithms measures where the all-reduce algorithms cross
+// over on the simulated 64-host fabric over MetaRoCE, which
+// sched.AutoHalvingMaxBlockBytes and sched.AutoHierarchicalMinBlockBytes
+// are set from, and checks that the automatic choice, told that the ranks
+// come in groups of 8 per leaf, takes the fastest at each size. Recursive
+// halving and doubling is ahead while latency dominates (512 KiB: 8 KiB
+// blocks); the hierarchical ring, with 28 steps instead of the ring's 126
+// and only an eighth of the bytes across the spines, from 1 MiB on; the
+// flat ring never.
 func TestAllReduceAlgorithms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("64-host simulations")
 	}
-	for _, size := range []uint64{1 << 20, 4 << 20, 16 << 20} {
-		ring := allReduceTime(t, MetaRoCE, sched.AlgoRing, size)
-		halving := allReduceTime(t, MetaRoCE, sched.AlgoHalvingDoubling, size)
-		auto := sched.ChooseAlgorithm(sched.AllReduce, 64, int64(size))
-		t.Logf("%2d MiB: ring %7.1f µs, halving %7.1f µs, auto picks %s", size>>20, ring, halving, auto)
-		faster := sched.AlgoRing
-		if halving < ring {
-			faster = sched.AlgoHalvingDoubling
+	algos := []sched.Algorithm{sched.AlgoRing, sched.AlgoHalvingDoubling, sched.AlgoHierarchical}
+	for _, size := range []uint64{512 << 10, 1 << 20, 4 << 20, 16 << 20} {
+		took := map[sched.Algorithm]float64{}
+		fastest := algos[0]
+		for _, a := range algos {
+			took[a] = allReduceTime(t, MetaRoCE, a, size)
+			if took[a] < took[fastest] {
+				fastest = a
+			}
 		}
-		require.Equal(t, faster, auto, "%d MiB over 64 ranks", size>>20)
+		auto := sched.ChooseAlgorithm(sched.AllReduce, 64, 8, int64(size))
+		t.Logf("%4d KiB: ring %7.1f µs, halving %7.1f µs, hierarchical %7.1f µs, auto picks %s", size>>10,
+			took[sched.AlgoRing], took[sched.AlgoHalvingDoubling], took[sched.AlgoHierarchical], auto)
+		require.Equal(t, fastest, auto, "%d KiB over 64 ranks", size>>10)
 	}
 }
 

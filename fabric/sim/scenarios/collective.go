@@ -29,6 +29,10 @@ func collectiveScenario(r *runner) (*Result, error) {
 	// announced (a CTS per receive), as MetaRoCE sends only into a
 	// receive its RECV_READY announced (docs/spec.md §3.4).
 	o.RoCERendezvous = true
+	// The collectives are told that the ranks come in groups of a leaf's
+	// hosts (collectives.Config.GroupSize), as a job launched one rank per
+	// host in leaf order would be, so the all-reduce takes the
+	// hierarchical ring where that is faster (sched.ChooseAlgorithm).
 	c := o.fabric(leaves, spines, per, 1)
 	res.fabricParams(o, c)
 	res.param("hosts", n)
@@ -58,7 +62,7 @@ func collectiveScenario(r *runner) (*Result, error) {
 						coll = sched.AllToAll
 					}
 					factor := sched.BusBWFactor(coll, n)
-					plans, err := schedPlans(coll, n, size, schedChannels)
+					plans, err := schedPlans(coll, n, size, schedChannels, per)
 					if err != nil {
 						return nil, err
 					}

@@ -13,12 +13,17 @@ import (
 
 // TestSchedPlansMatch: in the plans the simulator runs, the k-th message
 // rank a sends to rank b on a channel has the length of the k-th message b
-// receives from a on it, so every send meets a receive that fits it.
+// receives from a on it, so every send meets a receive that fits it (with
+// and without a grouping of the ranks by leaf).
 func TestSchedPlansMatch(t *testing.T) {
 	type stream struct{ from, to, ch int }
 	for _, coll := range []sched.Collective{sched.AllReduce, sched.AllToAll, sched.AllGather, sched.ReduceScatter} {
 		for _, n := range []int{2, 3, 8, 16} {
-			plans, err := schedPlans(coll, n, 1<<20, 2)
+			group := 0
+			if n%4 == 0 {
+				group = 4
+			}
+			plans, err := schedPlans(coll, n, 1<<20, 2, group)
 			require.NoError(t, err)
 			sent, recv := map[stream][]int64{}, map[stream][]int64{}
 			for r, p := range plans {
@@ -41,13 +46,14 @@ func TestSchedPlansMatch(t *testing.T) {
 	}
 }
 
-// runPlans runs coll over 8 hosts of fabric c with proto and requires that
-// every rank finished without an error.
+// runPlans runs coll over 8 hosts of fabric c (2 leaves of 4) with proto,
+// the ranks grouped by leaf, and requires that every rank finished without
+// an error.
 func runPlans(t *testing.T, o *Options, c sim.Config, proto string, coll sched.Collective, bytes uint64) (*sim.Sim, *planJob) {
 	t.Helper()
 	s, err := build(o, c, proto)
 	require.NoError(t, err)
-	plans, err := schedPlans(coll, 8, bytes, schedChannels)
+	plans, err := schedPlans(coll, 8, bytes, schedChannels, 4)
 	require.NoError(t, err)
 	j := newPlanJob(s, plans)
 	r := &runner{o: o}
@@ -85,9 +91,10 @@ func TestPlanJobRunsEveryPlan(t *testing.T) {
 
 // TestPlanJobDeclaresSenders: like the real executor, each rank declares
 // before its plan how many peers will send to it at once, at most the
-// endpoint's configured bound: one for a ring, two for recursive halving and
-// doubling (8 ranks up to 512 KiB), the all-to-all's rounds in flight for
-// the all-to-all (all 7 of 8 ranks' rounds while its messages are small).
+// endpoint's configured bound: one for the hierarchical ring (8 ranks in
+// groups of 4, from 16 KiB blocks), two for recursive halving and doubling
+// (below that), the all-to-all's rounds in flight for the all-to-all (all 7
+// of 8 ranks' rounds while its messages are small).
 func TestPlanJobDeclaresSenders(t *testing.T) {
 	base := Options{Seed: 3, Smoke: true}
 	base.fill()
@@ -99,7 +106,7 @@ func TestPlanJobDeclaresSenders(t *testing.T) {
 		want  int
 	}{
 		{0, sched.AllReduce, 1 << 20, 1}, {0, sched.AllToAll, 256 << 10, 7}, {4, sched.AllToAll, 256 << 10, 4},
-		{0, sched.AllReduce, 256 << 10, 2}, {4, sched.AllReduce, 1 << 20, 1},
+		{0, sched.AllReduce, 96 << 10, 2}, {0, sched.AllReduce, 256 << 10, 1}, {4, sched.AllReduce, 1 << 20, 1},
 	} {
 		o := Options{Seed: 3, Smoke: true, ConcurrentSenders: tc.bound}
 		o.fill()
