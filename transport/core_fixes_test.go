@@ -193,15 +193,22 @@ func TestRateHintsFollowTheSendersThatSend(t *testing.T) {
 // once (docs/spec.md §3.5): every established connection by default, at
 // most Config.ConcurrentSenders when the application bounds them; halved
 // when their first packets queue for longer than an eighth of InitialRTT
-// (here 15.6 KB: two senders' 8 KB are not halved, four senders' are).
+// (here 15.6 KB: two senders' 8 KB are not halved, four senders' are)
+// and what they announce outlasts two InitialRTTs at the inbound rate
+// (here 250 KB: eight senders of 64 KiB are halved, of 16 KiB not).
 func TestStartingHintHonoursConcurrentSenders(t *testing.T) {
 	const senders = 8
 	for _, tc := range []struct {
 		concurrent int
+		posted     uint64
 		divisor    float64
-	}{{0, 2 * senders}, {2, 2}, {4, 2 * 4}, {1, 1}, {senders * 2, 2 * senders}} {
-		t.Run(fmt.Sprint(tc.concurrent), func(t *testing.T) {
-			checkStartingHint(t, senders, tc.concurrent, -1, tc.divisor)
+	}{
+		{0, 64 << 10, 2 * senders}, {2, 64 << 10, 2}, {4, 64 << 10, 2 * 4}, {1, 64 << 10, 1},
+		{senders * 2, 64 << 10, 2 * senders},
+		{0, 16 << 10, senders}, {4, 16 << 10, 4}, {4, 60 << 10, 4}, {4, 64 << 10, 2 * 4},
+	} {
+		t.Run(fmt.Sprint(tc.concurrent, "/", tc.posted), func(t *testing.T) {
+			checkStartingHint(t, senders, tc.concurrent, -1, tc.posted, tc.divisor)
 		})
 	}
 }
@@ -219,16 +226,16 @@ func TestSetConcurrentSenders(t *testing.T) {
 		divisor float64
 	}{{-1, 2 * 4}, {1, 1}, {2, 2}, {0, 2 * senders}} {
 		t.Run(fmt.Sprint(tc.set), func(t *testing.T) {
-			checkStartingHint(t, senders, 4, tc.set, tc.divisor)
+			checkStartingHint(t, senders, 4, tc.set, 64<<10, tc.divisor)
 		})
 	}
 }
 
 // checkStartingHint connects senders nodes to a receiver configured with
 // ConcurrentSenders = concurrent (then changed to set at run time unless set
-// is negative), posts one receive for the first sender, and checks that the
-// hint it gets is the inbound rate over divisor.
-func checkStartingHint(t *testing.T, senders, concurrent, set int, divisor float64) {
+// is negative), posts one receive of posted bytes for the first sender, and
+// checks that the hint it gets is the inbound rate over divisor.
+func checkStartingHint(t *testing.T, senders, concurrent, set int, posted uint64, divisor float64) {
 	t.Helper()
 	n := transporttest.New(baseNet(5))
 	cfg := baseCfg()
@@ -251,7 +258,7 @@ func checkStartingHint(t *testing.T, senders, concurrent, set int, divisor float
 	if set >= 0 {
 		n.Node(recv).EP.SetConcurrentSenders(set)
 	}
-	_, err := n.PostRecv(recv, first.r, 0, transporttest.RecvSpec{Cap: 64 << 10})
+	_, err := n.PostRecv(recv, first.r, 0, transporttest.RecvSpec{Cap: posted})
 	require.NoError(t, err)
 	require.NoError(t, n.RunFor(2*oneWay+transport.Microsecond))
 	st, ok := n.Node(1).EP.Stats(first.s)

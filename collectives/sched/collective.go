@@ -151,7 +151,7 @@ const AutoRecursiveDoublingMaxBytes = 64 << 10
 // 4 MiB. Measured on the simulated 64-host fabric over MetaRoCE (`go test
 // ./fabric/sim/scenarios -run TestAllToAllInFlight -v`), the 1 MiB
 // all-to-all (16 KiB messages) took 210 µs with 4 in flight, 117 with 8,
-// 68 with 16 and 44 with every round in flight; the 16 MiB one (256 KiB
+// 68 with 16 and 38 with every round in flight; the 16 MiB one (256 KiB
 // messages) 600, 473, 412 and 383 µs. On this 2-vCPU host 8 in-process
 // ranks took 1.9-2.0 ms per 1 MiB all-to-all with all 7 rounds in flight
 // against 2.4 with 4, and the same at 16 MiB. The 4 MiB bound keeps the
