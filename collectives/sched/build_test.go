@@ -138,6 +138,59 @@ func TestRecursiveDoublingRounds(t *testing.T) {
 	}
 }
 
+// TestRecursiveDoublingOverlap: a round of recursive doubling costs one
+// message latency. Its receive may be posted before the previous round's
+// reduction (it lands in the other slot), and its reduction does not wait
+// for its own send to complete (which reads the other accumulator).
+func TestRecursiveDoublingOverlap(t *testing.T) {
+	for _, n := range []int{4, 6, 8, 64} {
+		plans, err := BuildAll(Config{Collective: AllReduce, Algorithm: AlgoRecursiveDoubling, NRanks: n, Count: 100,
+			DType: reduce.Int32, Op: reduce.OpSum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range plans {
+			anc := ancestors(p)
+			of := func(kind Kind, round int) int {
+				for i, s := range p.Steps {
+					if s.Kind == kind && s.Round == round {
+						return i
+					}
+				}
+				return -1
+			}
+			for k := 2; ; k++ {
+				recv, prevReduce, send, reduce := of(KindRecv, k), of(KindReduce, k-1), of(KindSend, k), of(KindReduce, k)
+				if recv < 0 || reduce < 0 {
+					break
+				}
+				if prevReduce >= 0 && anc[recv][prevReduce] {
+					t.Errorf("n=%d rank %d: round %d's receive waits for round %d's reduction", n, p.Rank, k, k-1)
+				}
+				if anc[reduce][send] {
+					t.Errorf("n=%d rank %d: round %d's reduction waits for its send", n, p.Rank, k)
+				}
+			}
+		}
+	}
+}
+
+// ancestors returns, for each step of p, the steps it waits for directly
+// or transitively.
+func ancestors(p *Plan) []map[int]bool {
+	anc := make([]map[int]bool, len(p.Steps))
+	for i, s := range p.Steps { // dependencies always point backwards
+		anc[i] = map[int]bool{}
+		for _, d := range s.Deps {
+			anc[i][d] = true
+			for a := range anc[d] {
+				anc[i][a] = true
+			}
+		}
+	}
+	return anc
+}
+
 // TestHalvingDoublingTraffic pins what recursive halving and doubling is
 // chosen for: on a power of two of ranks every rank sends 2·log2(n) messages
 // per channel (one per round, unchunked here) carrying 2(n-1)/n of the

@@ -11,35 +11,61 @@ import "math/bits"
 // carries an equal share of the vector; shares are not chunked, since this
 // algorithm is for buffers below AutoRecursiveDoublingMaxBytes. Partners always
 // reduce "own op other", so every rank computes bit-identical results.
+//
+// The rounds alternate between two landing slots and two accumulators (the
+// output and a spare; scratch of three vectors), so that a round costs one
+// message latency: its receive is announced a round ahead, and its
+// reduction does not wait for the acknowledgement of the round's send,
+// which reads the other accumulator. With one slot and one accumulator
+// each round waited for that acknowledgement and then for its own
+// announcement to reach the partner: over 64 simulated hosts a 64 KiB
+// all-reduce took 74.6 µs instead of 43.4 (RoCEv2 with PFC on the same
+// plans 66.4 and 38.8), an 8 KiB one 58.8 instead of 32.4.
 func buildRecursiveDoubling(b *builder) {
 	p := b.p
 	n, r := p.NRanks, p.Rank
 	pow := 1 << (bits.Len(uint(n)) - 1)
 	rem := n - pow
+	logp := bits.Len(uint(pow)) - 1
 	offs, lens := splitEven(p.Count, p.Channels)
 	in := b.input()
 	if n > 1 {
-		p.ScratchBytes = p.Count * b.esize
+		p.ScratchBytes = 3 * p.Count * b.esize
 	}
+	p.recvConcurrency = p.Channels
 	for c := range p.Channels {
 		if lens[c] == 0 {
 			continue
 		}
 		input := b.rng(in, offs[c], lens[c])
-		acc := b.rng(BufRecv, offs[c], lens[c])
-		land := b.rng(BufScratch, offs[c], lens[c])
+		out := b.rng(BufRecv, offs[c], lens[c])
+		// Two landing slots and two accumulators, alternating by round:
+		// round k's receive is posted once round k-2's reduction read its
+		// slot, a round before its data can come, and round k's reduction
+		// does not wait for round k's send (of the other accumulator) to
+		// be acknowledged. The last round's accumulator is the output.
+		land := func(k int) Range { return b.rng(BufScratch, int64(k%2)*p.Count+offs[c], lens[c]) }
+		spare := b.rng(BufScratch, 2*p.Count+offs[c], lens[c])
+		acc := func(k int) Range {
+			if (logp-k)%2 == 0 {
+				return out
+			}
+			return spare
+		}
+		var cur Range // where the partial sums are, once there are any
 		haveAcc := false
 		newRank := r - rem
 		b.round = 0
 		if r < 2*rem {
 			if r%2 == 0 {
 				b.send(r+1, c, input)
-				b.round = bits.Len(uint(pow)) + 1
-				b.recv(r+1, c, acc)
+				b.round = logp + 1
+				b.recv(r+1, c, out)
 				continue
 			}
-			b.recv(r-1, c, land)
-			b.reduce(acc, input, land)
+			b.recv(r-1, c, land(0))
+			cur = acc(0)
+			b.reduce(cur, input, land(0))
 			haveAcc, newRank = true, r/2
 		}
 		for mask, round := 1, 1; mask < pow; mask, round = mask<<1, round+1 {
@@ -47,23 +73,24 @@ func buildRecursiveDoubling(b *builder) {
 			partner := foldedRank(newRank^mask, rem)
 			src := input
 			if haveAcc {
-				src = acc
+				src = cur
 			}
 			b.send(partner, c, src)
-			b.recv(partner, c, land)
-			b.reduce(acc, src, land)
+			b.recv(partner, c, land(round))
+			cur = acc(round)
+			b.reduce(cur, src, land(round))
 			haveAcc = true
 		}
 		if !haveAcc {
-			b.copy(acc, input)
+			b.copy(out, input)
 		}
-		b.round = bits.Len(uint(pow))
+		b.round = logp
 		if p.Op.Elementwise() != p.Op {
-			b.scale(acc, n)
+			b.scale(out, n)
 		}
 		if r < 2*rem {
 			b.round++
-			b.send(r-1, c, acc)
+			b.send(r-1, c, out)
 		}
 	}
 }
