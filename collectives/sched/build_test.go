@@ -138,37 +138,40 @@ func TestRecursiveDoublingRounds(t *testing.T) {
 	}
 }
 
-// TestRecursiveDoublingOverlap: a round of recursive doubling costs one
-// message latency. Its receive may be posted before the previous round's
+// TestRoundsOverlap: a round of recursive doubling, or of the
+// reduce-scatter of recursive halving and doubling, costs one message
+// latency. Its receive may be posted before the previous round's
 // reduction (it lands in the other slot), and its reduction does not wait
-// for its own send to complete (which reads the other accumulator).
-func TestRecursiveDoublingOverlap(t *testing.T) {
-	for _, n := range []int{4, 6, 8, 64} {
-		plans, err := BuildAll(Config{Collective: AllReduce, Algorithm: AlgoRecursiveDoubling, NRanks: n, Count: 100,
-			DType: reduce.Int32, Op: reduce.OpSum})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range plans {
-			anc := ancestors(p)
-			of := func(kind Kind, round int) int {
-				for i, s := range p.Steps {
-					if s.Kind == kind && s.Round == round {
-						return i
-					}
-				}
-				return -1
+// for its own send to complete (which reads other bytes).
+func TestRoundsOverlap(t *testing.T) {
+	for _, algo := range []Algorithm{AlgoRecursiveDoubling, AlgoHalvingDoubling} {
+		for _, n := range []int{4, 6, 8, 64} {
+			plans, err := BuildAll(Config{Collective: AllReduce, Algorithm: algo, NRanks: n, Count: 640,
+				DType: reduce.Int32, Op: reduce.OpSum})
+			if err != nil {
+				t.Fatal(err)
 			}
-			for k := 2; ; k++ {
-				recv, prevReduce, send, reduce := of(KindRecv, k), of(KindReduce, k-1), of(KindSend, k), of(KindReduce, k)
-				if recv < 0 || reduce < 0 {
-					break
+			for _, p := range plans {
+				anc := ancestors(p)
+				of := func(kind Kind, round int) int {
+					for i, s := range p.Steps {
+						if s.Kind == kind && s.Round == round {
+							return i
+						}
+					}
+					return -1
 				}
-				if prevReduce >= 0 && anc[recv][prevReduce] {
-					t.Errorf("n=%d rank %d: round %d's receive waits for round %d's reduction", n, p.Rank, k, k-1)
-				}
-				if anc[reduce][send] {
-					t.Errorf("n=%d rank %d: round %d's reduction waits for its send", n, p.Rank, k)
+				for k := 2; ; k++ {
+					recv, prevReduce, send, reduce := of(KindRecv, k), of(KindReduce, k-1), of(KindSend, k), of(KindReduce, k)
+					if recv < 0 || reduce < 0 {
+						break
+					}
+					if prevReduce >= 0 && anc[recv][prevReduce] {
+						t.Errorf("%s n=%d rank %d: round %d's receive waits for round %d's reduction", algo, n, p.Rank, k, k-1)
+					}
+					if anc[reduce][send] {
+						t.Errorf("%s n=%d rank %d: round %d's reduction waits for its send", algo, n, p.Rank, k)
+					}
 				}
 			}
 		}

@@ -206,7 +206,8 @@ func AutoAllToAllInFlight(cfg Config) int {
 // spines of a Clos fabric), where the ring's neighbours pipeline small
 // chunks. Measured where the two cross over: on the simulated 64-host fabric
 // (`go test ./fabric/sim/scenarios -run TestAllReduceAlgorithms -v`) halving
-// is ahead up to 8 MiB (128 KiB blocks) and behind at 16 MiB; on this
+// is ahead up to 4 MiB (64 KiB blocks: 366.1 against 474.9 µs) and behind
+// from 8 MiB (686.0 against 646.1); on this
 // 2-CPU host (`mrbench -np 4` and `-np 8`, in-process ranks over MetaRoCE)
 // ahead at 32-64 KiB blocks, even at 128 KiB and behind from 256 KiB.
 const AutoHalvingMaxBlockBytes = 64 << 10
@@ -216,9 +217,9 @@ const AutoHalvingMaxBlockBytes = 64 << 10
 // grouping (Config.GroupSize). Measured on the simulated 64-host fabric
 // (8 leaves of 8; `go test ./fabric/sim/scenarios -run
 // TestAllReduceAlgorithms -v`), over MetaRoCE, halving against the
-// hierarchical ring: 85.4 against 105.2 µs at 256 KiB (4 KiB blocks),
-// 109.4/115.5 at 512 KiB, 145.5/137.4 at 1 MiB (16 KiB blocks),
-// 355.0/281.7 at 4 MiB and 1,123.8/819.7 at 16 MiB, where the flat ring
+// hierarchical ring: 72.8 against 105.2 µs at 256 KiB (4 KiB blocks),
+// 95.2/115.5 at 512 KiB, 139.6/137.4 at 1 MiB (16 KiB blocks),
+// 366.1/281.7 at 4 MiB and 1,176.3/819.7 at 16 MiB, where the flat ring
 // takes 988.2.
 const AutoHierarchicalMinBlockBytes = 16 << 10
 
