@@ -41,7 +41,7 @@ func buildSendRecv(b *builder, chunk int64) {
 	n, r := p.NRanks, p.Rank
 	in := b.input()
 	if n == 1 {
-		b.copy(b.rng(BufRecv, 0, p.Count), b.rng(in, 0, p.Count))
+		b.copyInput()
 		return
 	}
 	pcs := roundRobinPieces(p.Count, p.Channels, chunk)
@@ -70,7 +70,7 @@ func buildP2P(b *builder, chunk int64) {
 	in := b.input()
 	if p.Root == p.Peer {
 		if p.Rank == p.Root {
-			b.copy(b.rng(BufRecv, 0, p.Count), b.rng(in, 0, p.Count))
+			b.copyInput()
 		}
 		return
 	}

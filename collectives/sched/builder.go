@@ -117,6 +117,11 @@ func (b *builder) reduce(dst, src, src2 Range) int {
 	return b.add(Step{Kind: KindReduce, Dst: dst, Src: src, Src2: src2})
 }
 
+// copyInput copies the whole input into place (a collective of one rank).
+func (b *builder) copyInput() int {
+	return b.copy(b.rng(BufRecv, 0, b.p.Count), b.rng(b.input(), 0, b.p.Count))
+}
+
 // copy adds a copy unless src and dst are the same bytes.
 func (b *builder) copy(dst, src Range) int {
 	if dst == src {

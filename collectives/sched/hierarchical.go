@@ -25,11 +25,11 @@ package sched
 func buildHierarchicalAllReduce(b *builder, chunk int64, group int) {
 	p := b.p
 	n, r := p.NRanks, p.Rank
-	in := b.input()
 	if n == 1 {
-		b.copy(b.rng(BufRecv, 0, p.Count), b.rng(in, 0, p.Count))
+		b.copyInput()
 		return
 	}
+	in := b.input()
 	g, gl := group, n/group
 	// The phases follow one another: a phase's first message leaves as
 	// the one before it delivers its last, so one peer sends at a time
@@ -46,29 +46,19 @@ func buildHierarchicalAllReduce(b *builder, chunk int64, group int) {
 	}
 
 	// Phase 1 blocks, and phase 2 sub-blocks of this rank's block j.
-	starts, lens := splitEven(p.Count, g)
-	l1 := &ringLayout{start: starts, pieces: make([][]piece, g)}
-	var maxBlock int64
-	for i := range g {
-		l1.pieces[i] = pieces(lens[i], p.Channels, chunk)
-		maxBlock = max(maxBlock, lens[i])
-	}
-	subStarts, subLens := splitEven(lens[j], gl)
-	l2 := &ringLayout{start: make([]int64, gl), pieces: make([][]piece, gl)}
-	var maxSub int64
-	for i := range gl {
-		l2.start[i] = starts[j] + subStarts[i]
-		l2.pieces[i] = pieces(subLens[i], p.Channels, chunk)
-		maxSub = max(maxSub, subLens[i])
-	}
+	l1, maxBlock := newRingLayout(0, p.Count, g, p.Channels, chunk)
+	_, lens := splitEven(p.Count, g)
+	l2, maxSub := newRingLayout(l1.start[j], lens[j], gl, p.Channels, chunk)
 	at := func(l *ringLayout, buf BufferID) func(int, piece) Range {
 		return func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(buf, off, k) }
 	}
 	out1, out2 := at(l1, BufRecv), at(l2, BufRecv)
 
 	// Out of place, phase 1 lands pieces in the output as the flat ring
-	// does; in place (and always in phase 2, whose input is the output)
-	// they land in two alternating scratch slots per phase.
+	// does; in place they land in two alternating scratch slots. Phase 2,
+	// whose input is the output, lands each step in a slot of its own
+	// (l-1 sub-blocks, about one block), so that all its receives can be
+	// posted together once the gate below opens.
 	var scratch1 int64
 	land1 := func(_, blk int, pc piece) Range { return out1(blk, pc) }
 	if p.InPlace {

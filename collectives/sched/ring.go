@@ -8,6 +8,21 @@ type ringLayout struct {
 	pieces [][]piece
 }
 
+// newRingLayout cuts total elements, starting at element base, into parts
+// nearly equal blocks, each over the channels and into chunks, and returns
+// the layout and the largest block.
+func newRingLayout(base, total int64, parts, channels int, chunk int64) (*ringLayout, int64) {
+	starts, lens := splitEven(total, parts)
+	l := &ringLayout{start: starts, pieces: make([][]piece, parts)}
+	var maxBlock int64
+	for i := range parts {
+		l.start[i] += base
+		l.pieces[i] = pieces(lens[i], channels, chunk)
+		maxBlock = max(maxBlock, lens[i])
+	}
+	return l, maxBlock
+}
+
 // elems returns the element range of piece pc of block blk.
 func (l *ringLayout) at(blk int, pc piece) (off, n int64) { return l.start[blk] + pc.off, pc.len }
 
@@ -104,13 +119,7 @@ func (b *builder) input() BufferID {
 func buildRingAllReduce(b *builder, chunk int64) {
 	p := b.p
 	n := p.NRanks
-	starts, lens := splitEven(p.Count, n)
-	l := &ringLayout{start: starts, pieces: make([][]piece, n)}
-	var maxBlock int64
-	for i := range n {
-		l.pieces[i] = pieces(lens[i], p.Channels, chunk)
-		maxBlock = max(maxBlock, lens[i])
-	}
+	l, maxBlock := newRingLayout(0, p.Count, n, p.Channels, chunk)
 	in := b.input()
 	at := func(buf BufferID) func(int, piece) Range {
 		return func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(buf, off, k) }
@@ -123,7 +132,7 @@ func buildRingAllReduce(b *builder, chunk int64) {
 		landing = func(s, _ int, pc piece) Range { return b.rng(BufScratch, int64(s%2)*maxBlock+pc.off, pc.len) }
 	}
 	if n == 1 {
-		b.copy(b.rng(BufRecv, 0, p.Count), b.rng(in, 0, p.Count))
+		b.copyInput()
 		return
 	}
 	ring := wholeRing(b)
