@@ -36,8 +36,9 @@ type Config struct {
 	// (or a host), when the job is laid out that way; it must divide the
 	// rank count. 0, the default, means unknown. Given one, the all-reduce
 	// may take the hierarchical ring (sched.AlgoHierarchical), which
-	// crosses between groups with an eighth of the bytes of the flat ring
-	// at 8 ranks per group, in far fewer steps (sched.ChooseAlgorithm).
+	// spreads the traffic between groups over every rank of a group, each
+	// sending about 1/GroupSize of what the flat ring's one rank at each
+	// group boundary sends, in far fewer steps (sched.ChooseAlgorithm).
 	GroupSize int
 	// Timeout bounds connection setup and each collective (default 60 s).
 	Timeout time.Duration
