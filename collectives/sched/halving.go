@@ -1,7 +1,5 @@
 package sched
 
-import "math/bits"
-
 // buildHalvingDoubling schedules Rabenseifner's all-reduce (Thakur,
 // Rabenseifner, Gropp 2005, §4.2): a reduce-scatter by recursive halving
 // followed by an all-gather by recursive doubling. With p the largest power
@@ -29,9 +27,7 @@ import "math/bits"
 func buildHalvingDoubling(b *builder, chunk int64) {
 	p := b.p
 	n, r := p.NRanks, p.Rank
-	pow := 1 << (bits.Len(uint(n)) - 1)
-	rem := n - pow
-	logp := bits.Len(uint(pow)) - 1
+	pow, rem, logp := foldShape(n)
 	offs, lens := splitEven(p.Count, p.Channels)
 	in := b.input()
 	if n > 1 {

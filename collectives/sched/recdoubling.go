@@ -24,9 +24,7 @@ import "math/bits"
 func buildRecursiveDoubling(b *builder) {
 	p := b.p
 	n, r := p.NRanks, p.Rank
-	pow := 1 << (bits.Len(uint(n)) - 1)
-	rem := n - pow
-	logp := bits.Len(uint(pow)) - 1
+	pow, rem, logp := foldShape(n)
 	offs, lens := splitEven(p.Count, p.Channels)
 	in := b.input()
 	if n > 1 {
@@ -93,6 +91,13 @@ func buildRecursiveDoubling(b *builder) {
 			b.send(r-1, c, out)
 		}
 	}
+}
+
+// foldShape returns, for n ranks, the largest power of two pow ≤ n, the
+// rem = n - pow ranks folded into it, and log2(pow).
+func foldShape(n int) (pow, rem, logp int) {
+	pow = 1 << (bits.Len(uint(n)) - 1)
+	return pow, n - pow, bits.Len(uint(pow)) - 1
 }
 
 // foldedRank maps new rank q of the power-of-two core of a folded
