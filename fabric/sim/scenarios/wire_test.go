@@ -117,10 +117,11 @@ func runWire(t *testing.T, proto string, coll sched.Collective, size uint64) wir
 // MetaRoCE beside RoCEv2 with PFC, which docs/results.md cites where the
 // two differ by 2%. Without loss every host sends each of its 63 messages
 // of 16 KiB as exactly 4 DATA datagrams (nothing is resent), and its
-// control traffic (RECV_READYs and ACKs) stays within a budget: about 3
-// ACKs per peer of 1-2 records each, against one per message for RoCEv2.
-// The budget catches a change that multiplies acknowledgements; the
-// figures logged show where the time goes.
+// control traffic (a RECV_READY and about 4 ACKs of 1-2 records per peer,
+// 5 datagrams) stays within a budget. RoCEv2 sends 4 per peer (a CTS and
+// ACKs) with under a third of the bytes. The budget catches a
+// change that multiplies acknowledgements; the figures logged show where
+// the time goes.
 func TestAllToAllWire(t *testing.T) {
 	if testing.Short() {
 		t.Skip("64-host simulations")
