@@ -7,6 +7,7 @@ import (
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/fabric/sim"
 	"github.com/metaroce/metaroce/transport/wire"
 )
 
@@ -17,17 +18,29 @@ func planTime(t *testing.T, proto string, cfg sched.Config) float64 {
 	o := Options{Seed: 1}
 	o.fill()
 	o.RoCERendezvous = true
-	r := &runner{o: &o}
-	s, err := build(&o, o.fabric(8, 8, 8, 1), proto)
-	require.NoError(t, err)
 	cfg.NRanks, cfg.DType, cfg.Channels, cfg.ChunkBytes = 64, reduce.Uint8, schedChannels, metaroceChunk
 	plans, err := sched.BuildAll(cfg)
 	require.NoError(t, err)
+	_, j := runPlanJob(t, &o, o.fabric(8, 8, 8, 1), proto, plans, nil)
+	return float64(j.End-j.Start) / 1e3
+}
+
+// runPlanJob runs plans, one per host, over proto on fabric c with o's
+// options, after wrap (when set) has seen the built fabric, and requires
+// that every rank finished without an error.
+func runPlanJob(t *testing.T, o *Options, c sim.Config, proto string, plans []*sched.Plan, wrap func(*sim.Sim)) (*sim.Sim, *planJob) {
+	t.Helper()
+	s, err := build(o, c, proto)
+	require.NoError(t, err)
+	if wrap != nil {
+		wrap(s)
+	}
 	j := newPlanJob(s, plans)
+	r := &runner{o: o}
 	r.runApps(s, j.apps(), 2_000_000_000, j.done)
 	require.NoError(t, j.Err)
-	require.Equal(t, 64, j.Finished, "%s %+v: not every rank finished", proto, cfg)
-	return float64(j.End-j.Start) / 1e3
+	require.Equal(t, len(plans), j.Finished, "%s: not every rank finished", proto)
+	return s, j
 }
 
 // allReduceTime is planTime of an all-reduce of size bytes per rank with

@@ -51,16 +51,9 @@ func TestSchedPlansMatch(t *testing.T) {
 // an error.
 func runPlans(t *testing.T, o *Options, c sim.Config, proto string, coll sched.Collective, bytes uint64) (*sim.Sim, *planJob) {
 	t.Helper()
-	s, err := build(o, c, proto)
-	require.NoError(t, err)
 	plans, err := schedPlans(coll, 8, bytes, schedChannels, 4)
 	require.NoError(t, err)
-	j := newPlanJob(s, plans)
-	r := &runner{o: o}
-	r.runApps(s, j.apps(), 1_000_000_000, j.done)
-	require.NoError(t, j.Err)
-	require.Equal(t, 8, j.Finished)
-	return s, j
+	return runPlanJob(t, o, c, proto, plans, nil)
 }
 
 // TestPlanJobRunsEveryPlan runs small collectives over both transports on

@@ -73,20 +73,16 @@ func runWire(t *testing.T, proto string, coll sched.Collective, size uint64) wir
 	o.fill()
 	o.RoCERendezvous = true
 	o.ConcurrentSenders = 0
-	r := &runner{o: &o}
-	s, err := build(&o, o.fabric(8, 8, 8, 1), proto)
-	require.NoError(t, err)
 	plans, err := schedPlans(coll, 64, size, schedChannels, 8)
 	require.NoError(t, err)
-	ws := make([]*wireCount, len(s.Hosts()))
-	for i, h := range s.Hosts() {
-		ws[i] = &wireCount{Transport: h.T}
-		h.T = ws[i]
-	}
-	j := newPlanJob(s, plans)
-	r.runApps(s, j.apps(), 2_000_000_000, j.done)
-	require.NoError(t, j.Err)
-	require.Equal(t, 64, j.Finished)
+	var ws []*wireCount
+	s, j := runPlanJob(t, &o, o.fabric(8, 8, 8, 1), proto, plans, func(s *sim.Sim) {
+		for _, h := range s.Hosts() {
+			w := &wireCount{Transport: h.T}
+			h.T = w
+			ws = append(ws, w)
+		}
+	})
 	rel := func(at int64) float64 { return float64(at-j.Start) / 1e3 }
 	var rep wireReport
 	rep.us = rel(j.End)
