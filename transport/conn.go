@@ -73,6 +73,15 @@ type Conn struct {
 	helloDue   Time // dialing: next HELLO
 	helloTries int  // HELLOs sent so far
 	helloAck   bool // accepted: a HELLO_ACK is owed
+	// Handshake RTT sample (minrtt.go): when our first HELLO or
+	// HELLO_ACK left, how many left, and whether the answer was seen.
+	hsSent     Time
+	hsTries    int
+	hsAnswered bool
+	minRTT     Time // least RTT sampled, ns; 0: none yet
+	// nearHinted: the latest starting hint counted only the near
+	// senders (nearStarting), so the first DATA is acknowledged at once.
+	nearHinted bool
 	deadline   Time // dialing: handshake deadline; closing: give-up time
 	closeDue   Time
 	closeTries int

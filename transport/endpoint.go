@@ -75,6 +75,7 @@ type Endpoint struct {
 	// Rate-hint state (docs/spec.md §3.5).
 	activeUntil Time // the cached count holds until then
 	activeCount int
+	activeData  int  // of activeCount, those counted for DATA within the window
 	activeStale bool // recount at the next hint (markActive)
 	activeFor   Time // a sender stays counted this long after its DATA or post
 
@@ -307,7 +308,7 @@ func (e *Endpoint) activeSenders(now Time) int {
 	}
 	e.activeFor = e.activityWindow()
 	w, wp := e.activeFor, max(e.activeFor, 2*e.cfg.InitialRTT)
-	n := 0
+	n, nd := 0, 0
 	until := now + e.cfg.ActiveWindow/4
 	for _, c := range e.order {
 		if !c.expectsData() {
@@ -316,6 +317,7 @@ func (e *Endpoint) activeSenders(now Time) int {
 		var end Time
 		if c.lastData != 0 && now-c.lastData < w {
 			end = c.lastData + w
+			nd++
 		}
 		if c.lastPost != 0 && now-c.lastPost < wp {
 			end = max(end, c.lastPost+wp)
@@ -326,6 +328,7 @@ func (e *Endpoint) activeSenders(now Time) int {
 		}
 	}
 	e.activeUntil, e.activeCount, e.activeStale = until, max(n, 1), false
+	e.activeData = nd
 	return e.activeCount
 }
 
@@ -399,6 +402,10 @@ func (c *Conn) postedBytes() uint64 {
 // at once (63 × 4 KiB = 265 KB, above a 100 KB marking threshold), and at
 // exactly the fair share that queue would never drain; at half the share it
 // is gone within about an RTT, when the next hint restores the full share.
+// Where the minimum RTTs show that some connections cannot send before
+// c's first acknowledgement corrects its rate (nearStarting), the starting
+// hint divides the capacity among the near ones only, and at least among
+// those already sending.
 func (e *Endpoint) rateHint(now Time, c *Conn) uint32 {
 	if e.cfg.InboundRate == 0 {
 		return 0
@@ -406,7 +413,12 @@ func (e *Endpoint) rateHint(now Time, c *Conn) uint32 {
 	n := e.activeSenders(now)
 	div := uint64(1)
 	if c.lastData == 0 || now-c.lastData >= e.activeFor {
-		n = max(n, e.startingSenders())
+		if near := e.nearStarting(c); near > 0 {
+			n = max(e.activeData, near)
+			c.nearHinted = true
+		} else {
+			n = max(n, e.startingSenders())
+		}
 		if e.startQueueTooLong(n) && !e.startOutlastsQueue(n, c) {
 			div = 2
 		}

@@ -303,6 +303,13 @@ func (c *Conn) place(now Time, d *wire.Data) Placement {
 		c.ep.markActive()
 	}
 	c.lastData = now
+	if c.nearHinted {
+		// Its starting hint counted only the near senders; the far
+		// ones' DATA arrives one near RTT from now, and this ACK's hint
+		// must reach the sender before then (minrtt.go).
+		c.nearHinted = false
+		c.hintDue, c.ackDue = true, true
+	}
 	c.stats.BytesRecv += uint64(len(d.Payload))
 	f := c.flows[d.Flow]
 	if f == nil || int32(d.Msg-f.doneMsg) < 0 {

@@ -337,6 +337,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 			rtt = 0
 		} else {
 			p.rttSample(rtt)
+			c.noteMinRTT(rtt)
 			c.stats.RTT = p.srtt
 			c.noteOvertakeDeadline(p)
 			if dataAcked && r.EchoTS != 0 && c.peerFwd {

@@ -36,6 +36,9 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 		return Placement{}
 	}
 	e.touch(c)
+	if c.accepted {
+		c.onHandshakeAnswer(now)
+	}
 	switch h.Op {
 	case wire.OpHelloAck:
 		hl := &e.hello
@@ -45,6 +48,10 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 		}
 		c.lastRecv = now
 		if c.state == stateDialing {
+			c.onHandshakeAnswer(now)
+			// Acknowledge the HELLO_ACK at once: the ACK gives the
+			// responder its handshake RTT sample (minrtt.go).
+			c.hintDue, c.ackDue = true, true
 			c.established(hl)
 			c.deadline = 0
 			e.emit(Event{Kind: EvConnected, Conn: c.id, Remote: c.remote})

@@ -56,10 +56,13 @@ type ConnStats struct {
 	PiggyAcksRecv   uint64
 	NacksRecv       uint64
 	RTT             Time
-	Window          int    // connection window, bytes
-	PacingRate      uint64 // bytes/s, 0 = unpaced
-	RateHint        uint64 // latest hint from the peer, bytes/s
-	Inflight        int
+	// MinRTT is the least RTT sampled on the connection, the handshake's
+	// included (docs/spec.md §3.3); 0 before any sample.
+	MinRTT     Time
+	Window     int    // connection window, bytes
+	PacingRate uint64 // bytes/s, 0 = unpaced
+	RateHint   uint64 // latest hint from the peer, bytes/s
+	Inflight   int
 }
 
 // Stats returns a snapshot of connection id's counters.
@@ -72,6 +75,7 @@ func (e *Endpoint) Stats(id ConnID) (ConnStats, bool) {
 	s.Remote = c.remote
 	s.State = c.state.String()
 	s.Paths = len(c.paths)
+	s.MinRTT = c.minRTT
 	s.Window = c.cc.ConnWindow()
 	s.PacingRate = c.cc.PacingRate()
 	s.Inflight = c.inflight

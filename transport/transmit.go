@@ -103,6 +103,7 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 		}
 		c.helloDue = now + c.helloInterval()
 		c.helloTries++
+		c.noteHandshakeSent(now)
 		return c.sendHello(buf, wire.OpHello), true
 	case stateClosing:
 		// Acknowledgements first: the peer completes its sends from them.
@@ -129,6 +130,7 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 	}
 	if c.helloAck {
 		c.helloAck = false
+		c.noteHandshakeSent(now)
 		return c.sendHello(buf, wire.OpHelloAck), true
 	}
 	if c.ackDue || (c.ackAt != 0 && now >= c.ackAt) {

@@ -8,8 +8,13 @@ import (
 
 // mesh is the connection phase every workload starts with: each host
 // connects to the peers it exchanges messages with (the lower host id
-// dials), and once every host is connected all of them begin at one
-// instant, the mesh's Start.
+// dials), and one base RTT after every host is connected all of them begin
+// at one instant, the mesh's Start. The base RTT stands for the barrier a
+// real job passes between connecting and its first collective: by then
+// both ends of every connection have finished the handshake (the
+// responder has the initiator's acknowledgement of its HELLO_ACK, and with
+// it an RTT sample), which starting when the last HELLO_ACK landed cut
+// short.
 type mesh struct {
 	s       *sim.Sim
 	members []*meshHost
@@ -88,7 +93,7 @@ func (mh *meshHost) checkReady(now int64) {
 	m := mh.m
 	m.ready++
 	if m.ready == len(m.members) {
-		m.s.At(now, func(t int64) {
+		m.s.At(now+m.s.Config().BaseRTT(64, 64), func(t int64) {
 			m.Start = t
 			for _, x := range m.members {
 				x.begin(t)
