@@ -13,8 +13,9 @@ package transport
 // connection already has one, and from every RTT sample of the path layer
 // afterwards (onAckRecord).
 
-// nearReach bounds, in units of a starting connection's minimum RTT, the
-// minimum RTTs of the connections nearStarting counts with it: 3/2.
+// nearReachNum/nearReachDen (3/2) bounds, in units of a starting
+// connection's minimum RTT, the minimum RTTs of the connections that
+// nearStarting counts with it.
 const nearReachNum, nearReachDen = 3, 2
 
 // noteMinRTT folds one RTT sample, ns, into c.minRTT (0: none yet).
@@ -36,8 +37,8 @@ func (c *Conn) noteHandshakeSent(now Time) {
 // onHandshakeAnswer takes the handshake's RTT sample when the answer to
 // our handshake packet arrives: for the initiator the HELLO_ACK, timed
 // from its HELLO; for the responder the initiator's first packet after
-// it (the initiator acknowledges a HELLO_ACK at once), timed
-// from the HELLO_ACK. Only a handshake packet that went once gives a
+// it (the initiator acknowledges a HELLO_ACK at once), timed from the
+// HELLO_ACK. Only a handshake packet that went once gives a
 // sample: after a retransmission it is unknown which copy was answered.
 func (c *Conn) onHandshakeAnswer(now Time) {
 	if c.hsAnswered || c.hsTries == 0 {
