@@ -3,6 +3,7 @@ package transporttest
 import (
 	"fmt"
 
+	"github.com/metaroce/metaroce/internal/settle"
 	"github.com/metaroce/metaroce/transport"
 	"github.com/metaroce/metaroce/transport/wire"
 )
@@ -174,41 +175,6 @@ type IncastResult struct {
 // one RTT cannot tell a fair sender from an unlucky packet boundary.
 const incastJainWindow = 4
 
-// settledFrom returns the first bin k ≥ from such that, for the rest of
-// the run, every bin's queue is at most mark and Jain's index of the
-// senders' placed bytes over every window of win bins starting at k or
-// later (and within the run) is at least 0.95; len(queue) if there is
-// none. placed[i][k] is sender i's bytes in bin k. The window starts at
-// the bin it vouches for: one that ended there (an earlier version)
-// described the win−1 bins before it, which put a floor of win−1.5 bins
-// under every result whatever the senders did.
-func settledFrom(placed [][]float64, queue []int, mark, from, win int) int {
-	bins := len(queue)
-	jain := func(k int) float64 {
-		var s, s2 float64
-		for i := range placed {
-			var x float64
-			for j := k; j < k+win; j++ {
-				x += placed[i][j]
-			}
-			s += x
-			s2 += x * x
-		}
-		if s2 == 0 {
-			return 0
-		}
-		return s * s / (float64(len(placed)) * s2)
-	}
-	good := bins
-	for k := bins - 1; k >= max(from, 0); k-- {
-		if queue[k] > mark || (k+win <= bins && jain(k) < 0.95) {
-			break
-		}
-		good = k
-	}
-	return good
-}
-
 // MeasureIncast starts N senders at once towards one receiver whose
 // ingress link (rate linkRate, CE marking above mark bytes) is the
 // bottleneck, and measures in base RTTs, from the first acknowledgement
@@ -295,7 +261,7 @@ func MeasureIncast(linkRate uint64, senders int, mark int, seed uint64) (IncastR
 		return r, fmt.Errorf("transporttest: no ACK in the incast run")
 	}
 	fa := int((firstAck - t0) / bin)
-	good := settledFrom(placed, queue, mark, fa, incastJainWindow)
+	good := settle.From(placed, queue, mark, fa, incastJainWindow)
 	// The bin holding the origin counts whole: a result within it is 0.
 	r.Converge = max(0, float64(good)-float64(firstAck-t0)/float64(bin))
 	if good == bins {

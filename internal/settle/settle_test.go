@@ -1,4 +1,4 @@
-package transporttest
+package settle
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// settledRef is the plain reading of settledFrom's definition: try every
+// settledRef is the plain reading of From's definition: try every
 // candidate bin from the first on and check every later bin and window.
 func settledRef(placed [][]float64, queue []int, mark, from, win int) int {
 	bins := len(queue)
@@ -21,7 +21,7 @@ func settledRef(placed [][]float64, queue []int, mark, from, win int) int {
 			s += x
 			s2 += x * x
 		}
-		return s2 > 0 && s*s/(float64(len(placed))*s2) >= 0.95
+		return win <= 0 || s2 > 0 && s*s/(float64(len(placed))*s2) >= FairJain
 	}
 	for k := max(from, 0); k < bins; k++ {
 		ok := true
@@ -35,9 +35,9 @@ func settledRef(placed [][]float64, queue []int, mark, from, win int) int {
 	return bins
 }
 
-// TestSettledFrom checks the incast convergence metric on made-up runs
+// TestFrom checks the incast settling metric on made-up runs
 // whose answer is known, then against the reference on seeded random ones.
-func TestSettledFrom(t *testing.T) {
+func TestFrom(t *testing.T) {
 	const bins, win, mark = 40, 4, 100
 	even := func(n int) ([][]float64, []int) {
 		p := make([][]float64, n)
@@ -79,7 +79,7 @@ func TestSettledFrom(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, q := even(4)
 			tc.setup(p, q)
-			require.Equal(t, tc.want, settledFrom(p, q, mark, tc.from, win))
+			require.Equal(t, tc.want, From(p, q, mark, tc.from, win))
 			require.Equal(t, tc.want, settledRef(p, q, mark, tc.from, win))
 		})
 	}
@@ -95,6 +95,7 @@ func TestSettledFrom(t *testing.T) {
 			q[k] = rng.IntN(mark + mark/10)
 		}
 		from := rng.IntN(bins)
-		require.Equal(t, settledRef(p, q, mark, from, win), settledFrom(p, q, mark, from, win), "run %d", r)
+		require.Equal(t, settledRef(p, q, mark, from, win), From(p, q, mark, from, win), "run %d", r)
+		require.Equal(t, settledRef(nil, q, mark, from, 0), From(nil, q, mark, from, 0), "run %d, queue only", r)
 	}
 }
