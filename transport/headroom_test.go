@@ -2,29 +2,25 @@ package transport_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/metaroce/metaroce/transport"
-	"github.com/metaroce/metaroce/transport/transporttest"
 )
 
 // TestHintHeadroom: while two or more connections send DATA, the receiver
 // hints each a share 1/256 short of its n-th of the inbound rate, so that
 // the jittered senders' sum drifts below the port rate instead of
 // wandering around it (docs/spec.md §3.5); a lone sender, which cannot
-// outrun its own line, is hinted the whole rate, also while other
-// connections have receives posted but send nothing.
+// outrun its own line, is hinted the whole rate.
 func TestHintHeadroom(t *testing.T) {
 	for _, tc := range []struct{ posted, senders int }{{1, 1}, {2, 1}, {2, 2}, {4, 4}} {
 		t.Run(fmt.Sprintf("%d of %d", tc.senders, tc.posted), func(t *testing.T) {
 			senders := tc.senders
 			n, cs := nearFar(t, tc.posted, 0, 0)
-			for _, c := range cs {
-				_, err := n.PostRecv(0, c.r, 0, transporttest.RecvSpec{Cap: 4 << 20})
-				require.NoError(t, err)
-			}
+			postAll(t, n, cs, 4<<20)
 			cs = cs[:senders]
 			for i, c := range cs {
 				_, err := n.Send(i+1, c.s, 0, make([]byte, 4<<20), 0)
@@ -45,4 +41,30 @@ func TestHintHeadroom(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHintHeadroomIdlePeer: a connection whose receive was posted but
+// whose peer sends nothing counts as active for two initial RTTs after
+// the post and halves the lone sender's share meanwhile, but it sends no
+// DATA, so that share keeps no headroom: every hint the sender gets is
+// half or all of the inbound rate.
+func TestHintHeadroomIdlePeer(t *testing.T) {
+	n, cs := nearFar(t, 2, 0, 0)
+	start := n.Now()
+	postAll(t, n, cs, 4<<20)
+	_, err := n.Send(1, cs[0].s, 0, make([]byte, 4<<20), 0)
+	require.NoError(t, err)
+	seen := map[uint64]bool{}
+	for n.Now() < start+4*oneWay+4*transport.Microsecond {
+		require.NoError(t, n.RunFor(250*transport.Nanosecond))
+		st, ok := n.Node(1).EP.Stats(cs[0].s)
+		require.True(t, ok)
+		if h := st.RateHint; h != 0 && !seen[h] {
+			seen[h] = true
+			half := float64(linkRate) / 2
+			ok := math.Abs(float64(h)-half) < half/2000 || math.Abs(float64(h)-linkRate) < linkRate/2000
+			require.True(t, ok, "lone sender hinted %d B/s %v after the posts", h, n.Now()-start)
+		}
+	}
+	require.NotEmpty(t, seen)
 }

@@ -46,6 +46,16 @@ func nearFar(t *testing.T, near, far int, farExtra transport.Time) (*transportte
 	return n, cs
 }
 
+// postAll posts one receive of capacity bytes, on flow 0, for every
+// sender in cs at the receiver (node 0).
+func postAll(t *testing.T, n *transporttest.Net, cs []senderConn, capacity uint64) {
+	t.Helper()
+	for _, c := range cs {
+		_, err := n.PostRecv(0, c.r, 0, transporttest.RecvSpec{Cap: capacity})
+		require.NoError(t, err)
+	}
+}
+
 // TestHandshakeSamplesMinRTT: both ends of a fresh connection know its
 // minimum RTT before any DATA: the initiator times its HELLO, the
 // responder its HELLO_ACK, which the initiator acknowledges at once.
@@ -111,10 +121,7 @@ func TestNearStartCorrectedAtFirstData(t *testing.T) {
 	const near, far = 3, 4
 	n, cs := nearFar(t, near, far, oneWay)
 	start := n.Now()
-	for _, c := range cs {
-		_, err := n.PostRecv(0, c.r, 0, transporttest.RecvSpec{Cap: 64 << 10})
-		require.NoError(t, err)
-	}
+	postAll(t, n, cs, 64<<10)
 	_, err := n.Send(1, cs[0].s, 0, make([]byte, 64<<10), 0)
 	require.NoError(t, err)
 	nearShare, all := float64(linkRate)/near, float64(linkRate)/(near+far)

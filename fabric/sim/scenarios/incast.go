@@ -32,7 +32,7 @@ func incastScenario(r *runner) (*Result, error) {
 	res.param("duration_ns", dur)
 	// qbin and rbin are the time series' bins; fbin is the resolution of
 	// the settling figures (the queue is sampled at every packet delivered
-	// to host 0 and every fbin).
+	// to host 0 and every fbin), from which the series' bins are summed.
 	const qbin, rbin, fbin = 5_000, 20_000, 1_000
 	res.param("queue_bin_ns", qbin)
 	res.param("rate_bin_ns", rbin)
@@ -56,12 +56,9 @@ func incastScenario(r *runner) (*Result, error) {
 		const msg = 64 << 10
 		perFlow := float64(dur) * payloadRate(o, c) / 1e9 / float64(n-1)
 		j := newJob(s, streams(n, pairs, msg, int(perFlow/msg)+8))
-		q := &series{bin: qbin}
 		fq := &series{bin: fbin}
-		rates := make([]*series, n)
 		fine := make([]*series, n)
-		for h := range rates {
-			rates[h] = &series{bin: rbin}
+		for h := range fine {
 			fine[h] = &series{bin: fbin}
 		}
 		var got float64
@@ -72,13 +69,10 @@ func incastScenario(r *runner) (*Result, error) {
 		// are ACKs too, but they arrive about an RTT before any DATA can.
 		firstData, firstAck := int64(-1), int64(-1)
 		sampleQueue := func(now int64) {
-			v := float64(s.DownlinkStats(0, 0).QueueBytes)
-			q.max(now-j.Start, v)
-			fq.max(now-j.Start, v)
+			fq.max(now-j.Start, float64(s.DownlinkStats(0, 0).QueueBytes))
 		}
 		s.OnRx = func(now int64, h *sim.Host, pk *sim.Packet) {
 			if h.ID == 0 && j.Start >= 0 {
-				rates[pk.Src].add(now-j.Start, float64(pk.PayloadLen))
 				fine[pk.Src].add(now-j.Start, float64(pk.PayloadLen))
 				if pk.PayloadLen > 0 && firstData < 0 {
 					firstData = now - j.Start
@@ -101,6 +95,11 @@ func incastScenario(r *runner) (*Result, error) {
 		r.run(s, j, 1_000_000_000, func() bool { return j.Start >= 0 && s.Now() >= j.Start+dur })
 		if j.Start < 0 {
 			return nil, fmt.Errorf("incast %s: connections never came up: %v", proto, j.Err)
+		}
+		q := fq.coarsen(qbin, true)
+		rates := make([]*series, n)
+		for h := range rates {
+			rates[h] = fine[h].coarsen(rbin, false)
 		}
 		nb := int(dur / rbin)
 		jains := make([]float64, nb)

@@ -231,6 +231,21 @@ func (s *series) max(t int64, v float64) {
 	}
 }
 
+// coarsen returns s in bins of bin ns, a multiple of s.bin: each bin the
+// sum of the bins it covers, or with keepMax their largest value.
+func (s *series) coarsen(bin int64, keepMax bool) *series {
+	c := &series{bin: bin}
+	k := int(bin / s.bin)
+	for i, v := range s.vals {
+		if keepMax {
+			c.max(int64(i/k)*bin, v)
+		} else {
+			c.add(int64(i/k)*bin, v)
+		}
+	}
+	return c
+}
+
 // Names lists the scenarios Run accepts.
 func Names() []string {
 	n := make([]string, 0, len(catalogue))
