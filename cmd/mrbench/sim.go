@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/metaroce/metaroce/fabric/sim/scenarios"
@@ -21,11 +23,15 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var opts scenarios.Options
 	var jsonPath, csvPath, plotPath string
+	var sizes, losses, ops string
 	var verbose bool
 	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed of the simulation")
 	fs.BoolVar(&opts.Smoke, "smoke", false, "small, fast variant (16 hosts or fewer, short runs)")
 	fs.Float64Var(&opts.LinkGbps, "link-gbps", 0, "link rate in Gb/s (0: the scenario's default, 400)")
 	fs.IntVar(&opts.MTU, "mtu", 0, "payload bytes per packet (0: 4096)")
+	fs.StringVar(&sizes, "sizes", "", "collective: comma-separated sizes per rank, K/M/G suffixes (default 1M,16M)")
+	fs.StringVar(&losses, "losses", "", "collective: comma-separated loss percentages across spines (default 0,0.1,1)")
+	fs.StringVar(&ops, "ops", "", "collective: comma-separated operations, allreduce and/or alltoall (default both)")
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file")
 	fs.StringVar(&csvPath, "csv", "", "write the result's tables as CSV to this file")
 	fs.StringVar(&plotPath, "plot", "", "write the scenario's plots as PNG (NAME.png, NAME-2.png, ...)")
@@ -57,6 +63,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mrbench sim: --plot %q: the simulator's plots are PNG files\n", plotPath)
 		return exitUsage
 	}
+	if err := parseSimRows(&opts, sizes, losses, ops); err != nil {
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		return exitUsage
+	}
 	if verbose {
 		opts.Log = stderr
 	}
@@ -78,7 +88,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if o.err != nil {
 		fmt.Fprintf(stderr, "mrbench sim: %v\n", o.err)
-		if strings.Contains(o.err.Error(), "unknown scenario") {
+		if errors.Is(o.err, scenarios.ErrUsage) {
 			return exitUsage
 		}
 		return exitFail
@@ -92,6 +102,36 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// parseSimRows fills the collective scenario's row options from the
+// comma-separated flags; an empty flag keeps the scenario's default. The
+// scenario checks the values' ranges and that it takes them at all.
+func parseSimRows(o *scenarios.Options, sizes, losses, ops string) error {
+	if sizes != "" {
+		for _, f := range strings.Split(sizes, ",") {
+			n, err := parseSize(f)
+			if err != nil {
+				return fmt.Errorf("--sizes: %v", err)
+			}
+			o.Sizes = append(o.Sizes, uint64(n))
+		}
+	}
+	if losses != "" {
+		for _, f := range strings.Split(losses, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f), "%")), 64)
+			if err != nil {
+				return fmt.Errorf("--losses: %q is not a percentage", f)
+			}
+			o.Losses = append(o.Losses, v)
+		}
+	}
+	if ops != "" {
+		for _, f := range strings.Split(ops, ",") {
+			o.Ops = append(o.Ops, strings.TrimSpace(f))
+		}
+	}
+	return nil
 }
 
 // writeSimFiles writes the files asked for; plot i > 0 goes to NAME-(i+1).png.

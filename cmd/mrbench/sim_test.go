@@ -42,6 +42,64 @@ func TestSimUsage(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 }
 
+// TestSimCollectiveRowsUsage: a bad size, loss or operation, or a row flag
+// given to another scenario, is a usage error that names the flag's value.
+func TestSimCollectiveRowsUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"collective", "--sizes", "1M,lots"}, `--sizes: size "lots"`},
+		{[]string{"collective", "--sizes", "2G"}, "collective size 2147483648"},
+		{[]string{"collective", "--sizes", "1000"}, "multiple of 1 KiB"},
+		{[]string{"collective", "--sizes", "0"}, "collective size 0"},
+		{[]string{"collective", "--losses", "0,abc"}, `--losses: "abc"`},
+		{[]string{"collective", "--losses", "100"}, "collective loss 100%"},
+		{[]string{"collective", "--losses", "-1"}, "collective loss -1%"},
+		{[]string{"collective", "--ops", "allgather"}, `operation "allgather"`},
+		{[]string{"loss", "--sizes", "1M"}, `not "loss"`},
+		{[]string{"incast", "--ops", "allreduce"}, `not "incast"`},
+	} {
+		code, out, errs := runMrbench(t, append([]string{"sim"}, tc.args...)...)
+		assert.Equal(t, exitUsage, code, "%v", tc.args)
+		assert.Empty(t, out, "%v", tc.args)
+		assert.Contains(t, errs, tc.want, "%v", tc.args)
+	}
+}
+
+// TestSimCollectiveSweep: --sizes, --losses and --ops choose the rows; with
+// more than two sizes the result gains the bus bandwidth against size and
+// its log-x plot.
+func TestSimCollectiveSweep(t *testing.T) {
+	dir := t.TempDir()
+	jp, pp := filepath.Join(dir, "c.json"), filepath.Join(dir, "c.png")
+	code, _, errs := runMrbench(t, "sim", "collective", "--smoke", "--sizes", "64K,128K,256K",
+		"--losses", "0", "--ops", "allreduce", "--json", jp, "--plot", pp)
+	require.Equal(t, exitOK, code, errs)
+	b, err := os.ReadFile(jp)
+	require.NoError(t, err)
+	var doc struct {
+		Tables []struct {
+			Name string     `json:"name"`
+			Rows [][]string `json:"rows"`
+		} `json:"tables"`
+	}
+	require.NoError(t, json.Unmarshal(b, &doc))
+	rows := map[string]int{}
+	for _, tb := range doc.Tables {
+		rows[tb.Name] = len(tb.Rows)
+	}
+	assert.Equal(t, 9, rows["collectives"], "3 sizes × 1 loss × 3 protocols")
+	assert.Equal(t, 9, rows["busbw_vs_size"])
+	for _, p := range []string{pp, filepath.Join(dir, "c-2.png")} {
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		_, err = png.Decode(f)
+		f.Close()
+		require.NoError(t, err, p)
+	}
+}
+
 // TestRCCLBackendWithoutLibrary: without RCCL or NCCL the backend fails at
 // once with the binding's explanation and a non-zero exit.
 func TestRCCLBackendWithoutLibrary(t *testing.T) {

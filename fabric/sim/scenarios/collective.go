@@ -1,10 +1,43 @@
 package scenarios
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/metaroce/metaroce/collectives/sched"
 )
+
+// MaxCollectiveBytes bounds Options.Sizes (1 GiB per rank, the largest
+// size the published comparison covers); the simulator carries no payload,
+// so the bound is one of run time, not memory.
+const MaxCollectiveBytes = 1 << 30
+
+// checkRows rejects row options the scenario name does not take, and rows
+// the collective scenario cannot run.
+func (o *Options) checkRows(name string) error {
+	if name != "collective" {
+		if o.Sizes != nil || o.Losses != nil || o.Ops != nil {
+			return fmt.Errorf("%w: sizes, losses and operations apply to the collective scenario, not %q", ErrUsage, name)
+		}
+		return nil
+	}
+	for _, s := range o.Sizes {
+		if s == 0 || s%1024 != 0 || s > MaxCollectiveBytes {
+			return fmt.Errorf("%w: collective size %d: want a multiple of 1 KiB from 1 KiB to %d bytes", ErrUsage, s, MaxCollectiveBytes)
+		}
+	}
+	for _, l := range o.Losses {
+		if !(l >= 0 && l < 100) {
+			return fmt.Errorf("%w: collective loss %g%%: want a percentage in [0, 100)", ErrUsage, l)
+		}
+	}
+	for _, op := range o.Ops {
+		if op != "allreduce" && op != "alltoall" {
+			return fmt.Errorf("%w: collective operation %q: want allreduce or alltoall", ErrUsage, op)
+		}
+	}
+	return nil
+}
 
 // collectiveScenario: all-reduce and all-to-all completion time and bus
 // bandwidth (nccl-tests formulas) on a leaf/spine fabric, MetaRoCE beside
@@ -18,6 +51,9 @@ func collectiveScenario(r *runner) (*Result, error) {
 	if o.Smoke {
 		leaves, spines, per = 4, 4, 4
 		sizes = []uint64{256 << 10, 2 << 20}
+	}
+	if o.Sizes != nil {
+		sizes = o.Sizes
 	}
 	n := leaves * per
 	res := &Result{}
@@ -48,7 +84,22 @@ func collectiveScenario(r *runner) (*Result, error) {
 	if o.Smoke {
 		losses = []float64{0, 1}
 	}
-	for _, op := range []string{"allreduce", "alltoall"} {
+	if o.Losses != nil {
+		losses = o.Losses
+	}
+	ops := []string{"allreduce", "alltoall"}
+	if o.Ops != nil {
+		ops = o.Ops
+	}
+	// With more than two sizes, bus bandwidth against size (the
+	// nccl-tests view), one line per operation, loss and protocol.
+	var sweep *Table
+	if len(sizes) > 2 {
+		sweep = res.table("busbw_vs_size", "op", "size_mib", "loss_pct", "protocol", "busbw_gbps")
+		res.Plots = append(res.Plots, PlotSpec{Table: "busbw_vs_size", X: "size_mib", Y: "busbw_gbps", Series: "op+loss_pct+protocol",
+			Title: "bus bandwidth vs size per rank", LogX: true})
+	}
+	for _, op := range ops {
 		for _, size := range sizes {
 			for _, lp := range losses {
 				c.Loss = 1 - math.Pow(1-lp/100, 0.25)
@@ -83,6 +134,9 @@ func collectiveScenario(r *runner) (*Result, error) {
 					tb.Add(op, size, lp, proto, us, bw, status)
 					if size == sizes[len(sizes)-1] {
 						big.Add(op, lp, proto, bw)
+					}
+					if sweep != nil {
+						sweep.Add(op, float64(size)/(1<<20), lp, proto, bw)
 					}
 				}
 			}

@@ -52,9 +52,12 @@ func (r *Result) WritePNG(i int, path string) error {
 		if err1 != nil || err2 != nil || math.IsNaN(x+y) || math.IsInf(x+y, 0) {
 			continue // a cell without a value (Jain's index of no traffic)
 		}
+		if spec.LogX && x <= 0 {
+			continue // no place on a logarithmic axis
+		}
 		parts := make([]string, len(sis))
 		for k, si := range sis {
-			parts[k] = row[si]
+			parts[k] = seriesLabel(t.Columns[si], row[si])
 		}
 		s := strings.Join(parts, " ")
 		if _, ok := series[s]; !ok {
@@ -66,6 +69,12 @@ func (r *Result) WritePNG(i int, path string) error {
 	p.Title.Text = spec.Title
 	p.X.Label.Text = spec.X
 	p.Y.Label.Text = spec.Y
+	if spec.LogX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		// The curves of a size sweep rise to the right.
+		p.Legend.Top, p.Legend.Left = true, true
+	}
 	var args []any
 	for _, s := range order {
 		args = append(args, s, series[s])
@@ -74,4 +83,19 @@ func (r *Result) WritePNG(i int, path string) error {
 		return err
 	}
 	return p.Save(6*vg.Inch, 3.5*vg.Inch, path)
+}
+
+// seriesLabel is a cell as a legend shows it: a number without the
+// table's trailing zeros, with "%" for a percentage column ("0.1%", not
+// "0.1000").
+func seriesLabel(col, v string) string {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return v
+	}
+	v = strconv.FormatFloat(f, 'g', -1, 64)
+	if strings.HasSuffix(col, "_pct") {
+		v += "%"
+	}
+	return v
 }

@@ -71,6 +71,7 @@ func (p Perf) EventsPerSec() float64 {
 type PlotSpec struct {
 	Table, X, Y, Series string
 	Title               string
+	LogX                bool // logarithmic x axis (a size sweep)
 }
 
 // Result is a scenario's output.

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,6 +23,10 @@ const (
 	RoCEv2PFC = "rocev2-pfc" // RoCEv2 with DCQCN on a PFC (lossless) fabric
 )
 
+// ErrUsage wraps the errors of a scenario name or option that cannot run:
+// a caller's mistake, not a failed run.
+var ErrUsage = errors.New("scenarios")
+
 // Options are the parameters common to every scenario. Zero fields take
 // the defaults noted.
 type Options struct {
@@ -42,7 +47,16 @@ type Options struct {
 	// does; the collective scenario, whose hosts run NCCL-style plans,
 	// sets it. Off, RoCEv2 is RC Send: a message goes at once.
 	RoCERendezvous bool
-	Log            io.Writer // progress and events/s lines (nil: silent)
+	// Sizes, Losses and Ops replace the collective scenario's rows (nil:
+	// 1 and 16 MiB; 0, 0.1 and 1% loss; all-reduce and all-to-all). Sizes
+	// are bytes per rank, each a positive multiple of 1 KiB up to
+	// MaxCollectiveBytes; Losses are percentages in [0, 100) end to end
+	// across spines; Ops name "allreduce" or "alltoall". Other scenarios
+	// reject them.
+	Sizes  []uint64
+	Losses []float64
+	Ops    []string
+	Log    io.Writer // progress and events/s lines (nil: silent)
 }
 
 func (o *Options) fill() {
@@ -268,9 +282,12 @@ var catalogue = map[string]func(*runner) (*Result, error){
 func Run(name string, opts Options) (*Result, error) {
 	f, ok := catalogue[name]
 	if !ok {
-		return nil, fmt.Errorf("scenarios: unknown scenario %q (have %v)", name, Names())
+		return nil, fmt.Errorf("%w: unknown scenario %q (have %v)", ErrUsage, name, Names())
 	}
 	opts.fill()
+	if err := opts.checkRows(name); err != nil {
+		return nil, err
+	}
 	if opts.Log != nil {
 		fmt.Fprintf(opts.Log, "scenario %s seed %d smoke %v\n", name, opts.Seed, opts.Smoke)
 	}
