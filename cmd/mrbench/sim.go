@@ -108,30 +108,41 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // comma-separated flags; an empty flag keeps the scenario's default. The
 // scenario checks the values' ranges and that it takes them at all.
 func parseSimRows(o *scenarios.Options, sizes, losses, ops string) error {
-	if sizes != "" {
-		for _, f := range strings.Split(sizes, ",") {
-			n, err := parseSize(f)
-			if err != nil {
-				return fmt.Errorf("--sizes: %v", err)
-			}
-			o.Sizes = append(o.Sizes, uint64(n))
-		}
+	var err error
+	if o.Sizes, err = parseList("--sizes", sizes, func(f string) (uint64, error) {
+		n, err := parseSize(f)
+		return uint64(n), err
+	}); err != nil {
+		return err
 	}
-	if losses != "" {
-		for _, f := range strings.Split(losses, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f), "%")), 64)
-			if err != nil {
-				return fmt.Errorf("--losses: %q is not a percentage", f)
-			}
-			o.Losses = append(o.Losses, v)
+	if o.Losses, err = parseList("--losses", losses, func(f string) (float64, error) {
+		v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f), "%")), 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a percentage", f)
 		}
+		return v, nil
+	}); err != nil {
+		return err
 	}
-	if ops != "" {
-		for _, f := range strings.Split(ops, ",") {
-			o.Ops = append(o.Ops, strings.TrimSpace(f))
+	o.Ops, err = parseList("--ops", ops, func(f string) (string, error) { return strings.TrimSpace(f), nil })
+	return err
+}
+
+// parseList parses the comma-separated value of flag with parse; an empty
+// value is nil (the default), and an error names the flag.
+func parseList[T any](flag, value string, parse func(string) (T, error)) ([]T, error) {
+	if value == "" {
+		return nil, nil
+	}
+	var out []T
+	for _, f := range strings.Split(value, ",") {
+		v, err := parse(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", flag, err)
 		}
+		out = append(out, v)
 	}
-	return nil
+	return out, nil
 }
 
 // writeSimFiles writes the files asked for; plot i > 0 goes to NAME-(i+1).png.
