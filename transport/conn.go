@@ -92,7 +92,22 @@ type Conn struct {
 	lastSent   Time
 	lastData   Time // last DATA received (rate-hint activity)
 	lastPost   Time // last receive posted (rate-hint activity)
-	lastAck    Time // last ACK that acknowledged something
+	// postIdle: the peer acknowledged the RECV_READY of our latest post
+	// without DATA, so it has nothing to send into it yet and the post
+	// no longer counts it as a sender (activeSenders).
+	postIdle bool
+	// peerHints: the peer has sent a rate hint, so it counts its senders
+	// (docs/spec.md §3.5) and wants to hear at once that a RECV_READY of
+	// its finds nothing of ours to release.
+	peerHints bool
+	// ackIdle: the ACK being applied carries FlagIdle, the peer's answer
+	// that nothing of its own goes into the receive a RECV_READY of ours
+	// announced (onRecvReadyAcked).
+	ackIdle bool
+	// idleDue: the next ACK we send carries FlagIdle: a RECV_READY of the
+	// peer found nothing of ours to release (onRecvReady).
+	idleDue bool
+	lastAck Time // last ACK that acknowledged something
 	// ackedSent is the send time of the newest packet acknowledged on any
 	// path: a packet sent before it and still outstanding on another path
 	// is overdue (txPath.deadline).

@@ -291,7 +291,11 @@ func (e *Endpoint) Shutdown(now Time) {
 // (docs/spec.md §3.5): those with receives posted and not complete (a peer
 // sends DATA only into announced receives) whose DATA arrived within the
 // activity window W, or whose latest receive was posted within
-// max(W, 2 × InitialRTT) (its DATA arrives about an RTT after the post).
+// max(W, 2 × InitialRTT) (its DATA arrives about an RTT after the post)
+// and not answered as idle (Conn.postIdle: the peer acknowledged the
+// post's RECV_READY with FlagIdle before sending any DATA into it). A
+// post for a peer farther than the nearest one sending DATA counts only
+// from the difference of their minimum RTTs after it (postCountsFrom).
 // W (activityWindow) is four packet gaps of a sender at the current share,
 // so a sender using under a quarter of its share stops counting and the
 // others' shares grow, and one whose transfer ended stops counting within
@@ -310,6 +314,14 @@ func (e *Endpoint) activeSenders(now Time) int {
 	w, wp := e.activeFor, max(e.activeFor, 2*e.cfg.InitialRTT)
 	n, nd := 0, 0
 	until := now + e.cfg.ActiveWindow/4
+	var nearest Time // least minimum RTT of a connection sending DATA
+	for _, c := range e.order {
+		if c.minRTT != 0 && c.lastData != 0 && now-c.lastData < w && c.expectsData() && (nearest == 0 || c.minRTT < nearest) {
+			nearest = c.minRTT
+		}
+	}
+	// A deferred post is not counted yet; the count is recomputed when it
+	// would be (until).
 	for _, c := range e.order {
 		if !c.expectsData() {
 			continue
@@ -319,8 +331,12 @@ func (e *Endpoint) activeSenders(now Time) int {
 			end = c.lastData + w
 			nd++
 		}
-		if c.lastPost != 0 && now-c.lastPost < wp {
-			end = max(end, c.lastPost+wp)
+		if c.lastPost != 0 && now-c.lastPost < wp && !c.postIdle {
+			if from := c.postCountsFrom(nearest); now < from {
+				until = min(until, from)
+			} else {
+				end = max(end, c.lastPost+wp)
+			}
 		}
 		if end != 0 {
 			n++

@@ -79,3 +79,7 @@ func FlowCount(e *Endpoint, id ConnID) int {
 	}
 	return -1
 }
+
+// ActiveSenders exposes the receiver's count of active senders at now
+// (docs/spec.md §3.5), as its next rate hint would use it.
+func ActiveSenders(e *Endpoint, now Time) int { return e.activeSenders(now) }

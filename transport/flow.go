@@ -169,7 +169,7 @@ func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
 		// due: piggybacked on this RECV_READY, and applied before it,
 		// or in an ACK that leaves before it, so its first packets are
 		// already paced at the share instead of a full initial window.
-		c.lastPost = now
+		c.lastPost, c.postIdle = now, false
 		c.ep.markActive()
 		c.hintDue = true
 		c.ackDue = true
@@ -218,6 +218,7 @@ func (c *Conn) match(now Time, f *flow) {
 			c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpNack, nack: wire.Nack{Reason: reason, Index: uint8(idx), Flow: f.id, Msg: g.msg, Value: value}})
 		} else {
 			f.txq = append(f.txq, s)
+			c.idleDue = false // DATA goes after all
 			if !f.inActive {
 				c.judgeRestart(now)
 				f.inActive = true
@@ -265,6 +266,36 @@ func (c *Conn) onRecvReady(now Time, r *wire.RecvReady) {
 	copy(f.ready[i+1:], f.ready[i:])
 	f.ready[i] = readyGroup{msg: r.Msg, n: r.N, entries: r.Entries}
 	c.match(now, f)
+	if c.peerHints && len(f.unmatched) == 0 && !f.releases(r.Msg) {
+		// Nothing of ours goes into the announced receive, and nothing
+		// waits for an earlier group: say so at once, in an ACK with
+		// FlagIdle (docs/spec.md §3.1, §3.5), rather than after the
+		// AckDelay that waits for DATA to carry the acknowledgement, so
+		// that the receiver, which counts its senders for its rate
+		// hints, stops counting us and does not hold back the peers
+		// that are sending to it. Only a peer that gives hints (it has
+		// sent one) counts its senders; others get no extra ACK.
+		c.ackDue, c.idleDue = true, true
+	}
+}
+
+// releases reports whether a send of f was matched to a buffer of the
+// announced receive group msg.
+func (f *flow) releases(msg uint32) bool {
+	for i := range f.ready {
+		g := &f.ready[i]
+		if g.msg != msg {
+			continue
+		}
+		for k := 0; k < g.n; k++ {
+			if g.used[k] {
+				return true
+			}
+		}
+		return false
+	}
+	// The group is gone from f.ready: every buffer of it was used.
+	return true
 }
 
 // completeSends reports finished sends of f in posting order.

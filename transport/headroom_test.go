@@ -44,10 +44,10 @@ func TestHintHeadroom(t *testing.T) {
 }
 
 // TestHintHeadroomIdlePeer: a connection whose receive was posted but
-// whose peer sends nothing counts as active for two initial RTTs after
-// the post and halves the lone sender's share meanwhile, but it sends no
-// DATA, so that share keeps no headroom: every hint the sender gets is
-// half or all of the inbound rate.
+// whose peer sends nothing counts as active after the post, until the
+// peer answers the RECV_READY as idle, and halves the lone sender's share
+// meanwhile, but it sends no DATA, so that share keeps no headroom: every
+// hint the sender gets is half or all of the inbound rate.
 func TestHintHeadroomIdlePeer(t *testing.T) {
 	n, cs := nearFar(t, 2, 0, 0)
 	start := n.Now()

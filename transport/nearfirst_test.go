@@ -116,14 +116,17 @@ func TestStartingHintNearSendersFirst(t *testing.T) {
 // TestNearStartCorrectedAtFirstData: a near sender hinted the near share
 // gets the share among every posted sender in the acknowledgement of its
 // first DATA, which leaves at once, not after the receiver's AckDelay: the
-// far senders' DATA arrives one near RTT later.
+// far senders' DATA arrives one near RTT later. Every sender has its
+// message ready, so none of them answers its RECV_READY as idle.
 func TestNearStartCorrectedAtFirstData(t *testing.T) {
 	const near, far = 3, 4
 	n, cs := nearFar(t, near, far, oneWay)
 	start := n.Now()
+	for i := range cs {
+		_, err := n.Send(i+1, cs[i].s, 0, make([]byte, 64<<10), 0)
+		require.NoError(t, err)
+	}
 	postAll(t, n, cs, 64<<10)
-	_, err := n.Send(1, cs[0].s, 0, make([]byte, 64<<10), 0)
-	require.NoError(t, err)
 	nearShare, all := float64(linkRate)/near, float64(linkRate)/(near+far)
 	// The RECV_READY reaches the sender after one way, its DATA the
 	// receiver after two, the ACK the sender after three; a delayed ACK

@@ -302,6 +302,8 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 				c.onPktAcked(rec.msg)
 			case recProbe:
 				probeAcked = true
+			case recCtrl:
+				c.onRecvReadyAcked(rec)
 			}
 		case rec.state == recOut && q.Less(highest):
 			c.declareLost(p, rec)
@@ -383,6 +385,22 @@ func (c *Conn) noteOvertakeDeadline(p *txPath) {
 			}
 		}
 	}
+}
+
+// onRecvReadyAcked notes the acknowledgement of a control packet. An ACK
+// with FlagIdle that acknowledges a RECV_READY sent since our latest post,
+// while the peer has sent no DATA since that post, is the peer's answer
+// that it has nothing to send into the receive: the post stops counting
+// it among our senders (docs/spec.md §3.5) until its DATA comes. Any other
+// acknowledgement says nothing about the peer's queue: a held one went
+// after AckDelay, one of a path's gap at once, either while the peer may
+// be waiting only for an earlier RECV_READY.
+func (c *Conn) onRecvReadyAcked(rec *txRec) {
+	if c.postIdle || !c.ackIdle || rec.ctrl.op != wire.OpRecvReady || rec.sent < c.lastPost || c.lastData >= c.lastPost {
+		return
+	}
+	c.postIdle = true
+	c.ep.markActive()
 }
 
 // declareLost marks rec lost and queues its content again.

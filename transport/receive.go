@@ -157,8 +157,10 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 func (c *Conn) onAck(now Time, a *wire.Ack) {
 	c.stats.AcksRecv++
 	c.cc.OnRateHint(int64(now), uint64(a.RateHint)*1000/8)
+	c.peerHints = c.peerHints || a.RateHint != 0
 	c.hintIdle = len(c.active) == 0
 	c.stats.RateHint = uint64(a.RateHint) * 1000 / 8
+	c.ackIdle = a.Flags&wire.FlagIdle != 0
 	for i := 0; i < a.N; i++ {
 		r := &a.Records[i]
 		if int(r.Path) >= len(c.paths) {
@@ -166,6 +168,7 @@ func (c *Conn) onAck(now Time, a *wire.Ack) {
 		}
 		c.onAckRecord(now, c.paths[r.Path], r)
 	}
+	c.ackIdle = false
 	c.checkPeerClosed(now)
 }
 

@@ -234,6 +234,7 @@ func (c *Conn) piggyback(now Time, pg *wire.Piggyback) {
 func (c *Conn) onPiggy(now Time, pg *wire.Piggyback) {
 	c.stats.PiggyAcksRecv++
 	c.cc.OnRateHint(int64(now), uint64(pg.PiggyHint)*1000/8)
+	c.peerHints = c.peerHints || pg.PiggyHint != 0
 	c.hintIdle = len(c.active) == 0
 	c.stats.RateHint = uint64(pg.PiggyHint) * 1000 / 8
 	if int(pg.Piggy.Path) < len(c.paths) {

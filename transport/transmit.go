@@ -139,7 +139,9 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 		// carry, or all of it when nothing can leave, goes in an ACK.
 		// One that could carry none (a full DATA segment) delays the
 		// ACK by that one packet only: ackFirst sends the ACK next.
-		if !c.ackFirst {
+		// An idle answer (idleDue) goes in an ACK of its own, the only
+		// packet that carries FlagIdle.
+		if !c.ackFirst && !c.idleDue {
 			if tx, ok := c.pollSequenced(now, buf); ok {
 				c.ackFirst = c.ackDue || (c.ackAt != 0 && now >= c.ackAt)
 				return tx, true
@@ -149,6 +151,10 @@ func (c *Conn) poll(now Time, buf []byte) (Transmit, bool) {
 		a := &c.ep.ack
 		a.Header = c.hdr(wire.OpAck)
 		a.RateHint = c.ep.rateHint(now, c)
+		if c.idleDue {
+			a.Flags |= wire.FlagIdle
+			c.idleDue = false
+		}
 		if c.buildAck(now, a) {
 			b := a.Append(buf[:0])
 			c.stats.AcksSent++

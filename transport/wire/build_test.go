@@ -64,6 +64,13 @@ func helloPacket(op wire.Opcode, addr int) *wire.Hello {
 	return h
 }
 
+// idleAck is an ACK that answers a RECV_READY as idle (FlagIdle).
+func idleAck() *wire.Ack {
+	a := ackPacket(1)
+	a.Flags = wire.FlagIdle
+	return a
+}
+
 func probePacket() *wire.Probe { return &wire.Probe{Header: testHeader()} }
 
 func closePacket() *wire.Close {
@@ -80,6 +87,7 @@ func allPackets() map[string]packet {
 		"data-empty":  dataPacket(0),
 		"ack-1":       ackPacket(1),
 		"ack-16":      ackPacket(wire.MaxAckRecords),
+		"ack-idle":    idleAck(),
 		"recv-1":      recvReadyPacket(1),
 		"recv-8":      recvReadyPacket(wire.MaxRecvEntries),
 		"nack":        nackPacket(),

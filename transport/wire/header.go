@@ -27,8 +27,14 @@ const (
 	// sequenced NACK and PROBE may carry it; their parsers refuse it
 	// elsewhere.
 	FlagPiggyAck Flags = 1 << 4
+	// FlagIdle marks an ACK that answers a RECV_READY into whose receive
+	// nothing of the ACK's sender went, with nothing of the sender's
+	// waiting to be sent on that flow: the peer that posted the receive
+	// need not count the ACK's sender among those about to send to it
+	// (docs/spec.md §3.5). Senders set it on no other packet.
+	FlagIdle Flags = 1 << 5
 
-	flagsKnown = FlagAckReq | FlagRetransmit | FlagAuth | FlagReply | FlagPiggyAck
+	flagsKnown = FlagAckReq | FlagRetransmit | FlagAuth | FlagReply | FlagPiggyAck | FlagIdle
 )
 
 // AuthTagLen is the length of the reserved per-packet authentication tag.

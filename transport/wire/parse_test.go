@@ -58,7 +58,7 @@ var headerMutations = []struct {
 	{"opcode 15", func(b []byte) []byte { return with(b, put8(1, 15)) }, wire.ErrOpcode},
 	{"opcode 17", func(b []byte) []byte { return with(b, put8(1, 17)) }, wire.ErrOpcode},
 	{"opcode 255", func(b []byte) []byte { return with(b, put8(1, 255)) }, wire.ErrOpcode},
-	{"flag bit 5", func(b []byte) []byte { return with(b, put16(2, 1<<5)) }, wire.ErrReserved},
+	{"flag bit 6", func(b []byte) []byte { return with(b, put16(2, 1<<6)) }, wire.ErrReserved},
 	{"flag bit 15", func(b []byte) []byte { return with(b, put16(2, 1<<15)) }, wire.ErrReserved},
 	{"reserved byte 18", func(b []byte) []byte { return with(b, put8(18, 1)) }, wire.ErrReserved},
 	{"reserved byte 19", func(b []byte) []byte { return with(b, put8(19, 0x80)) }, wire.ErrReserved},
