@@ -69,6 +69,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if verbose {
 		opts.Log = stderr
+	} else {
+		opts.Progress = stderr
 	}
 	type outcome struct {
 		res *scenarios.Result
@@ -100,6 +102,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := writeSimFiles(o.res, jsonPath, csvPath, plotPath); err != nil {
 		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
 		return exitFail
+	}
+	if !verbose {
+		// The simulator's speed, on stderr: wall-clock figures stay out
+		// of the seeded, byte-identical output (-v prints them per run).
+		p := o.res.Perf
+		fmt.Fprintf(stderr, "mrbench sim %s: %.1f M events in %.1f s, %.2f M events/s\n",
+			name, float64(p.Events)/1e6, p.WallSeconds, p.EventsPerSec()/1e6)
 	}
 	return exitOK
 }

@@ -19,6 +19,9 @@ func TestSimScenario(t *testing.T) {
 	code, out, errs := runMrbench(t, "sim", "loss", "--smoke", "--json", jp, "--plot", pp)
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "scenario loss  seed 1")
+	// The simulator's speed goes to stderr, out of the seeded output.
+	assert.Regexp(t, `mrbench sim loss: [0-9.]+ M events in [0-9.]+ s, [0-9.]+ M events/s`, errs)
+	assert.NotContains(t, out, "events/s")
 	b, err := os.ReadFile(jp)
 	require.NoError(t, err)
 	var doc map[string]any

@@ -57,7 +57,16 @@ type Options struct {
 	Losses []float64
 	Ops    []string
 	Log    io.Writer // progress and events/s lines (nil: silent)
+	// Progress, where Log is nil, gets one line per finished run once
+	// the scenario has taken longer than ProgressAfter of wall time, so
+	// that a long sweep shows it advances while a short run stays
+	// quiet (nil: none).
+	Progress io.Writer
 }
+
+// ProgressAfter is the wall time after which Options.Progress hears of
+// every finished run.
+const ProgressAfter = 5 * time.Second
 
 func (o *Options) fill() {
 	if o.Seed == 0 {
@@ -184,8 +193,11 @@ func metaroceConfig(o *Options, c sim.Config) transport.Config {
 
 // runner accumulates the simulator's speed over the runs of a scenario.
 type runner struct {
-	o    *Options
-	perf Perf
+	o     *Options
+	perf  Perf
+	start time.Time // wall clock at the scenario's start
+	runs  int       // simulations finished
+	label string    // what the next run is, for progress lines ("" if unsaid)
 }
 
 // run attaches job j's apps to s and runs until stop or the hard limit.
@@ -209,10 +221,23 @@ func (r *runner) runApps(s *sim.Sim, apps []sim.App, limit int64, stop func() bo
 	wall := time.Since(t0).Seconds()
 	r.perf.Events += s.Stats.Events
 	r.perf.WallSeconds += wall
+	r.runs++
 	if r.o.Log != nil {
-		fmt.Fprintf(r.o.Log, "  ran %s: %d events in %.2fs (%.2f M events/s), virtual %.3f ms\n",
-			s.Describe(), s.Stats.Events, wall, float64(s.Stats.Events)/wall/1e6, float64(s.Now())/1e6)
+		fmt.Fprintf(r.o.Log, "  ran %s%s: %d events in %.2fs (%.2f M events/s), virtual %.3f ms\n",
+			r.labelled(), s.Describe(), s.Stats.Events, wall, float64(s.Stats.Events)/wall/1e6, float64(s.Now())/1e6)
+	} else if r.o.Progress != nil && time.Since(r.start) > ProgressAfter {
+		fmt.Fprintf(r.o.Progress, "  %d runs done after %.0f s; last: %s%.2f M events/s\n",
+			r.runs, time.Since(r.start).Seconds(), r.labelled(), float64(s.Stats.Events)/wall/1e6)
 	}
+	r.label = ""
+}
+
+// labelled is the next run's label followed by ": ", or "".
+func (r *runner) labelled() string {
+	if r.label == "" {
+		return ""
+	}
+	return r.label + ": "
 }
 
 // series bins values by time since a start.
@@ -291,7 +316,7 @@ func Run(name string, opts Options) (*Result, error) {
 	if opts.Log != nil {
 		fmt.Fprintf(opts.Log, "scenario %s seed %d smoke %v\n", name, opts.Seed, opts.Smoke)
 	}
-	r := &runner{o: &opts}
+	r := &runner{o: &opts, start: time.Now()}
 	res, err := f(r)
 	if err != nil {
 		return nil, err
