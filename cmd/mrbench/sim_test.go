@@ -45,7 +45,7 @@ func TestSimUsage(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 }
 
-// TestSimCollectiveRowsUsage: a bad size, loss or operation, or a row flag
+// TestSimCollectiveRowsUsage: a bad or repeated size, loss or operation, or a row flag
 // given to another scenario, is a usage error that names the flag's value.
 func TestSimCollectiveRowsUsage(t *testing.T) {
 	for _, tc := range []struct {
@@ -60,6 +60,9 @@ func TestSimCollectiveRowsUsage(t *testing.T) {
 		{[]string{"collective", "--losses", "100"}, "collective loss 100%"},
 		{[]string{"collective", "--losses", "-1"}, "collective loss -1%"},
 		{[]string{"collective", "--ops", "allgather"}, `operation "allgather"`},
+		{[]string{"collective", "--sizes", "1M,4M,1024K"}, "collective size 1048576 given twice"},
+		{[]string{"collective", "--losses", "0.1,0.10"}, "collective loss 0.1% given twice"},
+		{[]string{"collective", "--ops", "alltoall,alltoall"}, `operation "alltoall" given twice`},
 		{[]string{"loss", "--sizes", "1M"}, `not "loss"`},
 		{[]string{"incast", "--ops", "allreduce"}, `not "incast"`},
 	} {

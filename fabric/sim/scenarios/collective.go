@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/metaroce/metaroce/collectives/sched"
 )
@@ -21,19 +22,28 @@ func (o *Options) checkRows(name string) error {
 		}
 		return nil
 	}
-	for _, s := range o.Sizes {
+	for i, s := range o.Sizes {
 		if s == 0 || s%1024 != 0 || s > MaxCollectiveBytes {
 			return fmt.Errorf("%w: collective size %d: want a multiple of 1 KiB from 1 KiB to %d bytes", ErrUsage, s, MaxCollectiveBytes)
 		}
+		if slices.Contains(o.Sizes[:i], s) {
+			return fmt.Errorf("%w: collective size %d given twice", ErrUsage, s)
+		}
 	}
-	for _, l := range o.Losses {
+	for i, l := range o.Losses {
 		if !(l >= 0 && l < 100) {
 			return fmt.Errorf("%w: collective loss %g%%: want a percentage in [0, 100)", ErrUsage, l)
 		}
+		if slices.Contains(o.Losses[:i], l) {
+			return fmt.Errorf("%w: collective loss %g%% given twice", ErrUsage, l)
+		}
 	}
-	for _, op := range o.Ops {
+	for i, op := range o.Ops {
 		if op != "allreduce" && op != "alltoall" {
 			return fmt.Errorf("%w: collective operation %q: want allreduce or alltoall", ErrUsage, op)
+		}
+		if slices.Contains(o.Ops[:i], op) {
+			return fmt.Errorf("%w: collective operation %q given twice", ErrUsage, op)
 		}
 	}
 	return nil

@@ -52,7 +52,7 @@ type Options struct {
 	// are bytes per rank, each a positive multiple of 1 KiB up to
 	// MaxCollectiveBytes; Losses are percentages in [0, 100) end to end
 	// across spines; Ops name "allreduce" or "alltoall". Other scenarios
-	// reject them.
+	// reject them. No value may be given twice.
 	Sizes  []uint64
 	Losses []float64
 	Ops    []string
