@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/transporttest"
 )
 
 // TestHintHeadroom: while two or more connections send DATA, the receiver
@@ -43,17 +44,26 @@ func TestHintHeadroom(t *testing.T) {
 	}
 }
 
+// busyAndIdle posts a 4 MiB receive at the receiver for each of two
+// senders, of which the first sends 4 MiB and the second nothing, and
+// returns the time of the posts.
+func busyAndIdle(t *testing.T) (*transporttest.Net, []senderConn, transport.Time) {
+	t.Helper()
+	n, cs := nearFar(t, 2, 0, 0)
+	start := n.Now()
+	postAll(t, n, cs, 4<<20)
+	_, err := n.Send(1, cs[0].s, 0, make([]byte, 4<<20), 0)
+	require.NoError(t, err)
+	return n, cs, start
+}
+
 // TestHintHeadroomIdlePeer: a connection whose receive was posted but
 // whose peer sends nothing counts as active after the post, until the
 // peer answers the RECV_READY as idle, and halves the lone sender's share
 // meanwhile, but it sends no DATA, so that share keeps no headroom: every
 // hint the sender gets is half or all of the inbound rate.
 func TestHintHeadroomIdlePeer(t *testing.T) {
-	n, cs := nearFar(t, 2, 0, 0)
-	start := n.Now()
-	postAll(t, n, cs, 4<<20)
-	_, err := n.Send(1, cs[0].s, 0, make([]byte, 4<<20), 0)
-	require.NoError(t, err)
+	n, cs, start := busyAndIdle(t)
 	seen := map[uint64]bool{}
 	for n.Now() < start+4*oneWay+4*transport.Microsecond {
 		require.NoError(t, n.RunFor(250*transport.Nanosecond))

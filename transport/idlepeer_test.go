@@ -18,11 +18,7 @@ import (
 // posts, instead of half of it for two initial RTTs. Once the idle peer
 // sends after all, its DATA counts it again and the shares are halved.
 func TestIdlePeerStopsCounting(t *testing.T) {
-	n, cs := nearFar(t, 2, 0, 0)
-	start := n.Now()
-	postAll(t, n, cs, 4<<20)
-	_, err := n.Send(1, cs[0].s, 0, make([]byte, 4<<20), 0)
-	require.NoError(t, err)
+	n, cs, start := busyAndIdle(t)
 	hint := func(i int) float64 {
 		st, ok := n.Node(i + 1).EP.Stats(cs[i].s)
 		require.True(t, ok)
@@ -40,7 +36,7 @@ func TestIdlePeerStopsCounting(t *testing.T) {
 
 	// The idle peer's send goes at once into the receive it was told of;
 	// its DATA makes it a sender again.
-	_, err = n.Send(2, cs[1].s, 0, make([]byte, 1<<20), 0)
+	_, err := n.Send(2, cs[1].s, 0, make([]byte, 1<<20), 0)
 	require.NoError(t, err)
 	half := float64(linkRate) / 2
 	half -= half / 256 // two senders send DATA: the headroom applies
