@@ -11,6 +11,7 @@ import (
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/internal/bytesize"
 )
 
 // Transport and backend names accepted on the command line.
@@ -74,11 +75,11 @@ func (f sizeFlag) String() string {
 	if f.p == nil {
 		return ""
 	}
-	return formatSize(*f.p)
+	return bytesize.Format(*f.p)
 }
 
 func (f sizeFlag) Set(s string) error {
-	v, err := parseSize(s)
+	v, err := bytesize.Parse(s, maxSweepBytes)
 	if err != nil {
 		return err
 	}

@@ -11,49 +11,6 @@ import (
 	"github.com/metaroce/metaroce/collectives/sched"
 )
 
-func TestParseSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		err  bool
-	}{
-		{"0", 0, false}, {"8", 8, false}, {"1K", 1024, false}, {"1k", 1024, false}, {"64M", 64 << 20, false},
-		{"2G", 2 << 30, false}, {"1T", 1 << 40, false}, {"16MB", 16 << 20, false}, {"4KiB", 4096, false},
-		{"100B", 100, false}, {" 32 ", 32, false},
-		{"", 0, true}, {"B", 0, true}, {"K", 0, true}, {"-1", 0, true}, {"1.5M", 0, true}, {"2T", 0, true},
-		{"1X", 0, true}, {"9223372036854775807", 0, true}, {"1 M", 0, true},
-	} {
-		got, err := parseSize(tc.in)
-		if tc.err {
-			assert.Error(t, err, "%q", tc.in)
-			continue
-		}
-		require.NoError(t, err, "%q", tc.in)
-		assert.Equal(t, tc.want, got, "%q", tc.in)
-	}
-}
-
-// FuzzParseSize: no panics, results within the limit, and formatSize's
-// output parses back to the same value.
-func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"8", "64M", "1KiB", "2gb", "", "-3", "99999999999999999999", "1T"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parseSize(s)
-		if err != nil {
-			return
-		}
-		if v < 0 || v > maxSweepBytes {
-			t.Fatalf("parseSize(%q) = %d out of range", s, v)
-		}
-		back, err := parseSize(formatSize(v))
-		if err != nil || back != v {
-			t.Fatalf("formatSize(%d) = %q parses to %d, %v", v, formatSize(v), back, err)
-		}
-	})
-}
-
 func TestSweepSizes(t *testing.T) {
 	got, err := sweepSizes(16, 64<<20, 4, 0)
 	require.NoError(t, err)

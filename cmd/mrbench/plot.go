@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/metaroce/metaroce/internal/bytesize"
 )
 
 // plotFormat returns "png" or "svg" from path's extension, or "" when the
@@ -79,7 +81,7 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		if v < min*0.9999 {
 			continue
 		}
-		ticks = append(ticks, plot.Tick{Value: v, Label: formatSize(int64(v))})
+		ticks = append(ticks, plot.Tick{Value: v, Label: bytesize.Format(int64(v))})
 	}
 	if len(ticks) < 2 {
 		return plot.LogTicks{}.Ticks(min, max)

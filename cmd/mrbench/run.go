@@ -14,6 +14,7 @@ import (
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/gpu"
+	"github.com/metaroce/metaroce/internal/bytesize"
 )
 
 // Exit codes.
@@ -170,7 +171,7 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 		onRow := func(row Row) {
 			t.Rows = append(t.Rows, row)
 			fmt.Fprintln(out, formatRow(row))
-			prog.step(fmt.Sprintf("%s %s %s", transport, row.Type, formatSize(row.Bytes)))
+			prog.step(fmt.Sprintf("%s %s %s", transport, row.Type, bytesize.Format(row.Bytes)))
 		}
 		if !root {
 			onRow = nil

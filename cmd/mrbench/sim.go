@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/metaroce/metaroce/fabric/sim/scenarios"
+	"github.com/metaroce/metaroce/internal/bytesize"
 )
 
 // runSim is `mrbench sim SCENARIO [flags]`: one scenario of the fabric
@@ -119,7 +120,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseSimRows(o *scenarios.Options, sizes, losses, ops string) error {
 	var err error
 	if o.Sizes, err = parseList("--sizes", sizes, func(f string) (uint64, error) {
-		n, err := parseSize(f)
+		n, err := bytesize.Parse(f, maxSweepBytes)
 		return uint64(n), err
 	}); err != nil {
 		return err

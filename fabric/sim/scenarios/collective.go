@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/internal/bytesize"
 )
 
 // MaxCollectiveBytes bounds Options.Sizes (1 GiB per rank, the largest
@@ -128,7 +129,7 @@ func collectiveScenario(r *runner) (*Result, error) {
 						return nil, err
 					}
 					j := newPlanJob(s, plans)
-					r.label = fmt.Sprintf("%s %s %g%% %s", op, sizeLabel(size), lp, proto)
+					r.label = fmt.Sprintf("%s %s %g%% %s", op, bytesize.Format(int64(size)), lp, proto)
 					r.runApps(s, j.apps(), 2_000_000_000, j.done)
 					status := "ok"
 					var us, bw float64
@@ -154,18 +155,4 @@ func collectiveScenario(r *runner) (*Result, error) {
 		}
 	}
 	return res, nil
-}
-
-// sizeLabel writes bytes with the largest binary unit that divides it
-// (1 GiB, 16 MiB, 256 KiB, 100 B).
-func sizeLabel(b uint64) string {
-	for _, u := range []struct {
-		n    uint64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if b >= u.n && b%u.n == 0 {
-			return fmt.Sprintf("%d %s", b/u.n, u.name)
-		}
-	}
-	return fmt.Sprintf("%d B", b)
 }
