@@ -82,6 +82,7 @@ func failureScenario(r *runner) (*Result, error) {
 				last[k] = now - j.Start
 			}
 			armed := false
+			r.label = kase + " failure " + proto
 			r.run(s, j, 1_000_000_000, func() bool {
 				if j.Start >= 0 && !armed {
 					armed = true

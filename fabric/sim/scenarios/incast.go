@@ -92,6 +92,7 @@ func incastScenario(r *runner) (*Result, error) {
 			s.At(now+fbin, sample)
 		}
 		s.At(0, sample)
+		r.label = proto
 		r.run(s, j, 1_000_000_000, func() bool { return j.Start >= 0 && s.Now() >= j.Start+dur })
 		if j.Start < 0 {
 			return nil, fmt.Errorf("incast %s: connections never came up: %v", proto, j.Err)

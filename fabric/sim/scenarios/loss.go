@@ -43,6 +43,7 @@ func lossScenario(r *runner) (*Result, error) {
 					got += float64(n)
 				}
 			}
+			r.label = fmt.Sprintf("%g%% loss %s", lp, proto)
 			r.run(s, j, 1_000_000_000, func() bool { return j.Start >= 0 && s.Now() >= j.Start+dur })
 			if j.Start < 0 {
 				return nil, fmt.Errorf("loss %.1f%% %s: connections never came up: %v", lp, proto, j.Err)

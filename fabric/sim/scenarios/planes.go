@@ -63,6 +63,7 @@ func planesScenario(r *runner) (*Result, error) {
 				}
 				return v
 			}
+			r.label = fmt.Sprintf("%d-plane %s", p, proto)
 			r.run(s, j, 1_000_000_000, func() bool {
 				if j.Start >= 0 && rx0 == nil && s.Now() >= j.Start+warm {
 					rx0, retx0 = rxNow(), wastedPkts(s, j)
