@@ -100,10 +100,6 @@ type Conn struct {
 	// (docs/spec.md §3.5) and wants to hear at once that a RECV_READY of
 	// its finds nothing of ours to release.
 	peerHints bool
-	// ackIdle: the ACK being applied carries FlagIdle, the peer's answer
-	// that nothing of its own goes into the receive a RECV_READY of ours
-	// announced (onRecvReadyAcked).
-	ackIdle bool
 	// idleDue: the next ACK we send carries FlagIdle: a RECV_READY of the
 	// peer found nothing of ours to release (onRecvReady).
 	idleDue bool

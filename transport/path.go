@@ -253,8 +253,10 @@ func (p *txPath) advanceUna() {
 // every outstanding PSN below the cumulative PSN or set in the bitmap is
 // acknowledged; every outstanding PSN below the highest acknowledged one is
 // lost, because a path does not reorder. Lost content is queued for
-// retransmission at once, with a fresh PSN.
-func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
+// retransmission at once, with a fresh PSN. It reports the send time of the
+// newest RECV_READY the record newly acknowledges (rrAcked false: none),
+// which an ACK's FlagIdle refers to (onIdleAnswer).
+func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) (rrSent Time, rrAcked bool) {
 	cum := r.Cum
 	highest := cum - 1
 	if h := r.Sack.Highest(); h >= 0 {
@@ -303,7 +305,9 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 			case recProbe:
 				probeAcked = true
 			case recCtrl:
-				c.onRecvReadyAcked(rec)
+				if rec.ctrl.op == wire.OpRecvReady {
+					rrSent, rrAcked = max(rrSent, rec.sent), true
+				}
 			}
 		case rec.state == recOut && q.Less(highest):
 			c.declareLost(p, rec)
@@ -365,6 +369,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) {
 		p.probeAt = 0
 		p.stats.Revived++
 	}
+	return rrSent, rrAcked
 }
 
 // noteOvertakeDeadline updates c.unsampled, the largest overtaken-packet
@@ -387,16 +392,17 @@ func (c *Conn) noteOvertakeDeadline(p *txPath) {
 	}
 }
 
-// onRecvReadyAcked notes the acknowledgement of a control packet. An ACK
-// with FlagIdle that acknowledges a RECV_READY sent since our latest post,
-// while the peer has sent no DATA since that post, is the peer's answer
-// that it has nothing to send into the receive: the post stops counting
-// it among our senders (docs/spec.md §3.5) until its DATA comes. Any other
-// acknowledgement says nothing about the peer's queue: a held one went
-// after AckDelay, one of a path's gap at once, either while the peer may
-// be waiting only for an earlier RECV_READY.
-func (c *Conn) onRecvReadyAcked(rec *txRec) {
-	if c.postIdle || !c.ackIdle || rec.ctrl.op != wire.OpRecvReady || rec.sent < c.lastPost || c.lastData >= c.lastPost {
+// onIdleAnswer handles an ACK with FlagIdle whose records newly
+// acknowledge RECV_READYs, the newest of them sent at rrSent. If that one
+// was sent since our latest post and the peer has sent no DATA since the
+// post, the flag is the peer's answer that it has nothing to send into the
+// receive: the post stops counting it among our senders (docs/spec.md
+// §3.5) until its DATA comes. An acknowledgement without the flag says
+// nothing about the peer's queue: a held one went after AckDelay, one of a
+// path's gap at once, either while the peer may be waiting only for an
+// earlier RECV_READY.
+func (c *Conn) onIdleAnswer(rrSent Time) {
+	if c.postIdle || rrSent < c.lastPost || c.lastData >= c.lastPost {
 		return
 	}
 	c.postIdle = true

@@ -160,15 +160,20 @@ func (c *Conn) onAck(now Time, a *wire.Ack) {
 	c.peerHints = c.peerHints || a.RateHint != 0
 	c.hintIdle = len(c.active) == 0
 	c.stats.RateHint = uint64(a.RateHint) * 1000 / 8
-	c.ackIdle = a.Flags&wire.FlagIdle != 0
+	var rrSent Time // the newest RECV_READY the records newly acknowledge
+	rrAcked := false
 	for i := 0; i < a.N; i++ {
 		r := &a.Records[i]
 		if int(r.Path) >= len(c.paths) {
 			continue
 		}
-		c.onAckRecord(now, c.paths[r.Path], r)
+		if t, ok := c.onAckRecord(now, c.paths[r.Path], r); ok {
+			rrSent, rrAcked = max(rrSent, t), true
+		}
 	}
-	c.ackIdle = false
+	if rrAcked && a.Flags&wire.FlagIdle != 0 {
+		c.onIdleAnswer(rrSent)
+	}
 	c.checkPeerClosed(now)
 }
 
