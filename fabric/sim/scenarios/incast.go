@@ -126,16 +126,13 @@ func incastScenario(r *runner) (*Result, error) {
 			}
 		}
 		fair, below, settled := incastSettling(fine[1:], fq.vals, int(c.Kmin), dur, fbin, firstAck, rtt)
-		var js float64
-		for _, v := range jains[nb/2:] {
-			js += v
-		}
-		js /= float64(nb - nb/2)
+		js := meanJain(jains[nb/2:])
 		st := s.DownlinkStats(0, 0)
 		sum.Add(proto, float64(firstAck)/1e3, js, fair, below, settled, float64(st.MaxQueue)/1e3, st.Drops,
 			got/(float64(dur)/1e9)/payloadRate(o, c))
 	}
-	res.Notes = append(res.Notes, "rtts_* = -1: never reached within the run; RTT is the base RTT parameter")
+	res.Notes = append(res.Notes, "rtts_* = -1: never reached within the run; RTT is the base RTT parameter",
+		"jain_2nd_half: mean of the second half's rate bins in which some sender delivered data (a bin with none has no index: NaN in the time series); -1: no sender delivered anything in the second half")
 	return res, nil
 }
 

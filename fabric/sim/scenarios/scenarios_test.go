@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -192,4 +193,8 @@ func TestOutputs(t *testing.T) {
 func TestJain(t *testing.T) {
 	assert.InDelta(t, 1.0, jain([]float64{2, 2, 2}), 1e-12)
 	assert.InDelta(t, 0.25, jain([]float64{1, 0, 0, 0}), 1e-12)
+	assert.True(t, math.IsNaN(jain([]float64{0, 0})))
+	assert.InDelta(t, 0.5, meanJain([]float64{0.25, math.NaN(), 0.75}), 1e-12)
+	assert.Equal(t, -1.0, meanJain([]float64{math.NaN(), math.NaN()}))
+	assert.Equal(t, -1.0, meanJain(nil))
 }

@@ -228,7 +228,25 @@ func streams(n int, pairs [][2]int, msg uint64, count int) [][]step {
 	return progs
 }
 
-// jain is Jain's fairness index of xs (1 = equal shares).
+// meanJain is the mean of the defined (non-NaN) indexes of js, or -1 when
+// none is: bins in which nobody sent have no fairness to average in.
+func meanJain(js []float64) float64 {
+	var sum float64
+	n := 0
+	for _, v := range js {
+		if !math.IsNaN(v) {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return -1
+	}
+	return sum / float64(n)
+}
+
+// jain is Jain's fairness index of xs (1 = equal shares; NaN when every
+// share is 0).
 func jain(xs []float64) float64 {
 	var s, q float64
 	for _, x := range xs {
