@@ -43,7 +43,7 @@ func Parse(s string, limit int64) (int64, error) {
 	if err != nil || v < 0 {
 		return 0, fmt.Errorf("size %q: want a non-negative integer with an optional K, M, G or T suffix", s)
 	}
-	if v > limit>>shift || v<<shift > limit {
+	if v > limit>>shift { // then v<<shift ≤ limit, and it cannot overflow
 		return 0, fmt.Errorf("size %q exceeds the %d-byte limit", s, limit)
 	}
 	return v << shift, nil
