@@ -25,7 +25,11 @@ func TestRoundTrip(t *testing.T) {
 				require.Len(t, s, len(want)+Overhead)
 				require.Equal(t, &s[0], &p[:1][0], "sealed in place")
 				require.NotZero(t, wire.Flags(s[3])&wire.FlagAuth)
-				if enc && n > 0 {
+				// A ciphertext equals its plaintext by chance with
+				// probability 2^-8n under a fresh session key: 1 in 256
+				// for the 1-byte payload, which made this check fail one
+				// run in about 128. From 16 bytes on, the chance is 2^-128.
+				if enc && n >= 16 {
 					require.False(t, bytes.Equal(s[wire.DataHeaderLen:len(want)], want[wire.DataHeaderLen:]), "payload in clear")
 				}
 				got, err := dst.Open(s)
