@@ -17,14 +17,17 @@ set -euo pipefail
 usage() {
 	cat <<'EOF'
 Usage: bench/peers/run.sh [--install] [--ranks "2 4"] [--sizes "1M 16M 64M"]
-                          [--iters N] [--warmup N] [--rounds N] [--peers LIST]
-                          [--raw FILE]
+                          [--iters N] [--warmup N] [--min-bytes SIZE]
+                          [--rounds N] [--peers LIST] [--raw FILE]
 
   --install   also install python3-torch from Debian when it is missing (root)
   --ranks     rank counts to run (default "2 4")
   --sizes     buffer sizes, bytes with K/M/G suffixes (default "1M 16M 64M")
-  --iters     timed iterations per size (default 10)
-  --warmup    warm-up iterations per size (default 2)
+  --iters     timed iterations per size, at least (default 10)
+  --warmup    warm-up iterations per size, at least (default 2)
+  --min-bytes a size's timed iterations move at least this many bytes per
+              rank: more iterations for small sizes, so that a 1 MiB cell
+              is not over in a few milliseconds (default 256M; 0: --iters)
   --rounds    interleaved rounds; the table shows medians (default 1)
   --peers     subset of: metaroce mrbench-tcp ompi ompi-tcp gloo (default all)
   --raw       also write every measurement (peer ranks collective bytes busbw)
@@ -36,6 +39,7 @@ ranks="2 4"
 sizes="1M 16M 64M"
 iters=10
 warmup=2
+min_bytes=256M
 rounds=1
 peers="metaroce mrbench-tcp ompi ompi-tcp gloo"
 raw=""
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--sizes) sizes="$2"; shift ;;
 	--iters) iters="$2"; shift ;;
 	--warmup) warmup="$2"; shift ;;
+	--min-bytes) min_bytes="$2"; shift ;;
 	--rounds) rounds="$2"; shift ;;
 	--peers) peers="$2"; shift ;;
 	--raw) raw="$2"; shift ;;
@@ -89,6 +94,23 @@ bytes() {
 }
 size_bytes=""
 for s in $sizes; do size_bytes="$size_bytes $(bytes "$s")"; done
+min_b=$(bytes "$min_bytes")
+
+# iters_for B and warmup_for B: the timed and warm-up iterations of a
+# B-byte size: --iters, or enough for --min-bytes where that is more, and
+# a tenth of that as warm-up where that is more than --warmup.
+iters_for() {
+	local b=$1 it=$iters
+	if [ "$b" -gt 0 ] && [ $(((min_b + b - 1) / b)) -gt "$it" ]; then
+		it=$(((min_b + b - 1) / b))
+	fi
+	echo "$it"
+}
+warmup_for() {
+	local w=$(($(iters_for "$1") / 10))
+	[ "$w" -gt "$warmup" ] || w=$warmup
+	echo "$w"
+}
 
 # Debian packages: Open MPI when missing, python3-torch only with --install.
 want=()
@@ -160,7 +182,7 @@ run_mrbench() {
 	for op in allreduce alltoall; do
 		for b in $size_bytes; do
 			timeout 600 "$work/mrbench" --transport "$tr" -np "$n" --op "$op" -d float -o sum -b "$b" -e "$b" \
-				-n "$iters" -w "$warmup" -c 1 2>"$work/err" |
+				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" -c 1 2>"$work/err" |
 				awk -v op="$op" '!/^#/ && NF >= 9 { print "RESULT", op, $1, $6, $7, $8, $9 }' | record "$peer" "$n" ||
 				note "$peer $n ranks $op $b: failed: $(tail -c 300 "$work/err")"
 		done
@@ -168,7 +190,7 @@ run_mrbench() {
 }
 
 run_peer() {
-	local peer=$1 n=$2
+	local peer=$1 n=$2 b
 	case "$peer" in
 	metaroce) run_mrbench metaroce metaroce "$n" ;;
 	mrbench-tcp) run_mrbench mrbench-tcp tcp "$n" ;;
@@ -176,15 +198,18 @@ run_peer() {
 		[ "$have_mpi" = 1 ] || return 0
 		local extra=()
 		[ "$peer" = ompi-tcp ] && extra=(--mca btl tcp,self)
-		# shellcheck disable=SC2086
-		timeout 600 mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" -n "$iters" -w "$warmup" $size_bytes \
-			2>"$work/err" | record "$peer" "$n" || note "$peer $n ranks failed: $(tail -c 300 "$work/err")"
+		for b in $size_bytes; do
+			timeout 600 mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" \
+				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" 2>"$work/err" | record "$peer" "$n" ||
+				note "$peer $n ranks $b: failed: $(tail -c 300 "$work/err")"
+		done
 		;;
 	gloo)
 		[ -n "$python" ] || return 0
-		# shellcheck disable=SC2086
-		timeout 600 "$python" "$here/gloo_bench.py" -np "$n" -n "$iters" -w "$warmup" $size_bytes \
-			2>"$work/err" | record gloo "$n" || note "gloo $n ranks failed: $(tail -c 300 "$work/err")"
+		for b in $size_bytes; do
+			timeout 600 "$python" "$here/gloo_bench.py" -np "$n" -n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" \
+				2>"$work/err" | record gloo "$n" || note "gloo $n ranks $b: failed: $(tail -c 300 "$work/err")"
+		done
 		;;
 	esac
 }
@@ -202,8 +227,10 @@ done
 
 # The table: the median over rounds of each (peer, ranks, collective, size),
 # and how many times MetaRoCE's figure is the peer's.
-echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, iters $iters, warm-up $warmup, rounds $rounds; busbw with nccl-tests formulas, float32"
-echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --rounds $rounds"
+its=""
+for b in $size_bytes; do its="$its $(iters_for "$b")/$(warmup_for "$b")"; done
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, iterations/warm-up per size$its, rounds $rounds; busbw with nccl-tests formulas, float32"
+echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --min-bytes $min_bytes --rounds $rounds --peers \"$peers\""
 awk -v order="$peers" '
 function median(key,   n, i, j, t, a) {
 	n = split(vals[key], a, " ")

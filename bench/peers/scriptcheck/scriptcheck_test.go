@@ -32,6 +32,7 @@ func TestScriptRejectsBadArguments(t *testing.T) {
 		{"--ranks", "1"},
 		{"--iters", "x"},
 		{"--peers", "nccl"},
+		{"--min-bytes", "lots"},
 	} {
 		cmd := exec.Command("bash", append([]string{script}, args...)...)
 		out, err := cmd.CombinedOutput()
