@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -24,7 +25,31 @@ type Bootstrap struct {
 	// Source names where these values came from: torchrun, openmpi,
 	// slurm, metaroce or local.
 	Source string
+	// Job is the launcher's identity of the job ("": unknown). Every rank
+	// sends a hash of it to the rendezvous, and rank 0 turns away a rank
+	// of another job that reached its address: two jobs that share one
+	// rendezvous address must not form one communicator and mix their
+	// data. Ranks with an unknown identity are not checked.
+	Job string
 }
+
+// jobTag is the 64-bit FNV-1a hash of job, 0 for "" (unknown): what the
+// rendezvous frames carry of Bootstrap.Job.
+func jobTag(job string) uint64 {
+	if job == "" {
+		return 0
+	}
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(job); i++ {
+		h ^= uint64(job[i])
+		h *= 1099511628211
+	}
+	return h | 1 // never 0
+}
+
+// sameJob reports whether two frames' job tags allow one communicator:
+// they match, or one side does not know its job.
+func sameJob(a, b uint64) bool { return a == 0 || b == 0 || a == b }
 
 func (b Bootstrap) check() error {
 	if b.NRanks < 1 || b.NRanks > 1<<16 {
@@ -40,10 +65,14 @@ func (b Bootstrap) check() error {
 }
 
 const (
-	bootMagic   = 0x4d52424f // "MRBO"
+	bootMagic   = 0x4d524232 // "MRB2": the frame with a job tag
 	maxBlob     = 4096
 	dialBackoff = 50 * time.Millisecond
 )
+
+// errOtherJob is wrapped by the error of a rank whose rendezvous address
+// served another job until its deadline.
+var errOtherJob = errors.New("the rendezvous there belongs to another job")
 
 // exchange runs the rendezvous: it returns every rank's blob, indexed by
 // rank. It fails by the context's deadline with an error that names the
@@ -64,10 +93,17 @@ func exchange(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
 	return exchangeLeaf(ctx, b, blob)
 }
 
-func writeFrame(w io.Writer, rank, nranks int, blobs ...[]byte) error {
+// A rendezvous frame is, big-endian: magic u32, rank u32, ranks u32, job tag
+// u64 (jobTag), entries u32, then each entry as length u32 and bytes. A
+// rank's hello has one entry, its blob; rank 0's answer has every rank's,
+// or none with 0 ranks when it turns the rank away (another job).
+const frameHeader = 24
+
+func writeFrame(w io.Writer, rank, nranks int, tag uint64, blobs ...[]byte) error {
 	buf := binary.BigEndian.AppendUint32(nil, bootMagic)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(rank))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(nranks))
+	buf = binary.BigEndian.AppendUint64(buf, tag)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(blobs)))
 	for _, bl := range blobs {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(len(bl)))
@@ -77,20 +113,28 @@ func writeFrame(w io.Writer, rank, nranks int, blobs ...[]byte) error {
 	return err
 }
 
+// frame is a rendezvous frame as read.
+type frame struct {
+	rank, nranks int
+	tag          uint64
+	blobs        [][]byte
+}
+
 // readFrame reads a frame written by writeFrame, bounding every count.
-func readFrame(r io.Reader, maxBlobs int) (rank, nranks int, blobs [][]byte, err error) {
-	var h [16]byte
+func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
+	var h [frameHeader]byte
 	if _, err = io.ReadFull(r, h[:]); err != nil {
 		return
 	}
 	if binary.BigEndian.Uint32(h[:]) != bootMagic {
-		return 0, 0, nil, errors.New("not a metaroce rendezvous peer (bad magic)")
+		return frame{}, errors.New("not a metaroce rendezvous peer of this version (bad magic)")
 	}
-	rank = int(binary.BigEndian.Uint32(h[4:]))
-	nranks = int(binary.BigEndian.Uint32(h[8:]))
-	n := int(binary.BigEndian.Uint32(h[12:]))
+	f.rank = int(binary.BigEndian.Uint32(h[4:]))
+	f.nranks = int(binary.BigEndian.Uint32(h[8:]))
+	f.tag = binary.BigEndian.Uint64(h[12:])
+	n := int(binary.BigEndian.Uint32(h[20:]))
 	if n > maxBlobs {
-		return 0, 0, nil, fmt.Errorf("rendezvous frame with %d entries, at most %d", n, maxBlobs)
+		return frame{}, fmt.Errorf("rendezvous frame with %d entries, at most %d", n, maxBlobs)
 	}
 	for i := 0; i < n; i++ {
 		var l [4]byte
@@ -99,13 +143,13 @@ func readFrame(r io.Reader, maxBlobs int) (rank, nranks int, blobs [][]byte, err
 		}
 		ln := int(binary.BigEndian.Uint32(l[:]))
 		if ln > maxBlob {
-			return 0, 0, nil, fmt.Errorf("rendezvous entry of %d bytes, at most %d", ln, maxBlob)
+			return frame{}, fmt.Errorf("rendezvous entry of %d bytes, at most %d", ln, maxBlob)
 		}
 		bl := make([]byte, ln)
 		if _, err = io.ReadFull(r, bl); err != nil {
 			return
 		}
-		blobs = append(blobs, bl)
+		f.blobs = append(f.blobs, bl)
 	}
 	return
 }
@@ -114,11 +158,16 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", b.Root)
 	if err != nil {
-		return nil, fmt.Errorf("collectives: bootstrap: rank 0 cannot listen on %s: %w", b.Root, err)
+		hint := ""
+		if errors.Is(err, syscall.EADDRINUSE) {
+			hint = " (another job on this host may be using it: give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)"
+		}
+		return nil, fmt.Errorf("collectives: bootstrap: rank 0 cannot listen on %s: %w%s", b.Root, err, hint)
 	}
 	defer ln.Close()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	tag := jobTag(b.Job)
 	blobs := make([][]byte, b.NRanks)
 	blobs[0] = blob
 	conns := make([]net.Conn, b.NRanks)
@@ -139,8 +188,8 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 		}
 		dl, _ := ctx.Deadline()
 		c.SetDeadline(dl)
-		rank, nranks, got, err := readFrame(c, 1)
-		if err != nil || len(got) != 1 {
+		f, err := readFrame(c, 1)
+		if err != nil || len(f.blobs) != 1 {
 			b0 := fmt.Sprintf("collectives: bootstrap: bad hello from %v: %v", c.RemoteAddr(), err)
 			c.Close()
 			if ctx.Err() != nil {
@@ -148,6 +197,15 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			}
 			continue // a stray connection: keep waiting for the real ranks
 		}
+		if !sameJob(tag, f.tag) {
+			// A rank of another job that shares this address: turn it
+			// away (it retries, in case its own rank 0 comes up here
+			// later) and keep waiting for this job's ranks.
+			writeFrame(c, 0, 0, tag)
+			c.Close()
+			continue
+		}
+		rank, nranks, got := f.rank, f.nranks, f.blobs
 		switch {
 		case nranks != b.NRanks:
 			c.Close()
@@ -164,7 +222,7 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 		have++
 	}
 	for r := 1; r < b.NRanks; r++ {
-		if err := writeFrame(conns[r], 0, b.NRanks, blobs...); err != nil {
+		if err := writeFrame(conns[r], 0, b.NRanks, tag, blobs...); err != nil {
 			return nil, fmt.Errorf("collectives: bootstrap: sending the table to rank %d: %w", r, err)
 		}
 	}
@@ -189,6 +247,31 @@ func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
 }
 
 func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
+	tag := jobTag(b.Job)
+	var lastErr error
+	for {
+		blobs, err := joinRoot(ctx, b, tag, blob)
+		if err != nil && lastErr != nil && !errors.Is(err, errOtherJob) {
+			return nil, fmt.Errorf("%w (before that, %w; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", err, lastErr)
+		}
+		if !errors.Is(err, errOtherJob) {
+			return blobs, err
+		}
+		// Another job's rank 0 answered at our address. Ours may still
+		// come up there once that job's rendezvous is over.
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s: %w (last answer: %w; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", b.Rank, b.Root, ctx.Err(), lastErr)
+		case <-time.After(dialBackoff):
+		}
+	}
+}
+
+// joinRoot makes one attempt at the rendezvous: it dials rank 0 (retrying
+// until the context ends), sends this rank's hello and reads the table. It
+// returns an error wrapping errOtherJob when rank 0 turned it away.
+func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte) ([][]byte, error) {
 	var d net.Dialer
 	var c net.Conn
 	var err error
@@ -206,18 +289,21 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	if err := writeFrame(c, b.Rank, b.NRanks, blob); err != nil {
+	if err := writeFrame(c, b.Rank, b.NRanks, tag, blob); err != nil {
 		return nil, fmt.Errorf("collectives: bootstrap: rank %d: sending to %s: %w", b.Rank, b.Root, err)
 	}
-	_, nranks, blobs, err := readFrame(c, b.NRanks)
+	f, err := readFrame(c, b.NRanks)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		return nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (some ranks may not have started): %w", b.Rank, b.Root, err)
 	}
-	if nranks != b.NRanks || len(blobs) != b.NRanks {
-		return nil, fmt.Errorf("collectives: bootstrap: rank 0 sent a table of %d ranks, expected %d", len(blobs), b.NRanks)
+	if f.nranks == 0 || !sameJob(tag, f.tag) {
+		return nil, fmt.Errorf("%w (job %q here, %x there)", errOtherJob, b.Job, f.tag)
 	}
-	return blobs, nil
+	if f.nranks != b.NRanks || len(f.blobs) != b.NRanks {
+		return nil, fmt.Errorf("collectives: bootstrap: rank 0 sent a table of %d ranks, expected %d", len(f.blobs), b.NRanks)
+	}
+	return f.blobs, nil
 }

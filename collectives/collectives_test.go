@@ -1,8 +1,11 @@
 package collectives
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -245,6 +248,19 @@ func TestBootstrapFromEnv(t *testing.T) {
 			want: Bootstrap{Rank: 0, NRanks: 2, Root: "node1:7000", Source: "slurm"}},
 		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "1"}, ok: true,
 			want: Bootstrap{Rank: 0, NRanks: 1, Root: "127.0.0.1:29517", Source: "metaroce"}},
+		// The launcher's job identity, and from it the default port.
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_MCA_ess_base_jobid": "1130102785", "PMIX_NAMESPACE": "x"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: fmt.Sprintf("127.0.0.1:%d", RootPort("1130102785")), Source: "openmpi", Job: "1130102785"}},
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "PMIX_NAMESPACE": "prterun-h-1@1"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: fmt.Sprintf("127.0.0.1:%d", RootPort("prterun-h-1@1")), Source: "openmpi", Job: "prterun-h-1@1"}},
+		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "77", "SLURM_STEP_ID": "3"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: fmt.Sprintf("127.0.0.1:%d", RootPort("77.3")), Source: "slurm", Job: "77.3"}},
+		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "5", "TORCHELASTIC_RUN_ID": "none"}, ok: true,
+			want: Bootstrap{Rank: 0, NRanks: 2, Root: "h:6", Source: "torchrun"}},
+		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "5", "TORCHELASTIC_RUN_ID": "run7"}, ok: true,
+			want: Bootstrap{Rank: 0, NRanks: 2, Root: "h:6", Source: "torchrun", Job: "run7"}},
+		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_JOB": "j", "METAROCE_ROOT": "h:9"}, ok: true,
+			want: Bootstrap{Rank: 0, NRanks: 2, Root: "h:9", Source: "metaroce", Job: "j"}},
 		{env: map[string]string{"RANK": "x", "WORLD_SIZE": "4"}, ok: true, err: "not a rank number"},
 		{env: map[string]string{"RANK": "5", "WORLD_SIZE": "4"}, ok: true, err: "outside"},
 	}
@@ -299,6 +315,96 @@ func TestBootstrapNamesMissingRanks(t *testing.T) {
 	_, err = exchange(ctx, Bootstrap{Rank: 0, NRanks: 4, Root: root, Source: "test"}, []byte("zero"))
 	require.ErrorContains(t, err, "ranks [2 3] of 4 never joined")
 	require.Error(t, <-done)
+}
+
+// TestRootPort: the default rendezvous port stays in its span, below the
+// ephemeral range, and differs between jobs.
+func TestRootPort(t *testing.T) {
+	require.Equal(t, DefaultRootPort, RootPort(""))
+	seen := map[int]bool{}
+	for i := range 64 {
+		p := RootPort(strconv.Itoa(1130102785 + i))
+		require.GreaterOrEqual(t, p, DefaultRootPort)
+		require.Less(t, p, DefaultRootPort+RootPortSpan)
+		require.Less(t, p, 32768)
+		seen[p] = true
+	}
+	require.Greater(t, len(seen), 56, "64 consecutive job ids on %d ports", len(seen))
+}
+
+// TestBootstrapTurnsAwayOtherJob: a rank of another job that reaches a
+// rendezvous is turned away and fails by its deadline with an error saying
+// so, and the rendezvous still forms its own job; ranks that do not know
+// their job are not checked.
+func TestBootstrapTurnsAwayOtherJob(t *testing.T) {
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	type result struct {
+		blobs [][]byte
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		blobs, err := exchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", Job: "a"}, []byte("zero"))
+		done <- result{blobs, err}
+	}()
+	strayCtx, strayCancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = exchange(strayCtx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test", Job: "b"}, []byte("stray"))
+	strayCancel()
+	require.ErrorIs(t, err, errOtherJob)
+	require.ErrorContains(t, err, "give each job its own METAROCE_ROOT")
+
+	leaf := make(chan error, 1)
+	go func() {
+		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test", Job: "a"}, []byte("one"))
+		leaf <- err
+	}()
+	blobs, err := exchange(ctx, Bootstrap{Rank: 2, NRanks: 3, Root: root, Source: "test"}, []byte("two"))
+	require.NoError(t, err)
+	require.NoError(t, <-leaf)
+	r := <-done
+	require.NoError(t, r.err)
+	want := [][]byte{[]byte("zero"), []byte("one"), []byte("two")}
+	require.Equal(t, want, r.blobs)
+	require.Equal(t, want, blobs)
+}
+
+// TestBootstrapPortInUse: a rendezvous address that something else holds
+// gets an error that says what to do.
+func TestBootstrapPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = exchange(ctx, Bootstrap{Rank: 0, NRanks: 2, Root: ln.Addr().String(), Source: "test"}, []byte("zero"))
+	require.ErrorContains(t, err, "address already in use")
+	require.ErrorContains(t, err, "give each job its own METAROCE_ROOT")
+}
+
+// FuzzReadFrame: any bytes give a frame within its bounds or an error,
+// never a panic, and a written frame reads back as written.
+func FuzzReadFrame(f *testing.F) {
+	var buf bytes.Buffer
+	require.NoError(f, writeFrame(&buf, 1, 4, jobTag("j"), []byte("blob")))
+	f.Add(buf.Bytes(), 1)
+	buf.Reset()
+	require.NoError(f, writeFrame(&buf, 0, 2, 0, []byte("a"), []byte("")))
+	f.Add(buf.Bytes(), 2)
+	f.Add([]byte("MRB2"), 1)
+	f.Fuzz(func(t *testing.T, data []byte, maxBlobs int) {
+		maxBlobs = max(maxBlobs%8, 0)
+		fr, err := readFrame(bytes.NewReader(data), maxBlobs)
+		if err != nil {
+			return
+		}
+		require.LessOrEqual(t, len(fr.blobs), maxBlobs)
+		var out bytes.Buffer
+		require.NoError(t, writeFrame(&out, fr.rank, fr.nranks, fr.tag, fr.blobs...))
+		require.Equal(t, data[:out.Len()], out.Bytes(), "a frame reads back as written")
+	})
 }
 
 // TestPlansDeclareTheirSenders: before each plan the executor declares to

@@ -14,15 +14,39 @@ import (
 // MASTER_PORT); Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
 // OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE); Slurm
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE). The
-// local rank and size are optional. The rendezvous address comes from
-// METAROCE_ROOT, else MASTER_ADDR:MASTER_PORT, else (single-host Open MPI or
-// Slurm jobs) 127.0.0.1:29517. It reports false when no launcher is found.
+// local rank and size are optional. The job's identity (Bootstrap.Job)
+// comes from METAROCE_JOB, torchrun's TORCHELASTIC_RUN_ID, Open MPI's
+// OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE) or Slurm's
+// SLURM_JOB_ID.SLURM_STEP_ID, as the scheme found has it. The rendezvous
+// address comes from METAROCE_ROOT, else MASTER_ADDR:MASTER_PORT, else
+// (single-host Open MPI or Slurm jobs) 127.0.0.1 at DefaultRootPort, moved
+// by the job's identity (RootPort). It reports false when no launcher is
+// found.
 func BootstrapFromEnv() (Bootstrap, bool, error) {
 	return bootstrapFrom(os.LookupEnv)
 }
 
-// DefaultRootPort is the rendezvous port used when a launcher gives none.
-const DefaultRootPort = 29517
+// DefaultRootPort is the first rendezvous port used when a launcher gives
+// none, and RootPortSpan the number of ports from it that RootPort picks
+// among. All of them lie below Linux's default ephemeral range
+// (32768-60999), where an outgoing connection could hold the port.
+const (
+	DefaultRootPort = 29517
+	RootPortSpan    = 2048
+)
+
+// RootPort returns the rendezvous port of a single-host job without an
+// address of its own: DefaultRootPort when the job's identity is unknown
+// (""), else one of RootPortSpan ports picked by a hash of it. Two jobs
+// started side by side on one host by mpirun or srun then rendezvous on
+// different ports (unless their hashes meet, 1 in RootPortSpan), where on
+// one port the second job's rank 0 could not listen.
+func RootPort(job string) int {
+	if job == "" {
+		return DefaultRootPort
+	}
+	return DefaultRootPort + int(jobTag(job)%RootPortSpan)
+}
 
 func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 	type scheme struct{ name, rank, size, local, localSize string }
@@ -56,6 +80,7 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 				return b, true, fmt.Errorf("collectives: %s=%q is not a rank count", s.localSize, ls)
 			}
 		}
+		b.Job = jobFrom(s.name, get)
 		root, _ := get("METAROCE_ROOT")
 		if root == "" {
 			addr, ok1 := get("MASTER_ADDR")
@@ -70,13 +95,40 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 				}
 				root = net.JoinHostPort(addr, strconv.Itoa(p+1))
 			default:
-				root = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultRootPort))
+				root = net.JoinHostPort("127.0.0.1", strconv.Itoa(RootPort(b.Job)))
 			}
 		}
 		b.Root = root
 		return b, true, b.check()
 	}
 	return Bootstrap{}, false, nil
+}
+
+// jobFrom returns the identity that launcher scheme gives its job, "" when
+// it gives none. torchrun's default run id, "none", is no identity.
+func jobFrom(scheme string, get func(string) (string, bool)) string {
+	v := func(k string) string { s, _ := get(k); return s }
+	switch scheme {
+	case "metaroce":
+		return v("METAROCE_JOB")
+	case "torchrun":
+		if id := v("TORCHELASTIC_RUN_ID"); id != "none" {
+			return id
+		}
+	case "openmpi":
+		if id := v("OMPI_MCA_ess_base_jobid"); id != "" {
+			return id
+		}
+		return v("PMIX_NAMESPACE")
+	case "slurm":
+		if id := v("SLURM_JOB_ID"); id != "" {
+			if step := v("SLURM_STEP_ID"); step != "" {
+				return id + "." + step
+			}
+			return id
+		}
+	}
+	return ""
 }
 
 // CPUShare says how a process running one rank of b should use a host of
