@@ -29,11 +29,13 @@ type Bootstrap struct {
 	// sends a hash of it to the rendezvous, and rank 0 turns away a rank
 	// of another job that reached its address: two jobs that share one
 	// rendezvous address must not form one communicator and mix their
-	// data. Ranks with an unknown identity are not checked.
+	// data. The check needs both sides to know their job; a rank or a
+	// rank 0 with an unknown identity is not checked.
 	Job string
 }
 
-// jobTag is the 64-bit FNV-1a hash of job, 0 for "" (unknown): what the
+// jobTag is the 64-bit FNV-1a hash of job (1 where that is 0), and 0 for
+// "" (unknown): what the
 // rendezvous frames carry of Bootstrap.Job.
 func jobTag(job string) uint64 {
 	if job == "" {
@@ -44,7 +46,10 @@ func jobTag(job string) uint64 {
 		h ^= uint64(job[i])
 		h *= 1099511628211
 	}
-	return h | 1 // never 0
+	if h == 0 {
+		return 1
+	}
+	return h
 }
 
 // sameJob reports whether two frames' job tags allow one communicator:
@@ -70,8 +75,9 @@ const (
 	dialBackoff = 50 * time.Millisecond
 )
 
-// errOtherJob is wrapped by the error of a rank whose rendezvous address
-// served another job until its deadline.
+// errOtherJob is wrapped by the error of a rank that rank 0 turned away
+// because it serves another job, the last answer the rank had at its
+// deadline.
 var errOtherJob = errors.New("the rendezvous there belongs to another job")
 
 // exchange runs the rendezvous: it returns every rank's blob, indexed by
@@ -132,19 +138,21 @@ func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 	f.rank = int(binary.BigEndian.Uint32(h[4:]))
 	f.nranks = int(binary.BigEndian.Uint32(h[8:]))
 	f.tag = binary.BigEndian.Uint64(h[12:])
-	n := int(binary.BigEndian.Uint32(h[20:]))
-	if n > maxBlobs {
-		return frame{}, fmt.Errorf("rendezvous frame with %d entries, at most %d", n, maxBlobs)
+	n32 := binary.BigEndian.Uint32(h[20:])
+	if uint64(n32) > uint64(max(maxBlobs, 0)) {
+		return frame{}, fmt.Errorf("rendezvous frame with %d entries, at most %d", n32, maxBlobs)
 	}
+	n := int(n32)
 	for i := 0; i < n; i++ {
 		var l [4]byte
 		if _, err = io.ReadFull(r, l[:]); err != nil {
 			return
 		}
-		ln := int(binary.BigEndian.Uint32(l[:]))
-		if ln > maxBlob {
-			return frame{}, fmt.Errorf("rendezvous entry of %d bytes, at most %d", ln, maxBlob)
+		l32 := binary.BigEndian.Uint32(l[:])
+		if l32 > maxBlob {
+			return frame{}, fmt.Errorf("rendezvous entry of %d bytes, at most %d", l32, maxBlob)
 		}
+		ln := int(l32)
 		bl := make([]byte, ln)
 		if _, err = io.ReadFull(r, bl); err != nil {
 			return
@@ -252,17 +260,19 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	for {
 		blobs, err := joinRoot(ctx, b, tag, blob)
 		if err != nil && lastErr != nil && !errors.Is(err, errOtherJob) {
-			return nil, fmt.Errorf("%w (before that, %w; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", err, lastErr)
+			return nil, fmt.Errorf("%w (before that, %v; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", err, lastErr)
 		}
 		if !errors.Is(err, errOtherJob) {
 			return blobs, err
 		}
 		// Another job's rank 0 answered at our address. Ours may still
-		// come up there once that job's rendezvous is over.
+		// come up there once that job's rendezvous is over. (A hello
+		// still queued when that rank 0 finishes is reset, and fails
+		// this rank at once.)
 		lastErr = err
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s: %w (last answer: %w; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", b.Rank, b.Root, ctx.Err(), lastErr)
+			return nil, fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job until the deadline: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, lastErr, ctx.Err())
 		case <-time.After(dialBackoff):
 		}
 	}
@@ -297,10 +307,10 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte) ([][]by
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (some ranks may not have started): %w", b.Rank, b.Root, err)
+		return nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (some ranks may not have started, or rank 0 runs another version of metaroce): %w", b.Rank, b.Root, err)
 	}
 	if f.nranks == 0 || !sameJob(tag, f.tag) {
-		return nil, fmt.Errorf("%w (job %q here, %x there)", errOtherJob, b.Job, f.tag)
+		return nil, fmt.Errorf("%w (job tag %016x here, %016x there)", errOtherJob, tag, f.tag)
 	}
 	if f.nranks != b.NRanks || len(f.blobs) != b.NRanks {
 		return nil, fmt.Errorf("collectives: bootstrap: rank 0 sent a table of %d ranks, expected %d", len(f.blobs), b.NRanks)

@@ -250,11 +250,16 @@ func TestBootstrapFromEnv(t *testing.T) {
 			want: Bootstrap{Rank: 0, NRanks: 1, Root: "127.0.0.1:29517", Source: "metaroce"}},
 		// The launcher's job identity, and from it the default port.
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_MCA_ess_base_jobid": "1130102785", "PMIX_NAMESPACE": "x"}, ok: true,
-			want: Bootstrap{Rank: 1, NRanks: 2, Root: fmt.Sprintf("127.0.0.1:%d", RootPort("1130102785")), Source: "openmpi", Job: "1130102785"}},
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1:29811", Source: "openmpi", Job: "1130102785"}},
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "PMIX_NAMESPACE": "prterun-h-1@1"}, ok: true,
 			want: Bootstrap{Rank: 1, NRanks: 2, Root: fmt.Sprintf("127.0.0.1:%d", RootPort("prterun-h-1@1")), Source: "openmpi", Job: "prterun-h-1@1"}},
 		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "77", "SLURM_STEP_ID": "3"}, ok: true,
-			want: Bootstrap{Rank: 1, NRanks: 2, Root: fmt.Sprintf("127.0.0.1:%d", RootPort("77.3")), Source: "slurm", Job: "77.3"}},
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1:30893", Source: "slurm", Job: "77.3"}},
+		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "78", "SLURM_HET_JOB_ID": "77"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: fmt.Sprintf("127.0.0.1:%d", RootPort("77")), Source: "slurm", Job: "77"}},
+		// METAROCE_JOB names the job under any launcher.
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_MCA_ess_base_jobid": "42", "METAROCE_JOB": "mine"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: fmt.Sprintf("127.0.0.1:%d", RootPort("mine")), Source: "openmpi", Job: "mine"}},
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "5", "TORCHELASTIC_RUN_ID": "none"}, ok: true,
 			want: Bootstrap{Rank: 0, NRanks: 2, Root: "h:6", Source: "torchrun"}},
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "5", "TORCHELASTIC_RUN_ID": "run7"}, ok: true,
@@ -318,18 +323,24 @@ func TestBootstrapNamesMissingRanks(t *testing.T) {
 }
 
 // TestRootPort: the default rendezvous port stays in its span, below the
-// ephemeral range, and differs between jobs.
+// ephemeral range, and spreads jobs over the whole span, odd and even
+// offsets alike.
 func TestRootPort(t *testing.T) {
 	require.Equal(t, DefaultRootPort, RootPort(""))
 	seen := map[int]bool{}
-	for i := range 64 {
+	var parity [2]int
+	for i := range 4096 {
 		p := RootPort(strconv.Itoa(1130102785 + i))
 		require.GreaterOrEqual(t, p, DefaultRootPort)
 		require.Less(t, p, DefaultRootPort+RootPortSpan)
 		require.Less(t, p, 32768)
 		seen[p] = true
+		parity[(p-DefaultRootPort)%2]++
 	}
-	require.Greater(t, len(seen), 56, "64 consecutive job ids on %d ports", len(seen))
+	// 4096 ids on 2048 ports leave about 2048·e^-2 ≈ 277 unused.
+	require.Greater(t, len(seen), 1700, "4096 consecutive job ids on %d ports", len(seen))
+	require.Greater(t, parity[0], 1500)
+	require.Greater(t, parity[1], 1500)
 }
 
 // TestBootstrapTurnsAwayOtherJob: a rank of another job that reaches a
@@ -350,10 +361,23 @@ func TestBootstrapTurnsAwayOtherJob(t *testing.T) {
 		blobs, err := exchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", Job: "a"}, []byte("zero"))
 		done <- result{blobs, err}
 	}()
+	// By hand: a hello of job b is answered with a refusal, a frame of no
+	// ranks tagged with job a. (Dialing until rank 0 listens.)
+	var c net.Conn
+	for c == nil {
+		c, _ = (&net.Dialer{}).DialContext(ctx, "tcp", root)
+		require.NoError(t, ctx.Err())
+	}
+	require.NoError(t, writeFrame(c, 1, 3, jobTag("b"), []byte("stray")))
+	f, err := readFrame(c, 3)
+	c.Close()
+	require.NoError(t, err)
+	require.Equal(t, frame{tag: jobTag("a")}, f)
+	// A rank of job b, turned away until its deadline, says so.
 	strayCtx, strayCancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	_, err = exchange(strayCtx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test", Job: "b"}, []byte("stray"))
 	strayCancel()
-	require.ErrorIs(t, err, errOtherJob)
+	require.ErrorContains(t, err, "another job")
 	require.ErrorContains(t, err, "give each job its own METAROCE_ROOT")
 
 	leaf := make(chan error, 1)

@@ -15,9 +15,10 @@ import (
 // OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE); Slurm
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE). The
 // local rank and size are optional. The job's identity (Bootstrap.Job)
-// comes from METAROCE_JOB, torchrun's TORCHELASTIC_RUN_ID, Open MPI's
-// OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE) or Slurm's
-// SLURM_JOB_ID.SLURM_STEP_ID, as the scheme found has it. The rendezvous
+// comes from METAROCE_JOB under any launcher, else from the launcher whose
+// variables are set: torchrun's TORCHELASTIC_RUN_ID, Open MPI's
+// OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE), Slurm's
+// SLURM_HET_JOB_ID or SLURM_JOB_ID, with SLURM_STEP_ID. The rendezvous
 // address comes from METAROCE_ROOT, else MASTER_ADDR:MASTER_PORT, else
 // (single-host Open MPI or Slurm jobs) 127.0.0.1 at DefaultRootPort, moved
 // by the job's identity (RootPort). It reports false when no launcher is
@@ -45,7 +46,16 @@ func RootPort(job string) int {
 	if job == "" {
 		return DefaultRootPort
 	}
-	return DefaultRootPort + int(jobTag(job)%RootPortSpan)
+	// FNV-1a alone spreads ids that differ in their last digit over few
+	// ports (a byte's change reaches only some bits of each half): the
+	// tag goes through a 64-bit finalizer (MurmurHash3's fmix64) first.
+	h := jobTag(job)
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return DefaultRootPort + int(h%RootPortSpan)
 }
 
 func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
@@ -104,13 +114,18 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 	return Bootstrap{}, false, nil
 }
 
-// jobFrom returns the identity that launcher scheme gives its job, "" when
-// it gives none. torchrun's default run id, "none", is no identity.
+// jobFrom returns the job's identity: METAROCE_JOB when set, else what
+// the launcher of scheme gives its job, "" when it gives none. torchrun's
+// default run id, "none", is no identity. Every process of one job sees
+// the same values: a Slurm step's tasks share SLURM_JOB_ID and
+// SLURM_STEP_ID (and a heterogeneous job's components SLURM_HET_JOB_ID),
+// an mpirun job's processes its job id, a torchrun job's its --rdzv-id.
 func jobFrom(scheme string, get func(string) (string, bool)) string {
 	v := func(k string) string { s, _ := get(k); return s }
+	if id := v("METAROCE_JOB"); id != "" {
+		return id
+	}
 	switch scheme {
-	case "metaroce":
-		return v("METAROCE_JOB")
 	case "torchrun":
 		if id := v("TORCHELASTIC_RUN_ID"); id != "none" {
 			return id
@@ -121,7 +136,11 @@ func jobFrom(scheme string, get func(string) (string, bool)) string {
 		}
 		return v("PMIX_NAMESPACE")
 	case "slurm":
-		if id := v("SLURM_JOB_ID"); id != "" {
+		id := v("SLURM_HET_JOB_ID")
+		if id == "" {
+			id = v("SLURM_JOB_ID")
+		}
+		if id != "" {
 			if step := v("SLURM_STEP_ID"); step != "" {
 				return id + "." + step
 			}
