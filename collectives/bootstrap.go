@@ -34,9 +34,8 @@ type Bootstrap struct {
 	Job string
 }
 
-// jobTag is the 64-bit FNV-1a hash of job (1 where that is 0), and 0 for
-// "" (unknown): what the
-// rendezvous frames carry of Bootstrap.Job.
+// jobTag is what the rendezvous frames carry of Bootstrap.Job: its 64-bit
+// FNV-1a hash (1 where that is 0), and 0 for "" (unknown).
 func jobTag(job string) uint64 {
 	if job == "" {
 		return 0
@@ -209,7 +208,7 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			// A rank of another job that shares this address: turn it
 			// away (it retries, in case its own rank 0 comes up here
 			// later) and keep waiting for this job's ranks.
-			writeFrame(c, 0, 0, tag)
+			_ = writeFrame(c, 0, 0, tag) // best effort: it is closed either way
 			c.Close()
 			continue
 		}
