@@ -258,10 +258,10 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	var lastErr error
 	for {
 		blobs, err := joinRoot(ctx, b, tag, blob)
-		if err != nil && lastErr != nil && !errors.Is(err, errOtherJob) {
-			return nil, fmt.Errorf("%w (before that, %v; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", err, lastErr)
-		}
 		if !errors.Is(err, errOtherJob) {
+			if err != nil && lastErr != nil {
+				err = fmt.Errorf("%w (before that, %v; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", err, lastErr)
+			}
 			return blobs, err
 		}
 		// Another job's rank 0 answered at our address. Ours may still

@@ -100,10 +100,9 @@ min_b=$(bytes "$min_bytes")
 # B-byte size: --iters, or enough for --min-bytes where that is more, and
 # a tenth of that as warm-up where that is more than --warmup.
 iters_for() {
-	local b=$1 it=$iters
-	if [ "$b" -gt 0 ] && [ $(((min_b + b - 1) / b)) -gt "$it" ]; then
-		it=$(((min_b + b - 1) / b))
-	fi
+	local b=$1 it=0
+	[ "$b" -le 0 ] || it=$(((min_b + b - 1) / b))
+	[ "$it" -gt "$iters" ] || it=$iters
 	echo "$it"
 }
 warmup_for() {
