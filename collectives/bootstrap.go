@@ -72,6 +72,9 @@ const (
 	bootMagic   = 0x4d524232 // "MRB2": the frame with a job tag
 	maxBlob     = 4096
 	dialBackoff = 50 * time.Millisecond
+	// helloWait bounds how long rank 0 waits for a connection's hello: a
+	// rank writes it as soon as it connects.
+	helloWait = 10 * time.Second
 )
 
 // errOtherJob is wrapped by the error of a rank that rank 0 turned away
@@ -185,25 +188,60 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			}
 		}
 	}()
+	// Hellos are read concurrently, each within helloWait: a connection
+	// that sends nothing (a port scan, a stopped process) must not hold up
+	// the ranks behind it, and the deadline's error must still name the
+	// ranks that never joined.
+	type hello struct {
+		c   net.Conn
+		f   frame
+		err error
+	}
+	hellos := make(chan hello)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				select {
+				case hellos <- hello{err: err}:
+				case <-quit:
+				}
+				return
+			}
+			go func() {
+				c.SetDeadline(time.Now().Add(helloWait))
+				f, err := readFrame(c, 1)
+				select {
+				case hellos <- hello{c: c, f: f, err: err}:
+				case <-quit:
+					c.Close()
+				}
+			}()
+		}
+	}()
 	for have := 1; have < b.NRanks; {
-		c, err := ln.Accept()
-		if err != nil {
+		var h hello
+		select {
+		case h = <-hellos:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
+		}
+		c, f, err := h.c, h.f, h.err
+		if c == nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
 			}
 			return nil, fmt.Errorf("collectives: bootstrap: accept on %s: %w", b.Root, err)
 		}
+		if err != nil || len(f.blobs) != 1 {
+			// A stray connection: keep waiting for the real ranks.
+			c.Close()
+			continue
+		}
 		dl, _ := ctx.Deadline()
 		c.SetDeadline(dl)
-		f, err := readFrame(c, 1)
-		if err != nil || len(f.blobs) != 1 {
-			b0 := fmt.Sprintf("collectives: bootstrap: bad hello from %v: %v", c.RemoteAddr(), err)
-			c.Close()
-			if ctx.Err() != nil {
-				return nil, errors.New(b0)
-			}
-			continue // a stray connection: keep waiting for the real ranks
-		}
 		if !sameJob(tag, f.tag) {
 			// A rank of another job that shares this address: turn it
 			// away (it retries, in case its own rank 0 comes up here
@@ -244,13 +282,18 @@ func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
 			miss = append(miss, r)
 		}
 	}
-	sort.Ints(miss)
+	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT", rankList(miss), b.NRanks, b.Root, cause)
+}
+
+// rankList prints ranks in order, the first 16 of them, for errors.
+func rankList(ranks []int) string {
+	ranks = append([]int(nil), ranks...)
+	sort.Ints(ranks)
 	const show = 16
-	s := fmt.Sprint(miss)
-	if len(miss) > show {
-		s = fmt.Sprintf("%v and %d more", miss[:show], len(miss)-show)
+	if len(ranks) > show {
+		return fmt.Sprintf("%v and %d more", ranks[:show], len(ranks)-show)
 	}
-	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT", s, b.NRanks, b.Root, cause)
+	return fmt.Sprint(ranks)
 }
 
 func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {

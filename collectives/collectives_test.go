@@ -239,8 +239,22 @@ func TestBootstrapFromEnv(t *testing.T) {
 			want: Bootstrap{Rank: 1, NRanks: 4, LocalRank: 1, Root: "10.0.0.1:29501", Source: "torchrun"}},
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "3"}, ok: true,
 			want: Bootstrap{Rank: 3, NRanks: 4, LocalRank: 3, Root: "127.0.0.1:29517", Source: "openmpi"}},
-		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, ok: true,
-			want: Bootstrap{Rank: 3, NRanks: 8, LocalRank: 3, LocalSize: 4, Root: "127.0.0.1:29517", Source: "openmpi"}},
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4", "METAROCE_ROOT": "n0:7000"}, ok: true,
+			want: Bootstrap{Rank: 3, NRanks: 8, LocalRank: 3, LocalSize: 4, Root: "n0:7000", Source: "openmpi"}},
+		// A job over several hosts needs a rendezvous address every host
+		// reaches: 127.0.0.1 would leave each host waiting on its own.
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, ok: true, err: "span several hosts"},
+		{env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_NNODES": "2"}, ok: true, err: "span several hosts"},
+		{env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_STEP_NUM_NODES": "1", "SLURM_NNODES": "2"}, ok: true,
+			want: Bootstrap{Rank: 0, NRanks: 4, Root: "127.0.0.1:29517", Source: "slurm"}},
+		// Slurm's per-node task counts: "N(xM)" is N on every node, a
+		// list is no single count.
+		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "4(x1)"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 4, LocalSize: 4, Root: "127.0.0.1:29517", Source: "slurm"}},
+		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "6", "SLURM_NTASKS_PER_NODE": "4,2", "METAROCE_ROOT": "n0:7000"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 6, Root: "n0:7000", Source: "slurm"}},
+		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "65535"}, ok: true, err: "not a port in 1..65534"},
+		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "0"}, ok: true, err: "not a port"},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, ok: true,
 			want: Bootstrap{Rank: 1, NRanks: 4, LocalSize: 2, Root: "h:2", Source: "torchrun"}},
 		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_LOCAL_SIZE": "0"}, ok: true, err: "METAROCE_LOCAL_SIZE=\"0\" is not a rank count"},

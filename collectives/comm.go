@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"unsafe"
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
@@ -146,17 +145,9 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	if int64(cap(c.scratch)) < p.ScratchBytes {
 		c.scratch = make([]byte, p.ScratchBytes)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errCallTimeout)
 	defer cancel()
 	return c.execute(ctx, p, [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
-}
-
-// inPlace reports whether send aliases recv (or is nil).
-func inPlace(send, recv []byte) bool {
-	if send == nil {
-		return true
-	}
-	return len(send) > 0 && len(recv) > 0 && unsafe.SliceData(send) == unsafe.SliceData(recv)
 }
 
 func count(b []byte, dt reduce.DType) int64 { return int64(len(b) / dt.Size()) }
@@ -164,13 +155,28 @@ func count(b []byte, dt reduce.DType) int64 { return int64(len(b) / dt.Size()) }
 // AllReduce reduces send over all ranks into recv on every rank. In place
 // when send is nil or starts at recv.
 func (c *Comm) AllReduce(ctx context.Context, send, recv []byte, dt reduce.DType, op reduce.Op) error {
-	return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: count(recv, dt), DType: dt, Op: op, InPlace: inPlace(send, recv)}, send, recv)
+	ip, err := sameBuffer(sched.AllReduce, send, recv)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: count(recv, dt), DType: dt, Op: op, InPlace: ip}, send, recv)
 }
 
-// ReduceScatter reduces send (Size × len(recv) bytes) and leaves block Rank
-// in recv.
+// ReduceScatter reduces send (Size × len(recv) bytes) over all ranks and
+// leaves block Rank of the result in recv. In place in either of two
+// layouts: NCCL's, where recv is block Rank of send (recv =
+// send[Rank×len(recv):]); or send nil or equal to recv, where recv holds all
+// Size blocks on entry and block Rank of it receives the result.
 func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.DType, op reduce.Op) error {
-	ip := inPlace(send, recv)
+	blk := len(recv)
+	if off, ok := within(recv, send); ok && blk > 0 && off == c.rank*blk && len(send) >= c.size*blk && c.size > 1 {
+		// NCCL's in-place layout: run on the whole of send.
+		return c.Run(ctx, sched.Config{Collective: sched.ReduceScatter, Count: count(recv, dt), DType: dt, Op: op, InPlace: true}, nil, send[:c.size*blk])
+	}
+	ip, err := sameBuffer(sched.ReduceScatter, send, recv)
+	if err != nil {
+		return err
+	}
 	n := count(recv, dt)
 	if ip {
 		n /= int64(c.size)
@@ -179,26 +185,55 @@ func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.D
 }
 
 // AllGather gathers every rank's send into recv (Size × len(send) bytes).
+// In place when send is nil (this rank's block is already at block Rank of
+// recv) or is block Rank of recv itself (NCCL's layout: send =
+// recv[Rank×len(send):]).
 func (c *Comm) AllGather(ctx context.Context, send, recv []byte, dt reduce.DType) error {
-	ip := inPlace(send, recv)
-	return c.Run(ctx, sched.Config{Collective: sched.AllGather, Count: count(recv, dt) / int64(c.size), DType: dt, InPlace: ip}, send, recv)
+	cnt := count(recv, dt) / int64(c.size)
+	if send == nil {
+		return c.Run(ctx, sched.Config{Collective: sched.AllGather, Count: cnt, DType: dt, InPlace: true}, nil, recv)
+	}
+	if off, ok := within(send, recv); ok && len(send) > 0 {
+		if off != c.rank*len(send) || int64(len(send)) != cnt*int64(dt.Size()) {
+			return fmt.Errorf("collectives: allgather: send (%d bytes at byte %d of recv) overlaps recv but is not block %d of it, NCCL's in-place layout", len(send), off, c.rank)
+		}
+		return c.Run(ctx, sched.Config{Collective: sched.AllGather, Count: cnt, DType: dt, InPlace: true}, nil, recv)
+	}
+	if overlap(send, recv) {
+		return overlapErr(sched.AllGather, send, recv)
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.AllGather, Count: cnt, DType: dt}, send, recv)
 }
 
 // AllToAll sends block j of send to rank j and receives rank j's block into
-// block j of recv.
+// block j of recv. In place when send is nil or starts at recv.
 func (c *Comm) AllToAll(ctx context.Context, send, recv []byte, dt reduce.DType) error {
-	return c.Run(ctx, sched.Config{Collective: sched.AllToAll, Count: count(recv, dt) / int64(c.size), DType: dt, InPlace: inPlace(send, recv)}, send, recv)
+	ip, err := sameBuffer(sched.AllToAll, send, recv)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.AllToAll, Count: count(recv, dt) / int64(c.size), DType: dt, InPlace: ip}, send, recv)
 }
 
-// Broadcast copies root's send into recv on every rank.
+// Broadcast copies root's send into recv on every rank. In place when send
+// is nil or starts at recv.
 func (c *Comm) Broadcast(ctx context.Context, send, recv []byte, dt reduce.DType, root int) error {
-	return c.Run(ctx, sched.Config{Collective: sched.Broadcast, Count: count(recv, dt), DType: dt, Root: root, InPlace: inPlace(send, recv)}, send, recv)
+	ip, err := sameBuffer(sched.Broadcast, send, recv)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.Broadcast, Count: count(recv, dt), DType: dt, Root: root, InPlace: ip}, send, recv)
 }
 
 // SendRecv is nccl-tests' sendrecv: rank r sends send to rank r+1 and
-// receives rank r-1's into recv.
+// receives rank r-1's into recv. In place when send is nil or starts at
+// recv.
 func (c *Comm) SendRecv(ctx context.Context, send, recv []byte, dt reduce.DType) error {
-	return c.Run(ctx, sched.Config{Collective: sched.SendRecv, Count: count(recv, dt), DType: dt, InPlace: inPlace(send, recv)}, send, recv)
+	ip, err := sameBuffer(sched.SendRecv, send, recv)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.SendRecv, Count: count(recv, dt), DType: dt, InPlace: ip}, send, recv)
 }
 
 // Barrier returns once every rank called it.

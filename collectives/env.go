@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // BootstrapFromEnv reads the rank layout from the environment a launcher
@@ -86,7 +87,7 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 			}
 		}
 		if ls, ok := get(s.localSize); ok {
-			if b.LocalSize, err = strconv.Atoi(ls); err != nil || b.LocalSize < 1 {
+			if b.LocalSize, err = parseLocalSize(s.name, ls); err != nil {
 				return b, true, fmt.Errorf("collectives: %s=%q is not a rank count", s.localSize, ls)
 			}
 		}
@@ -100,10 +101,15 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 				// torchrun's own store listens on MASTER_PORT; ours
 				// takes the next port.
 				p, err := strconv.Atoi(port)
-				if err != nil {
-					return b, true, fmt.Errorf("collectives: MASTER_PORT=%q is not a port", port)
+				if err != nil || p < 1 || p > 65534 {
+					return b, true, fmt.Errorf("collectives: MASTER_PORT=%q is not a port in 1..65534 (the rendezvous listens on the port after it)", port)
 				}
 				root = net.JoinHostPort(addr, strconv.Itoa(p+1))
+			case spansHosts(s.name, b, get):
+				// 127.0.0.1 would give every host a rendezvous of its
+				// own, and every rank would wait for ranks that never
+				// come, until the timeout.
+				return b, true, fmt.Errorf("collectives: bootstrap (%s): the job's %d ranks span several hosts and no rendezvous address is set: set METAROCE_ROOT=host:port to an address of rank 0's host that every host reaches (or MASTER_ADDR and MASTER_PORT)", s.name, b.NRanks)
 			default:
 				root = net.JoinHostPort("127.0.0.1", strconv.Itoa(RootPort(b.Job)))
 			}
@@ -112,6 +118,43 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 		return b, true, b.check()
 	}
 	return Bootstrap{}, false, nil
+}
+
+// parseLocalSize reads a launcher's ranks-on-this-host count. Slurm writes
+// SLURM_NTASKS_PER_NODE as "4" or, when the nodes differ, as "4(x2)" or
+// "4,2"; only a single count applies to every node, so a list reads as
+// unknown (0) rather than failing the job.
+func parseLocalSize(scheme, s string) (int, error) {
+	if scheme == "slurm" {
+		if i := strings.IndexByte(s, '('); i > 0 {
+			s = s[:i]
+		} else if strings.Contains(s, ",") {
+			return 0, nil
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err == nil && n < 1 {
+		err = fmt.Errorf("%d ranks", n)
+	}
+	return n, err
+}
+
+// spansHosts reports whether the launcher says the job runs on more than
+// one host: fewer ranks on this host than in the job, or (Slurm) more than
+// one node in the step.
+func spansHosts(scheme string, b Bootstrap, get func(string) (string, bool)) bool {
+	if b.LocalSize > 0 && b.LocalSize < b.NRanks {
+		return true
+	}
+	if scheme == "slurm" {
+		for _, k := range []string{"SLURM_STEP_NUM_NODES", "SLURM_NNODES"} {
+			if v, ok := get(k); ok {
+				n, err := strconv.Atoi(v)
+				return err == nil && n > 1
+			}
+		}
+	}
+	return false
 }
 
 // jobFrom returns the job's identity: METAROCE_JOB when set, else what

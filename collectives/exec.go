@@ -2,7 +2,9 @@ package collectives
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/metaroce/metaroce/collectives/sched"
 )
@@ -14,11 +16,35 @@ type streamKey struct {
 	ch   int
 }
 
+// maxStreamDepth bounds the messages of one stream posted to the link and
+// not yet complete. A plan can hold thousands of messages per stream (a
+// 2 GiB ring block in 512 KiB messages is 4096), while the links take a
+// bounded queue: MetaRoCE refuses more than MaxPendingSends/MaxPendingRecvs
+// per flow (4096), and the TCP baseline's streams queue 1024. Messages of a
+// stream complete in posting order on both sides, so posting the next one
+// only when an earlier one completed cannot deadlock a plan whose streams
+// are matched in Seq order; at the sizes users run (up to 64 MiB in 512 KiB
+// messages: at most 128 per stream) the bound never binds.
+const maxStreamDepth = 512
+
+// abandonWait bounds how long a failed call waits for its transfers to end
+// once the link is closed under them. Closing fails every outstanding
+// request at once; the bound only keeps a broken link from hanging the
+// caller.
+const abandonWait = 10 * time.Second
+
+// errCallTimeout is the cause of the deadline Config.Timeout sets on a call,
+// told apart from the caller's own deadline or cancellation.
+var errCallTimeout = errors.New("collectives: call timeout")
+
 // execute runs plan p over the link (docs of collectives/sched: a step
 // starts once its Deps completed; messages of one stream are posted in Seq
-// order, which is the order in which both sides match them). Local steps run
-// inline; transfers complete asynchronously and wake the loop.
-func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error {
+// order, which is the order in which both sides match them, at most
+// maxStreamDepth at a time). Local steps run inline; transfers complete
+// asynchronously and wake the loop. On any failure the communicator is
+// marked broken and its link closed, and execute returns only once no
+// transfer of the call can write into the caller's buffers any more.
+func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) (err error) {
 	n := len(p.Steps)
 	if n == 0 {
 		return nil
@@ -32,7 +58,8 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 		}
 	}
 	nextSeq := map[streamKey]int{}
-	parked := map[streamKey]map[int]int{} // ready but out of Seq order: seq → step
+	depth := map[streamKey]int{}          // posted and not yet complete
+	parked := map[streamKey]map[int]int{} // ready but not yet postable: seq → step
 	var ready []int
 	for i := range p.Steps {
 		if waiting[i] == 0 {
@@ -44,6 +71,11 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 	c.link.expectSenders(p.RecvPeers())
 	completions := make(chan int, n)
 	inflight := map[int]pending{}
+	defer func() {
+		if err != nil {
+			c.abandon(err, completions, inflight)
+		}
+	}()
 	// completed is what the wait below drives the datapath for; built once,
 	// not per completion.
 	completed := func() bool { return len(completions) > 0 || ctx.Err() != nil }
@@ -78,6 +110,24 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 		inflight[i] = pd
 		return nil
 	}
+	// pump posts stream k's parked messages that are next in Seq order,
+	// while the stream has room.
+	pump := func(k streamKey) error {
+		for depth[k] < maxStreamDepth {
+			j, ok := parked[k][nextSeq[k]]
+			if !ok {
+				return nil
+			}
+			delete(parked[k], nextSeq[k])
+			if err := post(j); err != nil {
+				return err
+			}
+			nextSeq[k]++
+			depth[k]++
+		}
+		return nil
+	}
+	keyOf := func(s *sched.Step) streamKey { return streamKey{s.Kind == sched.KindSend, s.Peer, s.Channel} }
 	for remaining > 0 {
 		for len(ready) > 0 {
 			i := ready[len(ready)-1]
@@ -85,29 +135,27 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 			s := &p.Steps[i]
 			switch s.Kind {
 			case sched.KindSend, sched.KindRecv:
-				k := streamKey{s.Kind == sched.KindSend, s.Peer, s.Channel}
-				if s.Seq != nextSeq[k] {
+				k := keyOf(s)
+				if s.Seq != nextSeq[k] || depth[k] >= maxStreamDepth {
 					if parked[k] == nil {
 						parked[k] = map[int]int{}
 					}
 					parked[k][s.Seq] = i
 					continue
 				}
-				for {
-					if err := post(i); err != nil {
+				if err := post(i); err != nil {
+					return err
+				}
+				nextSeq[k]++
+				depth[k]++
+				if len(parked[k]) > 0 {
+					if err := pump(k); err != nil {
 						return err
 					}
-					nextSeq[k]++
-					j, ok := parked[k][nextSeq[k]]
-					if !ok {
-						break
-					}
-					delete(parked[k], nextSeq[k])
-					i = j
 				}
 			default:
 				if err := sched.RunLocal(p, s, bufs); err != nil {
-					return err
+					return c.markBroken(fmt.Errorf("collectives: %v on rank %d: local step %d: %w", p.Collective, p.Rank, i, err))
 				}
 				finish(i)
 			}
@@ -116,7 +164,7 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 			break
 		}
 		if len(inflight) == 0 {
-			return fmt.Errorf("collectives: %v rank %d: schedule stalled with %d steps left (a bug in the plan)", p.Collective, p.Rank, remaining)
+			return c.markBroken(fmt.Errorf("collectives: %v rank %d: schedule stalled with %d steps left (a bug in the plan)", p.Collective, p.Rank, remaining))
 		}
 		// Drive the datapath from this goroutine while transfers move: a
 		// completion then costs no wake-up of this goroutine, and the
@@ -125,16 +173,73 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) error
 		select {
 		case i := <-completions:
 			_, err := inflight[i].Test()
+			got := -1
+			if sz := inflight[i].Sizes(); len(sz) > 0 {
+				got = sz[0]
+			}
 			delete(inflight, i)
+			s := &p.Steps[i]
 			if err != nil {
-				return c.stepErr(p, &p.Steps[i], err)
+				return c.stepErr(p, s, err)
+			}
+			if s.Kind == sched.KindRecv && int64(got) != s.Dst.Len {
+				// Every message of a plan has one exact length on both
+				// sides: a shorter one means the ranks run different
+				// plans (different counts, types or collectives).
+				return c.stepErr(p, s, fmt.Errorf("%w: received %d bytes where the plan expects %d; do all ranks call the same collective with the same count and type?", ErrMismatch, got, s.Dst.Len))
 			}
 			finish(i)
+			k := keyOf(s)
+			depth[k]--
+			if len(parked[k]) > 0 {
+				if err := pump(k); err != nil {
+					return err
+				}
+			}
 		case <-ctx.Done():
 			return c.stuckErr(ctx, p, inflight)
 		}
 	}
 	return nil
+}
+
+// ErrMismatch is wrapped when a peer's message does not have the length
+// this rank's plan expects: the ranks did not call the same collective
+// with the same arguments.
+var ErrMismatch = errors.New("ranks disagree on the call")
+
+// abandon ends a failed call: the communicator is already broken, so its
+// link is closed, which fails every transfer still posted, and abandon
+// waits (at most abandonWait) until each has reported completion. After
+// that no transfer of the call writes into the caller's buffers. Closing
+// also tells the peers at once, instead of at their own deadline, that this
+// rank left.
+func (c *Comm) abandon(cause error, completions chan int, inflight map[int]pending) {
+	c.markBroken(cause)
+	c.link.close()
+	if len(inflight) == 0 {
+		return
+	}
+	t := time.NewTimer(abandonWait)
+	defer t.Stop()
+	for len(inflight) > 0 {
+		select {
+		case i := <-completions:
+			delete(inflight, i)
+		case <-t.C:
+			c.cfg.Logf("rank %d: %d transfers still outstanding %v after the link closed", c.rank, len(inflight), abandonWait)
+			return
+		}
+	}
+}
+
+// markBroken records err as the reason the communicator is unusable (the
+// first reason wins) and returns it.
+func (c *Comm) markBroken(err error) error {
+	if c.broken == nil {
+		c.broken = err
+	}
+	return err
 }
 
 // rangeOf returns the bytes of r.
@@ -147,12 +252,12 @@ func (c *Comm) stepErr(p *sched.Plan, s *sched.Step, err error) error {
 	if s.Kind == sched.KindRecv {
 		dir = "receiving from"
 	}
-	e := fmt.Errorf("collectives: %v on rank %d: %s rank %d (channel %d, message %d): %w", p.Collective, p.Rank, dir, s.Peer, s.Channel, s.Seq, err)
-	c.broken = e
-	return e
+	return c.markBroken(fmt.Errorf("collectives: %v on rank %d: %s rank %d (channel %d, message %d): %w", p.Collective, p.Rank, dir, s.Peer, s.Channel, s.Seq, err))
 }
 
-// stuckErr explains a deadline: which peers this rank still waits for.
+// stuckErr explains why a call's context ended while transfers were
+// outstanding: the communicator's Timeout, the caller's own deadline or a
+// cancellation, and which peers this rank still waits for.
 func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, inflight map[int]pending) error {
 	peers := map[int]bool{}
 	for i := range inflight {
@@ -163,10 +268,17 @@ func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, inflight map[int]pen
 		list = append(list, r)
 	}
 	sortInts(list)
-	e := fmt.Errorf("collectives: %v on rank %d did not finish within %v: still waiting on ranks %v (%d transfers outstanding); a peer may have died or stopped calling the collective: %w",
-		p.Collective, p.Rank, c.cfg.Timeout, list, len(inflight), ctx.Err())
-	c.broken = e
-	return e
+	var why string
+	switch {
+	case errors.Is(context.Cause(ctx), errCallTimeout):
+		why = fmt.Sprintf("did not finish within the communicator's timeout of %v", c.cfg.Timeout)
+	case errors.Is(ctx.Err(), context.Canceled):
+		why = "was cancelled by the caller"
+	default:
+		why = "did not finish by the caller's deadline"
+	}
+	return c.markBroken(fmt.Errorf("collectives: %v on rank %d %s: still waiting on ranks %v (%d transfers outstanding); a peer may have died or stopped calling the collective: %w",
+		p.Collective, p.Rank, why, list, len(inflight), ctx.Err()))
 }
 
 func sortInts(a []int) {

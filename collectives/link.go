@@ -13,6 +13,9 @@ import (
 type pending interface {
 	// Test reports completion and the error, if any, without blocking.
 	Test() (bool, error)
+	// Sizes reports, once complete, the bytes moved: one entry, the
+	// message's length for a send and the bytes received for a receive.
+	Sizes() []int
 }
 
 // link moves the messages of a communicator: one ordered stream per (peer,

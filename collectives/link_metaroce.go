@@ -69,7 +69,13 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 	for k := rank + 1; k < n; k++ {
 		c, err := f.ep.Accept(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("collectives: rank %d waiting for ranks above it to connect: %w", rank, err)
+			var miss []int
+			for r := rank + 1; r < n; r++ {
+				if l.conns[r] == nil {
+					miss = append(miss, r)
+				}
+			}
+			return nil, fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, rankList(miss), err)
 		}
 		peer := -1
 		if ra := c.RemoteAddrs(); len(ra) > 0 {

@@ -68,7 +68,10 @@ func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (lin
 		c, err := f.ln.Accept()
 		if err != nil {
 			l.close()
-			return nil, fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it: %w", rank, ctx.Err())
+			if ctx.Err() != nil {
+				err = ctx.Err() // the listener was closed because ctx ended
+			}
+			return nil, fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, missingStreams(l.streams, rank), err)
 		}
 		var hello [8]byte
 		c.SetReadDeadline(time.Now().Add(f.cfg.Timeout))
@@ -87,6 +90,21 @@ func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (lin
 		l.streams[r][ch] = newTCPStream(c, r)
 	}
 	return l, nil
+}
+
+// missingStreams lists the ranks above rank that have not connected every
+// channel yet, for errors.
+func missingStreams(streams [][]*tcpStream, rank int) string {
+	var miss []int
+	for r := rank + 1; r < len(streams); r++ {
+		for _, s := range streams[r] {
+			if s == nil {
+				miss = append(miss, r)
+				break
+			}
+		}
+	}
+	return rankList(miss)
 }
 
 type tcpLink struct {
@@ -137,6 +155,7 @@ func (l *tcpLink) close() error {
 // tcpOp is one send or receive on a stream.
 type tcpOp struct {
 	buf    []byte
+	n      int // bytes moved, set before done is closed
 	done   chan struct{}
 	err    error
 	notify func() // called by complete, when set
@@ -148,6 +167,16 @@ func (o *tcpOp) complete(err error) {
 	close(o.done)
 	if o.notify != nil {
 		o.notify()
+	}
+}
+
+// Sizes reports the bytes moved once the operation completed.
+func (o *tcpOp) Sizes() []int {
+	select {
+	case <-o.done:
+		return []int{o.n}
+	default:
+		return nil
 	}
 }
 
@@ -258,6 +287,7 @@ func (s *tcpStream) writer() {
 				s.abort(op, s.sends, err)
 				return
 			}
+			op.n = len(op.buf)
 			op.complete(nil)
 		case <-s.closed:
 			s.drain(s.sends)
@@ -283,6 +313,7 @@ func (s *tcpStream) reader() {
 				err = fmt.Errorf("message of %d bytes for a %d-byte receive", n, len(op.buf))
 			} else {
 				_, err = io.ReadFull(s.c, op.buf[:n])
+				op.n = int(n)
 			}
 		}
 		if err != nil {
