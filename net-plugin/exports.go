@@ -228,7 +228,7 @@ func metaroce_net_test(req C.uintptr_t, done *C.int, sizes *C.int) (rc C.ncclRes
 			// Write exactly the group's n entries: NCCL sums the array.
 			out := unsafe.Slice(sizes, n)
 			for i := range out {
-				out[i] = C.int(sz[i])
+				out[i] = C.int(min(sz[i], backend.MaxMessage))
 			}
 		}
 	}

@@ -30,9 +30,23 @@ import "errors"
 // the receiver to the sender (NCCL_NET_HANDLE_MAXSIZE).
 const HandleSize = 128
 
-// MaxRecvs is the largest number of buffers in one grouped receive the plugin
-// advertises (ncclNetProperties.maxRecvs).
+// MaxRecvs is the largest number of buffers in one grouped receive the
+// backends take.
 const MaxRecvs = 8
+
+// AdvertisedRecvs is the grouped-receive size the plugin advertises to NCCL
+// (ncclNetProperties.maxRecvs). The backends bind sends to a group's buffers
+// in posting order, where NCCL's IB transport lets a send wait (isend
+// returns NULL) until a group with a free buffer of its tag is announced:
+// with groups, NCCL's shared comms may post the next group's send before
+// the current group's last one, which the backends would refuse. With 1, as
+// NCCL's socket transport advertises, NCCL never groups receives.
+const AdvertisedRecvs = 1
+
+// MaxMessage is the largest message in bytes: test() reports sizes as C
+// ints, so a larger message's size could not be reported
+// (ncclNetProperties.maxP2pBytes; NCCL splits larger transfers).
+const MaxMessage = 1<<31 - 1
 
 // Error categories. Backends wrap one of them (fmt.Errorf("...: %w", ErrX)) so
 // the ABI layer can map the failure to an ncclResult_t in one place. An error

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 )
@@ -161,7 +162,7 @@ func twoPlugins(t *testing.T, be string) {
 		t.Fatalf("devices %d", n)
 	}
 	pr, err := rp.Properties(0)
-	if err != nil || pr.MaxRecvs != backend.MaxRecvs || pr.Name != "metaroce_lo" {
+	if err != nil || pr.MaxRecvs != backend.AdvertisedRecvs || pr.MaxP2pBytes != backend.MaxMessage || pr.Name != "metaroce_lo" {
 		t.Fatalf("props %+v %v", pr, err)
 	}
 	handle := make([]byte, backend.HandleSize)
@@ -199,6 +200,13 @@ func twoPlugins(t *testing.T, be string) {
 	rr, err := rp.Irecv(rc, [][]byte{a, b}, []int32{7, 8})
 	if err != nil || rr == 0 {
 		t.Fatal(err)
+	}
+	// A message whose size test() could not report as an int is refused
+	// before anything touches its bytes (a view over one byte, never read).
+	var one byte
+	huge := unsafe.Slice(&one, backend.MaxMessage+1)
+	if h, err := sp.Isend(sc, huge, 7); h != 0 || Code(err) != InvalidArgument {
+		t.Fatalf("isend of 2 GiB: handle %#x, %v (code %v), want invalid argument", h, err, Code(err))
 	}
 	s1, _ := sp.Isend(sc, nil, 8)
 	s2, _ := sp.Isend(sc, []byte("hello"), 7)
@@ -242,5 +250,57 @@ func twoPlugins(t *testing.T, be string) {
 	// Re-init after the last finalize reuses the retained backend.
 	if c, err := rp.Init(11, 3); err != nil || rp.Refs() != 1 || rp.Finalize(c) != nil {
 		t.Fatal("re-init")
+	}
+}
+
+// A connect NCCL abandons (an aborted setup) is freed by the last Finalize:
+// its dialer is aborted and no handle stays live.
+func TestFinalizeAbortsAbandonedConnects(t *testing.T) {
+	for _, be := range []string{"udp", "tcp"} {
+		t.Run(be, func(t *testing.T) {
+			env := func(k string) string {
+				switch k {
+				case "METAROCE_IFNAMES":
+					return "=lo"
+				case "METAROCE_BACKEND":
+					return be
+				}
+				return ""
+			}
+			rp, sp := New(env), New(env)
+			rctx, err := rp.Init(12, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sctx, err := sp.Init(12, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			handle := make([]byte, backend.HandleSize)
+			lc, err := rp.Listen(rctx, 0, handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The listener never accepts: the connect stays in progress.
+			sc, err := sp.Connect(sctx, 0, handle)
+			if err != nil || sc != 0 {
+				t.Fatalf("connect to a listener that never accepts: %#x, %v; want in progress", sc, err)
+			}
+			if sp.Live() != 1 {
+				t.Fatalf("live handles with one connect in progress: %d", sp.Live())
+			}
+			if err := sp.Finalize(sctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := sp.Live(); n != 0 {
+				t.Fatalf("%d handles live after the last finalize", n)
+			}
+			if err := rp.CloseListen(lc); err != nil {
+				t.Fatal(err)
+			}
+			if err := rp.Finalize(rctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

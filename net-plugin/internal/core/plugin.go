@@ -171,6 +171,17 @@ func (p *Plugin) Finalize(ctx Handle) error {
 		return internalf("finalize of unknown context %#x", uint64(ctx))
 	}
 	p.refs--
+	if p.refs == 0 {
+		// NCCL abandons the connects of an aborted setup: with the last
+		// context gone nobody will step them again, and each holds a
+		// dialer (and, udp, a reference on its peer's connection).
+		p.dialMu.Lock()
+		for k, pd := range p.pending {
+			pd.d.Abort()
+			delete(p.pending, k)
+		}
+		p.dialMu.Unlock()
+	}
 	return nil
 }
 
@@ -226,8 +237,8 @@ func (p *Plugin) Properties(dev int) (Props, error) {
 	d := devs[dev]
 	return Props{
 		Name: d.Name, PCIPath: d.PCIPath, GUID: uint64(dev), SpeedMbps: d.SpeedMbps,
-		LatencyUs: d.LatencyUs, MaxComms: 65536, MaxRecvs: backend.MaxRecvs,
-		MaxP2pBytes: 1 << 40, MaxCollBytes: 512 << 20, MaxMultiRequestSize: 1,
+		LatencyUs: d.LatencyUs, MaxComms: 65536, MaxRecvs: backend.AdvertisedRecvs,
+		MaxP2pBytes: backend.MaxMessage, MaxCollBytes: 512 << 20, MaxMultiRequestSize: 1,
 		RailID: -1, PlaneID: -1, Dev: dev,
 	}, nil
 }
@@ -375,6 +386,9 @@ func (p *Plugin) Isend(comm Handle, buf []byte, tag int32) (Handle, error) {
 	sc, ok := p.sends.get(comm)
 	if !ok {
 		return 0, internalf("isend on unknown send comm %#x", uint64(comm))
+	}
+	if len(buf) > backend.MaxMessage {
+		return 0, fmt.Errorf("isend of %d bytes: at most %d (maxP2pBytes; test() reports sizes as int): %w", len(buf), backend.MaxMessage, backend.ErrInvalidArgument)
 	}
 	r, err := sc.Isend(buf, tag)
 	if err != nil || r == nil {
