@@ -45,3 +45,35 @@ func TestRecordHasAndProvedLate(t *testing.T) {
 		}
 	}
 }
+
+// TestAckFitsPeerMaxDgram: an ACK never exceeds the peer's max_dgram
+// (docs/spec.md §2.5): to a peer that takes 576 bytes, 16 paths with
+// something to acknowledge go in an ACK of 10 records and one of 6.
+func TestAckFitsPeerMaxDgram(t *testing.T) {
+	require.Equal(t, 10, wire.AckRecordsFit(wire.MinDatagram))
+	require.Equal(t, 15, wire.AckRecordsFit(32+52*16-1))
+	require.Equal(t, 16, wire.AckRecordsFit(32+52*16))
+	require.Equal(t, 16, wire.AckRecordsFit(9000))
+
+	_, c := testConn(t, Config{Planes: 1, PathsPerPlane: 1}, 576)
+	for id := uint16(0); id < 16; id++ {
+		c.onSequenced(1000, &wire.Header{Op: wire.OpProbe, Path: id, PSN: 0, Flags: wire.FlagAckReq}, NotECT, 0, false)
+	}
+	buf := make([]byte, 9000)
+	covered := map[uint16]bool{}
+	for _, want := range []int{10, 6} {
+		tx, ok := c.poll(2000, buf)
+		require.True(t, ok)
+		require.LessOrEqual(t, tx.N, 576, "ACK of %d bytes to a peer that takes 576", tx.N)
+		var a wire.Ack
+		_, err := wire.ParseAck(&a, buf[:tx.N])
+		require.NoError(t, err)
+		require.Equal(t, want, a.N)
+		for i := 0; i < a.N; i++ {
+			covered[a.Records[i].Path] = true
+		}
+	}
+	require.Len(t, covered, 16, "every path acknowledged")
+	_, ok := c.poll(2000, buf)
+	require.False(t, ok, "nothing left to acknowledge")
+}

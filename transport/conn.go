@@ -34,6 +34,7 @@ type Conn struct {
 	peerConn uint32
 	peerTok  uint64
 	seg      int // DATA payload bytes per packet, agreed by both sides
+	ackRecs  int // most records one ACK may carry: what fits the peer's max_dgram (§2.5)
 
 	paths   []*txPath          // our paths, indexed by path id
 	rxPaths map[uint16]*rxPath // the peer's paths, by the peer's path id
@@ -197,8 +198,17 @@ func (c *Conn) established(h *wire.Hello) {
 	if c.seg < 1 {
 		c.seg = 1
 	}
+	// An ACK must fit the peer's max_dgram too (docs/spec.md §2.5): at
+	// the minimum of 576 bytes that is 10 records, not 16.
+	c.ackRecs = wire.AckRecordsFit(dg)
 	c.peerAddr = append(c.peerAddr[:0], h.Addr...)
 	c.state = stateEstablished
+	// Index the connection for NACK UNKNOWN_CONN (onUnknownConnNack,
+	// docs/spec.md §3.3). Two connections share a key only if a peer
+	// reuses another's secret token; the first keeps the entry.
+	if k := (peerID{c.peerConn, c.peerTok}); c.ep.byPeerID[k] == nil {
+		c.ep.byPeerID[k] = c
+	}
 }
 
 // fail ends the connection at once with err: every outstanding operation
@@ -220,6 +230,20 @@ func (c *Conn) fail(now Time, err error) {
 	}
 	c.ep.emit(Event{Kind: EvClosed, Conn: c.id, Remote: c.remote, Err: err, Final: fin})
 	c.ep.removeConn(c)
+}
+
+// peerExceeded fails c because the peer made it exceed one of its bounds
+// with a packet the path layer has already acknowledged (docs/spec.md
+// §3.4): dropping the packet alone would leave the flow waiting for ever
+// for what it announced. The drop is counted (DropPeerLimit), the peer is
+// told with a CLOSE of reason ERROR, and every operation fails with an
+// ErrLimit error whose detail names the bound.
+func (c *Conn) peerExceeded(now Time, format string, args ...any) {
+	c.ep.drop(DropPeerLimit)
+	err := c.errf(ErrLimit, "the peer exceeded this side's limit: "+format, args...)
+	c.closeRsn = wire.CloseError
+	c.ep.ctrlClose(c, false)
+	c.fail(now, err)
 }
 
 // failOps fails every queued send and posted receive with err.

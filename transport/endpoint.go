@@ -22,11 +22,20 @@ const (
 	DropNotListening                   // HELLO to an endpoint that does not accept
 	DropConnLimit                      // HELLO beyond MaxConns
 	DropStale                          // for a message already completed
+	// DropClosing: DATA that arrived after Close, for a message not
+	// already complete. It is neither placed nor acknowledged, so that the
+	// peer's send fails instead of completing (docs/spec.md §3.3).
+	DropClosing
+	// DropPeerLimit: a RECV_READY that would take this side beyond
+	// MaxFlowsPerConn or MaxPendingRecvs. Its path acknowledgement has
+	// already covered it, so dropping it alone would stall the flow for
+	// ever: the connection fails instead (docs/spec.md §3.4).
+	DropPeerLimit
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{"malformed", "unknown-conn", "bad-token", "duplicate",
-	"not-ready", "bad-placement", "not-listening", "conn-limit", "stale"}
+	"not-ready", "bad-placement", "not-listening", "conn-limit", "stale", "closing", "peer-limit"}
 
 func (r DropReason) String() string {
 	if r >= 0 && int(r) < len(dropNames) {
@@ -65,6 +74,11 @@ type Endpoint struct {
 	evHead   int
 	ctrl     []ctrlOut // unsequenced replies not tied to a live connection
 	counters Counters
+	// byPeerID indexes the established connections by the peer's
+	// connection id and token, which a NACK UNKNOWN_CONN echoes
+	// (onUnknownConnNack): such a NACK needs no token of ours, so finding
+	// its connection must not cost a scan of every connection.
+	byPeerID map[peerID]*Conn
 
 	// Timers (timers.go): the deadline heap, the connections touched
 	// since it was last brought up to date, and scratch for the expired.
@@ -109,6 +123,13 @@ type Endpoint struct {
 	close wire.Close
 }
 
+// peerID names a connection by what the peer calls it: its connection id
+// and token.
+type peerID struct {
+	conn uint32
+	tok  uint64
+}
+
 // ctrlOut is an unsequenced packet queued at endpoint level.
 type ctrlOut struct {
 	route   Route
@@ -127,10 +148,11 @@ func NewEndpoint(cfg Config, rng *rand.Rand) *Endpoint {
 		cfg.Addr = cfg.Addr[:wire.MaxAddrBlob]
 	}
 	e := &Endpoint{
-		cfg:    cfg,
-		rng:    rng,
-		conns:  make(map[ConnID]*Conn),
-		byPeer: make(map[uint64]*Conn),
+		cfg:      cfg,
+		rng:      rng,
+		conns:    make(map[ConnID]*Conn),
+		byPeer:   make(map[uint64]*Conn),
+		byPeerID: make(map[peerID]*Conn),
 	}
 	if cfg.Planes > 1 && cfg.CC.LineRate > 0 {
 		e.planeFree = make([]Time, cfg.Planes)
@@ -201,6 +223,9 @@ func (e *Endpoint) removeConn(c *Conn) {
 		if e.byPeer[c.peerTok] == c {
 			delete(e.byPeer, c.peerTok)
 		}
+	}
+	if k := (peerID{c.peerConn, c.peerTok}); e.byPeerID[k] == c {
+		delete(e.byPeerID, k)
 	}
 	for i, o := range e.order {
 		if o == c {

@@ -22,7 +22,9 @@ var (
 	// ErrUnknownConn: the API named a connection this endpoint does not have.
 	ErrUnknownConn = errors.New("unknown connection")
 	// ErrLimit: a configured bound (connections, flows, queued operations)
-	// would be exceeded; nothing was queued.
+	// would be exceeded; nothing was queued. In an event it says that the
+	// peer made this side exceed MaxFlowsPerConn or MaxPendingRecvs, and
+	// the connection failed (docs/spec.md §3.4); the detail names the bound.
 	ErrLimit = errors.New("resource limit reached")
 	// ErrInvalid: bad arguments (empty receive group, too many entries,
 	// oversize message).

@@ -21,6 +21,11 @@ func CheckFootprint(e *Endpoint) error {
 	if len(e.conns) > cfg.MaxConns || len(e.order) != len(e.conns) {
 		return fmt.Errorf("%d connections, %d in order (max %d)", len(e.conns), len(e.order), cfg.MaxConns)
 	}
+	for k, c := range e.byPeerID {
+		if e.conns[c.id] != c || k != (peerID{c.peerConn, c.peerTok}) {
+			return fmt.Errorf("peer-id index holds %v under %v", c, k)
+		}
+	}
 	if got, want := e.NextTimeout(), e.scanNextTimeout(); got != want {
 		return fmt.Errorf("timer heap says %v, a scan of the connections %v", got, want)
 	}
@@ -61,9 +66,22 @@ func CheckFootprint(e *Endpoint) error {
 			return fmt.Errorf("%v: %d control packets queued (bound %d)", c, len(c.ctrlQ), maxCtrl)
 		}
 		for _, f := range c.flows {
-			if len(f.ready) > cfg.MaxPendingRecvs || len(f.recvs) > cfg.MaxPendingRecvs || len(f.sends) > cfg.MaxPendingSends {
-				return fmt.Errorf("%v flow %d: %d ready, %d receives, %d sends", c, f.id, len(f.ready), len(f.recvs), len(f.sends))
+			if len(f.ready)+len(f.early) > cfg.MaxPendingRecvs || len(f.recvs) > cfg.MaxPendingRecvs || len(f.sends) > cfg.MaxPendingSends {
+				return fmt.Errorf("%v flow %d: %d+%d ready, %d receives, %d sends", c, f.id, len(f.ready), len(f.early), len(f.recvs), len(f.sends))
 			}
+			for i := range f.ready {
+				if f.ready[i].msg != f.readyNext+uint32(i) {
+					return fmt.Errorf("%v flow %d: ready[%d] is group %d, next to match %d", c, f.id, i, f.ready[i].msg, f.readyNext)
+				}
+			}
+			for m := range f.early {
+				if k := int32(m - f.readyNext); int(k) <= len(f.ready) || int(k) >= cfg.MaxPendingRecvs {
+					return fmt.Errorf("%v flow %d: group %d held early, next to match %d, %d ready", c, f.id, m, f.readyNext, len(f.ready))
+				}
+			}
+		}
+		if c.state == stateEstablished && e.byPeerID[peerID{c.peerConn, c.peerTok}] == nil {
+			return fmt.Errorf("%v: not indexed by its peer id", c)
 		}
 		if len(c.rxPaths) > maxRxPaths {
 			return fmt.Errorf("%v: %d receive paths", c, len(c.rxPaths))

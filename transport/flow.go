@@ -12,10 +12,16 @@ type flow struct {
 	id uint32
 
 	// Sender side.
-	sends     []*sendMsg   // posting order, until reported complete
-	unmatched []*sendMsg   // posted, not yet matched to a receive buffer
-	ready     []readyGroup // announced receive groups with unmatched buffers, by msg
-	readyNext uint32       // msg of the next group to match; earlier ones are used up
+	sends     []*sendMsg // posting order, until reported complete
+	unmatched []*sendMsg // posted, not yet matched to a receive buffer
+	// ready holds the announced receive groups readyNext, readyNext+1, …
+	// without a gap (ready[i].msg == readyNext+i); early holds those
+	// announced beyond a group whose RECV_READY has not arrived yet, by
+	// msg. Both lie within MaxPendingRecvs of readyNext (onRecvReady), and
+	// an announcement costs O(1) in any arrival order.
+	ready     []readyGroup
+	early     map[uint32]*readyGroup
+	readyNext uint32 // msg of the next group to match; earlier ones are used up
 	// txq holds the matched messages with bytes left to send, in matching
 	// order. Only its head sends new data: a flow's messages complete one
 	// after another instead of all at once at the end (before this rule,
@@ -183,7 +189,7 @@ func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
 func (c *Conn) match(now Time, f *flow) {
 	// Only the group numbered readyNext may take the next send: a later
 	// group's RECV_READY can overtake an earlier one on another path.
-	for len(f.unmatched) > 0 && len(f.ready) > 0 && f.ready[0].msg == f.readyNext {
+	for len(f.unmatched) > 0 && len(f.ready) > 0 {
 		s := f.unmatched[0]
 		g := &f.ready[0]
 		idx := -1
@@ -232,6 +238,7 @@ func (c *Conn) match(now Time, f *flow) {
 			}
 		}
 		if full {
+			f.ready[0] = readyGroup{}
 			f.ready = f.ready[1:]
 			f.readyNext++
 		}
@@ -241,31 +248,66 @@ func (c *Conn) match(now Time, f *flow) {
 
 // onRecvReady stores an announced receive group (a new sequenced packet, so
 // duplicates were already filtered by the path layer).
+//
+// The path layer has already acknowledged the packet, so the peer will not
+// send it again: an announcement this side cannot hold must not be dropped,
+// or the flow would wait for ever for the group. A peer that takes this
+// side beyond MaxFlowsPerConn, or announces a group MaxPendingRecvs or more
+// ahead of the next one to match (it can have at most MaxPendingRecvs
+// receives posted per flow, and every group from readyNext on is still
+// posted), fails the connection with an ErrLimit error naming the bound
+// (docs/spec.md §3.4). The second bound also keeps the peer from making us
+// hold, or sort, groups up to 2^31 ahead.
 func (c *Conn) onRecvReady(now Time, r *wire.RecvReady) {
-	f, err := c.getFlow(r.Flow, true)
-	if err != nil {
-		return
-	}
-	if len(f.ready) >= c.ep.cfg.MaxPendingRecvs {
-		return
+	cfg := &c.ep.cfg
+	f := c.flows[r.Flow]
+	if f == nil {
+		if c.isReleased(r.Flow) {
+			// A late copy for a released flow (§3.4): dropped.
+			c.ep.drop(DropStale)
+			return
+		}
+		if len(c.flows) >= cfg.MaxFlowsPerConn {
+			c.peerExceeded(now, "it announced a receive on flow %d beyond MaxFlowsPerConn (%d flows on this connection); configure both sides with the same limit and release flows on both", r.Flow, cfg.MaxFlowsPerConn)
+			return
+		}
+		f, _ = c.getFlow(r.Flow, true)
 	}
 	// RECV_READYs travel on different paths, so they arrive out of order,
-	// and a spurious retransmission (a new PSN) arrives twice: keep f.ready
-	// sorted by msg, without duplicates or groups already used up.
-	if int32(r.Msg-f.readyNext) < 0 {
+	// and a spurious retransmission (a new PSN) arrives twice: groups
+	// already used up or already held are ignored.
+	k := int32(r.Msg - f.readyNext)
+	switch {
+	case k < 0:
 		return
-	}
-	i := len(f.ready)
-	for i > 0 && int32(f.ready[i-1].msg-r.Msg) > 0 {
-		i--
-	}
-	if i > 0 && f.ready[i-1].msg == r.Msg {
+	case int(k) >= cfg.MaxPendingRecvs:
+		c.peerExceeded(now, "it announced receive group %d of flow %d while group %d is the next to match, more than MaxPendingRecvs (%d) ahead", r.Msg, r.Flow, f.readyNext, cfg.MaxPendingRecvs)
 		return
+	case int(k) < len(f.ready):
+		return
+	case int(k) > len(f.ready):
+		// Beyond a group not announced yet: held aside, and nothing
+		// can match before the missing groups arrive.
+		if f.early[r.Msg] != nil {
+			return
+		}
+		if f.early == nil {
+			f.early = make(map[uint32]*readyGroup)
+		}
+		f.early[r.Msg] = &readyGroup{msg: r.Msg, n: r.N, entries: r.Entries}
+	default:
+		f.ready = append(f.ready, readyGroup{msg: r.Msg, n: r.N, entries: r.Entries})
+		for len(f.early) > 0 {
+			next := f.readyNext + uint32(len(f.ready))
+			g := f.early[next]
+			if g == nil {
+				break
+			}
+			delete(f.early, next)
+			f.ready = append(f.ready, *g)
+		}
+		c.match(now, f)
 	}
-	f.ready = append(f.ready, readyGroup{})
-	copy(f.ready[i+1:], f.ready[i:])
-	f.ready[i] = readyGroup{msg: r.Msg, n: r.N, entries: r.Entries}
-	c.match(now, f)
 	if c.peerHints && len(f.unmatched) == 0 && !f.releases(r.Msg) {
 		// Nothing of ours goes into the announced receive, and nothing
 		// waits for an earlier group: say so at once, in an ACK with
@@ -280,22 +322,22 @@ func (c *Conn) onRecvReady(now Time, r *wire.RecvReady) {
 }
 
 // releases reports whether a send of f was matched to a buffer of the
-// announced receive group msg.
+// announced receive group msg, which f holds or has used up.
 func (f *flow) releases(msg uint32) bool {
-	for i := range f.ready {
-		g := &f.ready[i]
-		if g.msg != msg {
-			continue
-		}
-		for k := 0; k < g.n; k++ {
-			if g.used[k] {
-				return true
-			}
-		}
-		return false
+	k := int32(msg - f.readyNext)
+	if k < 0 {
+		return true // used up: every buffer of it was matched
 	}
-	// The group is gone from f.ready: every buffer of it was used.
-	return true
+	if int(k) >= len(f.ready) {
+		return false // held early: nothing can match it yet
+	}
+	g := &f.ready[k]
+	for i := 0; i < g.n; i++ {
+		if g.used[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // completeSends reports finished sends of f in posting order.
@@ -344,7 +386,11 @@ func (c *Conn) place(now Time, d *wire.Data) Placement {
 	c.stats.BytesRecv += uint64(len(d.Payload))
 	f := c.flows[d.Flow]
 	if f == nil || int32(d.Msg-f.doneMsg) < 0 {
-		if f != nil {
+		if f != nil || c.isReleased(d.Flow) {
+			// DATA of a completed group, a spurious or late copy:
+			// dropped without a NACK (§3.4). A released flow is
+			// freed only once all its receives completed, so late
+			// DATA for one whose state is gone is stale too.
 			c.ep.drop(DropStale)
 			return Placement{}
 		}
@@ -360,7 +406,10 @@ func (c *Conn) place(now Time, d *wire.Data) Placement {
 	}
 	g := f.recvs[k]
 	if int(d.Index) >= g.n {
+		// No such buffer in the group: a placement outside what was
+		// posted, NACKed BAD_OFFSET like the others (§3.4).
 		c.ep.drop(DropBadPlacement)
+		c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.Offset)
 		return Placement{}
 	}
 	en := &g.entries[d.Index]

@@ -267,6 +267,12 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) (rrSent Time,
 		highest = p.next - 1
 	}
 	var ackedBytes, ackedPkts, lostPkts int
+	// The record's running CE count (docs/spec.md §2.5) against the
+	// newest one seen, in serial arithmetic: a stale record, overtaken on
+	// another reverse route, carries an older count, which must neither
+	// count marks nor move lastCE back (the marks between would then be
+	// counted twice).
+	ce := int(int32(r.CE - p.lastCE))
 	probeAcked, dataAcked := false, false
 	var newest Time // send time of the newest packet this record acknowledges
 	var passed Time // the same, tail probes left out (c.ackedSent)
@@ -350,16 +356,18 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) (rrSent Time,
 				c.onFwdDelay(now, p, Time(r.FwdDelay)*wire.FwdDelayUnit)
 			}
 		}
-		marked := int(r.CE - p.lastCE)
-		if marked < 0 || marked > ackedPkts {
-			marked = min(max(marked, 0), ackedPkts)
+		marked := 0
+		if ce > 0 {
+			marked = min(ce, ackedPkts)
 		}
 		p.stats.ECNMarks += uint64(marked)
 		c.stats.ECNMarks += uint64(marked)
 		c.cc.OnAckFlight(int64(now), int(p.id), ackedBytes, ackedPkts, marked, int64(rtt), p.inflight)
 		p.setRTO(&c.ep.cfg)
 	}
-	p.lastCE = r.CE
+	if ce > 0 {
+		p.lastCE = r.CE
+	}
 	if lostPkts > 0 {
 		c.cc.OnLoss(int64(now), int(p.id), lostPkts)
 	}

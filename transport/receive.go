@@ -126,6 +126,23 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 			return Placement{}
 		}
 	}
+	if c.state == stateClosing && h.Op == wire.OpData {
+		// Close failed every posted receive, so DATA arriving now is
+		// thrown away: acknowledging it would complete the peer's send
+		// for data that never landed. It is neither recorded nor
+		// acknowledged, and the peer's send fails with ErrClosed when
+		// our CLOSE arrives (docs/spec.md §3.3). A copy of DATA of a
+		// group that completed before the close is acknowledged as a
+		// stale duplicate: its data did land.
+		if !c.completedBeforeClose(&e.data) {
+			e.drop(DropClosing)
+			return Placement{}
+		}
+		if c.onSequenced(now, h, d.ECN, ts, true) {
+			e.drop(DropStale)
+		}
+		return Placement{}
+	}
 	c.stats.PacketsRecv++
 	if d.ECN == CE {
 		c.stats.CERecv++
@@ -137,8 +154,9 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 		}
 	}
 	if !c.onSequenced(now, h, d.ECN, ts, h.Op == wire.OpData) || c.state == stateClosing {
-		// A closing connection still acknowledges, so that the peer's
-		// sends whose data arrived complete, but places nothing.
+		// A closing connection still acknowledges control packets,
+		// and DATA that arrived before the close (above), so that the
+		// peer's sends whose data arrived complete, but acts on none.
 		return Placement{}
 	}
 	switch h.Op {
@@ -233,18 +251,32 @@ func (e *Endpoint) nackUnknown(now Time, d Datagram, h *wire.Header) {
 
 // onUnknownConnNack fails the connection the peer no longer knows: the NACK
 // echoes the connection id and token we used, which only the peer could
-// know.
+// know. The NACK carries no token of ours, so anyone may send it: the
+// connection is found through the byPeerID index, in constant time, not
+// by a scan of every connection (docs/spec.md §3.3).
 func (e *Endpoint) onUnknownConnNack(now Time, d Datagram) {
 	n := &e.nack
 	if _, err := wire.ParseNack(n, d.Data); err != nil || n.Reason != wire.NackUnknownConn {
 		e.drop(DropMalformed)
 		return
 	}
-	for _, c := range e.order {
-		if c.state == stateEstablished && uint64(c.peerConn) == n.Value && c.peerTok == n.Token {
+	if n.Value <= 0xffffffff {
+		c := e.byPeerID[peerID{uint32(n.Value), n.Token}]
+		if c != nil && c.state == stateEstablished {
 			c.fail(now, c.errf(ErrPeerDead, "the peer no longer knows this connection: it restarted or closed it"))
 			return
 		}
 	}
 	e.drop(DropUnknownConn)
+}
+
+// completedBeforeClose reports whether DATA d, arriving while c is
+// closing, belongs to a receive group that had completed before the
+// close: a late copy of data that landed (docs/spec.md §3.3).
+func (c *Conn) completedBeforeClose(d *wire.Data) bool {
+	if f := c.flows[d.Flow]; f != nil {
+		return int32(d.Msg-f.doneMsg) < 0
+	}
+	// A released flow is freed only once all its receives completed.
+	return c.isReleased(d.Flow)
 }

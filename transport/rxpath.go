@@ -124,6 +124,9 @@ func (c *Conn) rxPathFor(id uint16) *rxPath {
 func (c *Conn) onSequenced(now Time, h *wire.Header, ecn ECN, ts uint32, isData bool) (fresh bool) {
 	r := c.rxPathFor(h.Path)
 	if r == nil {
+		// A path id no peer may use (§3.1: at most MaxPlanes ×
+		// MaxPathsPerPlane of them): dropped and counted.
+		c.ep.drop(DropMalformed)
 		return false
 	}
 	gapBefore := r.sack.Highest() >= 0
@@ -243,15 +246,21 @@ func (c *Conn) onPiggy(now Time, pg *wire.Piggyback) {
 	c.checkPeerClosed(now)
 }
 
-// buildAck writes one ACK covering up to MaxAckRecords paths with pending
-// acknowledgements; it clears what it covered.
+// buildAck writes one ACK covering up to c.ackRecs paths with pending
+// acknowledgements (MaxAckRecords, fewer when the peer's max_dgram cannot
+// take an ACK of 16 records, docs/spec.md §2.5); it clears what it
+// covered.
 func (c *Conn) buildAck(now Time, a *wire.Ack) bool {
 	a.N = 0
+	limit := c.ackRecs
+	if limit <= 0 {
+		limit = wire.AckRecordsFit(wire.MinDatagram) // no handshake seen: the least any peer takes
+	}
 	for _, r := range c.rxOrder {
 		if r.pending == 0 && !r.urgent {
 			continue
 		}
-		if a.N == wire.MaxAckRecords {
+		if a.N == limit {
 			return true // the rest goes in the next ACK
 		}
 		r.record(now, &a.Records[a.N])

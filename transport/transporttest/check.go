@@ -155,7 +155,9 @@ type CheckOptions struct {
 	// reference outcome (otherwise pending operations are allowed).
 	Complete bool
 	// AllowFailures accepts operations that failed with a connection-level
-	// error (closed connection, dead peer) instead of the reference outcome.
+	// error (closed connection, dead peer, a peer that exceeded this
+	// side's limits and failed the connection) instead of the reference
+	// outcome.
 	AllowFailures bool
 }
 
@@ -223,7 +225,7 @@ func (n *Net) Check(opt CheckOptions) error {
 				}
 				what := fmt.Sprintf("%s send %d (cookie %d, %d bytes, tag %d)", where, i, m.send.cookie, len(m.send.data), m.send.tag)
 				connFail := func(err error) bool {
-					return opt.AllowFailures && (errors.Is(err, transport.ErrClosed) || errors.Is(err, transport.ErrPeerDead))
+					return opt.AllowFailures && (errors.Is(err, transport.ErrClosed) || errors.Is(err, transport.ErrPeerDead) || errors.Is(err, transport.ErrLimit))
 				}
 				if sdone && connFail(serr) || m.recv != nil && m.recv.Done && connFail(m.recv.Err) {
 					continue

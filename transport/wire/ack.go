@@ -20,6 +20,14 @@ const MaxFwdDelay = 0xffff
 // MaxAckRecords is the most path records one ACK may carry.
 const MaxAckRecords = 16
 
+// AckRecordsFit is how many records an ACK to a peer whose max_dgram is
+// maxDgram may carry (docs/spec.md §2.5): ⌊(maxDgram − 32) / 52⌋, at most
+// MaxAckRecords and at least 1 (10 at the minimum max_dgram of 576).
+func AckRecordsFit(maxDgram int) int {
+	n := (maxDgram - HeaderLen - ackFixedLen) / ackRecordLen
+	return min(max(n, 1), MaxAckRecords)
+}
+
 // ackFixedLen is the ACK body before its records; ackRecordLen the size of one
 // record.
 const (

@@ -1,0 +1,86 @@
+package transport_test
+
+import (
+	"testing"
+
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/transporttest"
+	"github.com/stretchr/testify/require"
+)
+
+// outcome returns the error of the latest EvSendDone or EvRecvDone of a
+// node, and whether there was one.
+func outcome(n *transporttest.Net, node int, kind transport.EventKind) (error, bool) {
+	var err error
+	found := false
+	for _, ev := range n.Node(node).Events {
+		if ev.Kind == kind {
+			err, found = ev.Err, true
+		}
+	}
+	return err, found
+}
+
+// TestDataAfterCloseIsNotAcknowledged closes the receiver at every moment
+// of a 64 KiB transfer. Close fails the receive, so DATA that arrives
+// after it is thrown away: it must not be acknowledged, or the sender
+// reports success for data that never landed. The sender's send must end
+// as the receive did: both succeed, or the send fails too (docs/spec.md
+// §3.3).
+func TestDataAfterCloseIsNotAcknowledged(t *testing.T) {
+	var dropped uint64
+	partial := 0
+	for d := transport.Time(0); d < 30; d++ {
+		n, ca, cb := pair(t, baseNet(1), baseCfg())
+		const size = 64 << 10
+		_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
+		require.NoError(t, err)
+		require.NoError(t, n.RunFor(30*transport.Microsecond))
+		_, err = n.Send(0, ca, 0, make([]byte, size), 0)
+		require.NoError(t, err)
+		require.NoError(t, n.RunFor(d*transport.Microsecond))
+		if p := n.Node(1).Placed; p > 0 && p < size {
+			partial++
+		}
+		n.Node(1).EP.Close(n.Now(), cb)
+		require.NoError(t, n.RunFor(50*transport.Millisecond))
+		rerr, rok := outcome(n, 1, transport.EvRecvDone)
+		serr, sok := outcome(n, 0, transport.EvSendDone)
+		require.True(t, rok && sok, "close after %dµs: operations left pending", d)
+		if rerr != nil {
+			require.ErrorIs(t, serr, transport.ErrClosed, "close after %dµs: the receive failed (%v)", d, rerr)
+		} else {
+			require.NoError(t, serr, "close after %dµs: the receive completed", d)
+		}
+		dropped += n.Node(1).EP.Counters().Dropped[transport.DropClosing]
+	}
+	require.NotZero(t, partial, "no close fell in the middle of the transfer")
+	require.NotZero(t, dropped, "no DATA arrived after a close")
+}
+
+// TestDataBeforeCloseIsAcknowledged: the receiver has the whole message
+// and closes while every acknowledgement of it is lost. The sender's
+// retransmissions and probes then reach a closing side, which still
+// acknowledges data that arrived before its close, so the send completes
+// (docs/spec.md §3.3).
+func TestDataBeforeCloseIsAcknowledged(t *testing.T) {
+	n, ca, cb := pair(t, baseNet(2), baseCfg())
+	const size = 16 << 10
+	_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
+	require.NoError(t, err)
+	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	r := transporttest.AnyRule(n.Now())
+	r.Src, r.Dst, r.Until = 1, 0, n.Now()+300*transport.Microsecond
+	n.AddRule(r)
+	_, err = n.Send(0, ca, 0, make([]byte, size), 0)
+	require.NoError(t, err)
+	require.NoError(t, n.RunUntil(func() bool { _, ok := outcome(n, 1, transport.EvRecvDone); return ok }, n.Now()+transport.Millisecond))
+	rerr, _ := outcome(n, 1, transport.EvRecvDone)
+	require.NoError(t, rerr)
+	_, sent := outcome(n, 0, transport.EvSendDone)
+	require.False(t, sent, "the ACKs were to be lost")
+	n.Node(1).EP.Close(n.Now(), cb)
+	require.NoError(t, n.RunUntil(func() bool { _, ok := outcome(n, 0, transport.EvSendDone); return ok }, n.Now()+50*transport.Millisecond))
+	serr, _ := outcome(n, 0, transport.EvSendDone)
+	require.NoError(t, serr, "data that arrived before the close was not acknowledged")
+}
