@@ -139,7 +139,10 @@ func TestTwoPluginsLoopback(t *testing.T) {
 	}
 }
 
-func twoPlugins(t *testing.T, be string) {
+// loopbackPlugins initialises a receiving and a sending plugin on lo with
+// backend be, as two processes of a job would.
+func loopbackPlugins(t *testing.T, be string) (rp, sp *Plugin, rctx, sctx Handle) {
+	t.Helper()
 	env := func(k string) string {
 		switch k {
 		case "METAROCE_IFNAMES":
@@ -149,15 +152,20 @@ func twoPlugins(t *testing.T, be string) {
 		}
 		return ""
 	}
-	rp, sp := New(env), New(env)
+	rp, sp = New(env), New(env)
 	rctx, err := rp.Init(12, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sctx, err := sp.Init(12, 2)
+	sctx, err = sp.Init(12, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rp, sp, rctx, sctx
+}
+
+func twoPlugins(t *testing.T, be string) {
+	rp, sp, rctx, sctx := loopbackPlugins(t, be)
 	if n, _ := rp.Devices(); n != 1 {
 		t.Fatalf("devices %d", n)
 	}
@@ -258,24 +266,7 @@ func twoPlugins(t *testing.T, be string) {
 func TestFinalizeAbortsAbandonedConnects(t *testing.T) {
 	for _, be := range []string{"udp", "tcp"} {
 		t.Run(be, func(t *testing.T) {
-			env := func(k string) string {
-				switch k {
-				case "METAROCE_IFNAMES":
-					return "=lo"
-				case "METAROCE_BACKEND":
-					return be
-				}
-				return ""
-			}
-			rp, sp := New(env), New(env)
-			rctx, err := rp.Init(12, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sctx, err := sp.Init(12, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rp, sp, rctx, sctx := loopbackPlugins(t, be)
 			handle := make([]byte, backend.HandleSize)
 			lc, err := rp.Listen(rctx, 0, handle)
 			if err != nil {
