@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/collectives/sched"
 )
 
 // Calls whose plans hold more messages per stream than a link queues: the
@@ -31,11 +33,8 @@ func TestManyMessagesPerStream(t *testing.T) {
 				if err := c.AllGather(context.Background(), send, recv, reduce.Int32); err != nil {
 					return err
 				}
-				for r := 0; r < n; r++ {
-					want := fill(reduce.Int32, cnt, func(i int) float64 { return value(r, i) })
-					if !bytes.Equal(recv[r*len(send):(r+1)*len(send)], want) {
-						return fmt.Errorf("rank %d: block %d differs from rank %d's input", c.Rank(), r, r)
-					}
+				if !bytes.Equal(recv, reference(sched.AllGather, reduce.Int32, reduce.OpSum, n, c.Rank(), cnt, 0)) {
+					return fmt.Errorf("rank %d: all-gather differs from the reference", c.Rank())
 				}
 				return nil
 			})
@@ -61,14 +60,7 @@ func TestPartlyOverlappingBuffers(t *testing.T) {
 		if err := c.ReduceScatter(ctx, send, recv, dt, reduce.OpSum); err != nil {
 			return err
 		}
-		want := fill(dt, cnt, func(i int) float64 {
-			s := 0.0
-			for k := 0; k < n; k++ {
-				s += value(k, r*cnt+i)
-			}
-			return s
-		})
-		if !bytes.Equal(recv, want) {
+		if want := reference(sched.ReduceScatter, dt, reduce.OpSum, n, r, cnt, 0); !bytes.Equal(recv, want) {
 			return fmt.Errorf("rank %d: in-place reduce-scatter in NCCL's layout: got % x, want % x", r, recv, want)
 		}
 
@@ -78,10 +70,8 @@ func TestPartlyOverlappingBuffers(t *testing.T) {
 		if err := c.AllGather(ctx, all[r*blk:(r+1)*blk], all, dt); err != nil {
 			return err
 		}
-		for k := 0; k < n; k++ {
-			if want := fill(dt, cnt, func(i int) float64 { return value(k, i) }); !bytes.Equal(all[k*blk:(k+1)*blk], want) {
-				return fmt.Errorf("rank %d: in-place all-gather in NCCL's layout: block %d wrong", r, k)
-			}
+		if !bytes.Equal(all, reference(sched.AllGather, dt, reduce.OpSum, n, r, cnt, 0)) {
+			return fmt.Errorf("rank %d: in-place all-gather in NCCL's layout differs from the reference", r)
 		}
 
 		// Overlaps that are no in-place layout: refused, and the
@@ -96,7 +86,7 @@ func TestPartlyOverlappingBuffers(t *testing.T) {
 			{"allgather", func() error { return c.AllGather(ctx, buf[4:4+blk], buf[:n*blk], dt) }},
 			{"reducescatter", func() error { return c.ReduceScatter(ctx, buf[:n*blk], buf[4:4+blk], dt, reduce.OpSum) }},
 		} {
-			if err := call.run(); err == nil || !bytesContain(err.Error(), "overlap") {
+			if err := call.run(); err == nil || !strings.Contains(err.Error(), "overlap") {
 				return fmt.Errorf("rank %d: %s with partly overlapping buffers: %v, want an overlap error", r, call.name, err)
 			}
 		}
@@ -104,8 +94,6 @@ func TestPartlyOverlappingBuffers(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
-
-func bytesContain(s, sub string) bool { return bytes.Contains([]byte(s), []byte(sub)) }
 
 // Ranks that disagree on the count get an error on both sides, never a
 // success with a half-filled buffer.
@@ -159,7 +147,7 @@ func TestFailedCallStopsWritingIntoBuffers(t *testing.T) {
 				switch {
 				case !errors.Is(err, context.DeadlineExceeded):
 					late = fmt.Errorf("rank 0: want the caller's deadline, got %v", err)
-				case !bytesContain(err.Error(), "caller's deadline"):
+				case !strings.Contains(err.Error(), "caller's deadline"):
 					late = fmt.Errorf("rank 0: the error does not say whose deadline passed: %v", err)
 				}
 				clear(recv)
