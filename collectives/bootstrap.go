@@ -276,13 +276,20 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 
 // missingErr names the ranks that have not joined.
 func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
-	var miss []int
-	for r, bl := range blobs {
-		if bl == nil {
-			miss = append(miss, r)
+	miss := ranksWhere(0, len(blobs), func(r int) bool { return blobs[r] == nil })
+	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT", rankList(miss), b.NRanks, b.Root, cause)
+}
+
+// ranksWhere lists the ranks r in [from, to) for which pred holds, in
+// order: the ranks an error should name.
+func ranksWhere(from, to int, pred func(r int) bool) []int {
+	var out []int
+	for r := from; r < to; r++ {
+		if pred(r) {
+			out = append(out, r)
 		}
 	}
-	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT", rankList(miss), b.NRanks, b.Root, cause)
+	return out
 }
 
 // rankList prints ranks in order, the first 16 of them, for errors.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/metaroce/metaroce/transport/udp"
 )
@@ -69,12 +70,7 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 	for k := rank + 1; k < n; k++ {
 		c, err := f.ep.Accept(ctx)
 		if err != nil {
-			var miss []int
-			for r := rank + 1; r < n; r++ {
-				if l.conns[r] == nil {
-					miss = append(miss, r)
-				}
-			}
+			miss := ranksWhere(rank+1, n, func(r int) bool { return l.conns[r] == nil })
 			return nil, fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, rankList(miss), err)
 		}
 		peer := -1
@@ -157,11 +153,17 @@ func (l *metaroceLink) info() LinkInfo {
 		PathsPerPlane: cfg.Core.PathsPerPlane, MaxDatagram: cfg.MaxDatagram, Channels: l.channels}
 }
 
+// close ends every connection at once and then the endpoint. The
+// connections close side by side: each waits for its peer's answer (or,
+// for a dead peer, the linger), and one after another that would add up
+// to the linger times the dead peers.
 func (l *metaroceLink) close() error {
+	var wg sync.WaitGroup
 	for _, c := range l.conns {
 		if c != nil {
-			c.Close()
+			wg.Go(func() { c.Close() })
 		}
 	}
+	wg.Wait()
 	return l.ep.Close()
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 )
@@ -95,16 +96,9 @@ func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (lin
 // missingStreams lists the ranks above rank that have not connected every
 // channel yet, for errors.
 func missingStreams(streams [][]*tcpStream, rank int) string {
-	var miss []int
-	for r := rank + 1; r < len(streams); r++ {
-		for _, s := range streams[r] {
-			if s == nil {
-				miss = append(miss, r)
-				break
-			}
-		}
-	}
-	return rankList(miss)
+	return rankList(ranksWhere(rank+1, len(streams), func(r int) bool {
+		return slices.Contains(streams[r], nil)
+	}))
 }
 
 type tcpLink struct {
