@@ -251,16 +251,32 @@ func (c *Conn) failOps(err error) {
 	for _, fid := range c.flowIDs() {
 		f := c.flows[fid]
 		for _, s := range f.sends {
-			if !s.reported {
-				s.reported = true
-				c.ep.emit(Event{Kind: EvSendDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: s.cookie, Len: s.length, Tag: s.tag, Err: err})
+			if s.reported {
+				continue
 			}
+			s.reported = true
+			if s.done {
+				// Every byte was acknowledged (or the send failed on its
+				// own) while it waited behind an earlier send: it
+				// completed, and the peer's receive reports it so.
+				c.ep.emit(Event{Kind: EvSendDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: s.cookie, Len: s.length, Tag: s.tag, Err: s.err})
+				continue
+			}
+			c.ep.emit(Event{Kind: EvSendDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: s.cookie, Len: s.length, Tag: s.tag, Err: err})
 		}
 		f.sends = f.sends[:0]
 		f.unmatched = f.unmatched[:0]
 		for _, g := range f.recvs {
+			landed := g.landed()
 			for i := 0; i < g.n; i++ {
 				en := &g.entries[i]
+				if landed {
+					// Every byte is in place and acknowledged: the
+					// peer's send has completed, so the receive does
+					// too, though an earlier group failed.
+					c.ep.emit(Event{Kind: EvRecvDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: en.cookie, Len: en.length, Tag: en.tag, Err: en.err})
+					continue
+				}
 				c.ep.emit(Event{Kind: EvRecvDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: en.cookie, Err: err})
 			}
 		}

@@ -74,6 +74,17 @@ type recvGroup struct {
 	entries [wire.MaxRecvEntries]recvEntry
 }
 
+// landed reports whether every buffer of g is complete: all its data is
+// placed (and acknowledged), or the buffer failed on its own.
+func (g *recvGroup) landed() bool {
+	for i := 0; i < g.n; i++ {
+		if !g.entries[i].done {
+			return false
+		}
+	}
+	return true
+}
+
 type recvEntry struct {
 	capacity  uint64
 	tag       uint32
@@ -467,14 +478,7 @@ func (c *Conn) place(now Time, d *wire.Data) Placement {
 func (c *Conn) completeRecvs(f *flow) {
 	n := 0
 	for _, g := range f.recvs {
-		all := true
-		for i := 0; i < g.n; i++ {
-			if !g.entries[i].done {
-				all = false
-				break
-			}
-		}
-		if !all {
+		if !g.landed() {
 			break
 		}
 		for i := 0; i < g.n; i++ {
