@@ -52,9 +52,10 @@ type Conn struct {
 	fwd     fwdDelay
 
 	flows map[uint32]*flow
-	// released holds the flow ids released by ReleaseFlow (the latest
-	// maxTombstones, oldest first in releasedOrder).
-	released      map[uint32]struct{}
+	// released holds the flow ids released by ReleaseFlow or AbortFlow or
+	// aborted by the peer, and how (the latest maxTombstones, oldest first
+	// in releasedOrder).
+	released      map[uint32]flowEnd
 	releasedOrder []uint32
 
 	// Sequenced work waiting for a path, in priority order.
@@ -249,46 +250,51 @@ func (c *Conn) peerExceeded(now Time, format string, args ...any) {
 // failOps fails every queued send and posted receive with err.
 func (c *Conn) failOps(err error) {
 	for _, fid := range c.flowIDs() {
-		f := c.flows[fid]
-		for _, s := range f.sends {
-			if s.reported {
-				continue
-			}
-			s.reported = true
-			if s.done {
-				// Every byte was acknowledged (or the send failed on its
-				// own) while it waited behind an earlier send: it
-				// completed, and the peer's receive reports it so.
-				c.ep.emit(Event{Kind: EvSendDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: s.cookie, Len: s.length, Tag: s.tag, Err: s.err})
-				continue
-			}
-			c.ep.emit(Event{Kind: EvSendDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: s.cookie, Len: s.length, Tag: s.tag, Err: err})
-		}
-		f.sends = f.sends[:0]
-		f.unmatched = f.unmatched[:0]
-		for _, g := range f.recvs {
-			landed := g.landed()
-			for i := 0; i < g.n; i++ {
-				en := &g.entries[i]
-				if landed {
-					// Every byte is in place and acknowledged: the
-					// peer's send has completed, so the receive does
-					// too, though an earlier group failed.
-					c.ep.emit(Event{Kind: EvRecvDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: en.cookie, Len: en.length, Tag: en.tag, Err: en.err})
-					continue
-				}
-				c.ep.emit(Event{Kind: EvRecvDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: en.cookie, Err: err})
-			}
-		}
-		f.recvs = f.recvs[:0]
-		clear(f.txq)
-		f.txq = f.txq[:0]
-		f.inActive = false
+		c.failFlow(c.flows[fid], err)
 	}
 	clear(c.active)
 	c.active = c.active[:0]
 	c.retxQ = c.retxQ[:0]
 	c.ctrlQ = c.ctrlQ[:0]
+}
+
+// failFlow ends every outstanding operation of f with err, but those that
+// had finished and waited only behind an earlier one (docs/spec.md §3.4):
+// a send whose every byte was acknowledged, a receive group whose every
+// buffer is complete. A failed send is marked done, so that none of its
+// packets is sent again. f leaves the active list; the caller drops the
+// connection's queues or, for one flow, its entries in them.
+func (c *Conn) failFlow(f *flow, err error) {
+	for _, s := range f.sends {
+		if s.reported {
+			continue
+		}
+		s.reported = true
+		if !s.done {
+			s.done, s.err = true, err
+		}
+		c.ep.emit(Event{Kind: EvSendDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: s.cookie, Len: s.length, Tag: s.tag, Err: s.err})
+	}
+	clear(f.sends)
+	f.sends = f.sends[:0]
+	clear(f.unmatched)
+	f.unmatched = f.unmatched[:0]
+	for _, g := range f.recvs {
+		landed := g.landed()
+		for i := 0; i < g.n; i++ {
+			en := &g.entries[i]
+			if landed {
+				c.ep.emit(Event{Kind: EvRecvDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: en.cookie, Len: en.length, Tag: en.tag, Err: en.err})
+				continue
+			}
+			c.ep.emit(Event{Kind: EvRecvDone, Conn: c.id, Remote: c.remote, Flow: f.id, Cookie: en.cookie, Err: err})
+		}
+	}
+	clear(f.recvs)
+	f.recvs = f.recvs[:0]
+	clear(f.txq)
+	f.txq = f.txq[:0]
+	f.inActive = false
 }
 
 // flowIDs returns flow ids in ascending order so that failure events come

@@ -29,6 +29,10 @@ var (
 	// ErrInvalid: bad arguments (empty receive group, too many entries,
 	// oversize message).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrFlowAborted: the flow was aborted (AbortFlow), here or by the
+	// peer, while the operation was outstanding; the connection's other
+	// flows carry on.
+	ErrFlowAborted = errors.New("flow aborted")
 )
 
 // ConnError is an error attached to one connection: it names the peer so a

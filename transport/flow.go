@@ -103,7 +103,7 @@ func (c *Conn) getFlow(id uint32, create bool) (*flow, error) {
 	f := c.flows[id]
 	if f == nil && create {
 		if c.isReleased(id) {
-			return nil, c.errf(ErrInvalid, "flow %d was released", id)
+			return nil, c.reuseErr(id)
 		}
 		if len(c.flows) >= c.ep.cfg.MaxFlowsPerConn {
 			return nil, c.errf(ErrLimit, "more than %d flows", c.ep.cfg.MaxFlowsPerConn)
@@ -497,6 +497,10 @@ func (c *Conn) completeRecvs(f *flow) {
 
 // onNack handles a sequenced NACK from the peer.
 func (c *Conn) onNack(n *wire.Nack) {
+	if n.Reason == wire.NackFlowAborted {
+		c.onFlowAborted(n.Flow)
+		return
+	}
 	f := c.flows[n.Flow]
 	if f == nil {
 		return

@@ -27,7 +27,7 @@ func (e *Endpoint) ReleaseFlow(now Time, id ConnID, flow uint32) error {
 	if c.isReleased(flow) {
 		return nil
 	}
-	c.tombstone(flow)
+	c.tombstone(flow, flowReleased)
 	if f := c.flows[flow]; f != nil {
 		f.released = true
 		c.reapFlow(f)
@@ -41,13 +41,37 @@ func (c *Conn) isReleased(flow uint32) bool {
 	return ok
 }
 
-// tombstone remembers flow as released, forgetting the oldest id beyond
-// maxTombstones.
-func (c *Conn) tombstone(flow uint32) {
-	if c.released == nil {
-		c.released = make(map[uint32]struct{})
+// flowEnd says how a flow id came to be released, for the error that
+// refuses its reuse.
+type flowEnd uint8
+
+const (
+	flowReleased      flowEnd = iota // ReleaseFlow
+	flowAborted                      // AbortFlow
+	flowAbortedByPeer                // a NACK FLOW_ABORTED
+)
+
+// reuseErr is the error of a send or receive on a released flow id.
+func (c *Conn) reuseErr(flow uint32) error {
+	switch c.released[flow] {
+	case flowAborted:
+		return c.errf(ErrInvalid, "flow %d was aborted", flow)
+	case flowAbortedByPeer:
+		return c.errf(ErrFlowAborted, "the peer aborted flow %d", flow)
 	}
-	c.released[flow] = struct{}{}
+	return c.errf(ErrInvalid, "flow %d was released", flow)
+}
+
+// tombstone remembers flow as released (how: end), forgetting the oldest
+// id beyond maxTombstones. A flow released twice keeps its first end.
+func (c *Conn) tombstone(flow uint32, end flowEnd) {
+	if c.released == nil {
+		c.released = make(map[uint32]flowEnd)
+	}
+	if _, ok := c.released[flow]; ok {
+		return
+	}
+	c.released[flow] = end
 	c.releasedOrder = append(c.releasedOrder, flow)
 	if len(c.releasedOrder) > maxTombstones {
 		delete(c.released, c.releasedOrder[0])

@@ -156,8 +156,8 @@ type CheckOptions struct {
 	Complete bool
 	// AllowFailures accepts operations that failed with a connection-level
 	// error (closed connection, dead peer, a peer that exceeded this
-	// side's limits and failed the connection) instead of the reference
-	// outcome.
+	// side's limits and failed the connection) or an aborted flow instead
+	// of the reference outcome.
 	AllowFailures bool
 }
 
@@ -225,7 +225,7 @@ func (n *Net) Check(opt CheckOptions) error {
 				}
 				what := fmt.Sprintf("%s send %d (cookie %d, %d bytes, tag %d)", where, i, m.send.cookie, len(m.send.data), m.send.tag)
 				connFail := func(err error) bool {
-					return opt.AllowFailures && (errors.Is(err, transport.ErrClosed) || errors.Is(err, transport.ErrPeerDead) || errors.Is(err, transport.ErrLimit))
+					return opt.AllowFailures && (errors.Is(err, transport.ErrClosed) || errors.Is(err, transport.ErrPeerDead) || errors.Is(err, transport.ErrLimit) || errors.Is(err, transport.ErrFlowAborted))
 				}
 				if sdone && connFail(serr) || m.recv != nil && m.recv.Done && connFail(m.recv.Err) {
 					continue

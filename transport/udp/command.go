@@ -13,6 +13,7 @@ const (
 	cmdRecv
 	cmdClose
 	cmdRelease // release a flow (transport.Endpoint.ReleaseFlow)
+	cmdAbort   // abort a flow (transport.Endpoint.AbortFlow), then fn
 	cmdShutdown
 	cmdFunc // run fn on the loop (statistics)
 )
@@ -109,6 +110,12 @@ func (e *Endpoint) apply(now transport.Time, cmd *command) {
 		if !c.gone && c.id != 0 {
 			_ = e.core.ReleaseFlow(now, c.id, cmd.flow)
 		}
+	case cmdAbort:
+		if !c.gone && c.id != 0 {
+			_ = e.core.AbortFlow(now, c.id, cmd.flow)
+			e.drainEvents() // the flow's requests finish before fn
+		}
+		cmd.fn()
 	case cmdShutdown:
 		if !e.stopping {
 			e.stopping = true

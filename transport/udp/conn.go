@@ -122,6 +122,27 @@ func (c *Conn) ReleaseFlow(flow uint32) error {
 	return c.ep.enqueue(command{kind: cmdRelease, conn: c, flow: flow})
 }
 
+// AbortFlow gives up on flow at once: its requests still in flight fail
+// with transport.ErrFlowAborted (those that had finished complete,
+// docs/spec.md §3.4), and when AbortFlow returns they are all done and the
+// datapath touches none of their buffers again. The peer is told and
+// fails its own requests on flow; the connection and its other flows
+// carry on. The flow id is released, as by ReleaseFlow. On a connection
+// that is gone it does nothing: its requests have failed already.
+func (c *Conn) AbortFlow(flow uint32) {
+	if c.closedErr() != nil {
+		return
+	}
+	done := make(chan struct{})
+	if err := c.ep.enqueue(command{kind: cmdAbort, conn: c, flow: flow, fn: func() { close(done) }}); err != nil {
+		return // the endpoint stopped, failing every request
+	}
+	select {
+	case <-done:
+	case <-c.ep.done:
+	}
+}
+
 // closeWait bounds how long Close waits for the peer's acknowledgement; the
 // core gives up after 4 × HandshakeRetry on its own.
 const closeWait = 5 * time.Second

@@ -29,6 +29,10 @@ const (
 	// NackTagMismatch: the sender's tag matches no entry of the oldest
 	// receive group. Value: the tag.
 	NackTagMismatch NackReason = 5
+	// NackFlowAborted: the sender of the NACK aborted the flow; the
+	// receiver fails its side of the flow and releases it. Index, Msg and
+	// Value are 0.
+	NackFlowAborted NackReason = 6
 )
 
 func (r NackReason) String() string {
@@ -43,6 +47,8 @@ func (r NackReason) String() string {
 		return "offset outside posted buffer"
 	case NackTagMismatch:
 		return "tag matches no posted buffer"
+	case NackFlowAborted:
+		return "flow aborted"
 	}
 	return fmt.Sprintf("nack reason %d", uint8(r))
 }
@@ -85,7 +91,7 @@ func ParseNack(n *Nack, b []byte) (int, error) {
 		return 0, perr(OpNack, "length", uint64(len(b)), ErrLength)
 	}
 	n.Reason = NackReason(b[24])
-	if n.Reason < NackNotReady || n.Reason > NackTagMismatch {
+	if n.Reason < NackNotReady || n.Reason > NackFlowAborted {
 		return 0, perr(OpNack, "reason", uint64(b[24]), ErrRange)
 	}
 	n.Index = b[25]

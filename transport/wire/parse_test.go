@@ -254,13 +254,13 @@ func TestNackErrors(t *testing.T) {
 		{"short", v[:wire.NackLen-1], wire.ErrShort},
 		{"trailing byte", append(append([]byte(nil), v...), 0), wire.ErrLength},
 		{"reason 0", with(v, put8(24, 0)), wire.ErrRange},
-		{"reason 6", with(v, put8(24, 6)), wire.ErrRange},
+		{"reason 7", with(v, put8(24, 7)), wire.ErrRange},
 		{"reason 255", with(v, put8(24, 255)), wire.ErrRange},
 		{"index 8", with(v, put8(25, 8)), wire.ErrRange},
 		{"reserved 26", with(v, put8(26, 1)), wire.ErrReserved},
 		{"reserved 27", with(v, put8(27, 1)), wire.ErrReserved},
 	}
-	for r := wire.NackNotReady; r <= wire.NackTagMismatch; r++ {
+	for r := wire.NackNotReady; r <= wire.NackFlowAborted; r++ {
 		cases = append(cases, bodyCase{fmt.Sprintf("reason %d (%v)", r, r), with(v, put8(24, byte(r))), nil})
 	}
 	runBodyCases(t, &wire.Nack{}, cases)
