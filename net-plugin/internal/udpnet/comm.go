@@ -1,48 +1,21 @@
 package udpnet
 
-import (
-	"time"
+import "github.com/metaroce/metaroce/transport/udp"
 
-	"github.com/metaroce/metaroce/transport/udp"
-)
-
-// closeGrace bounds how long closing a comm waits for its requests still in
-// flight before it closes the whole shared connection.
-const closeGrace = 2 * time.Second
-
-// drain waits up to closeGrace for the requests still in flight and, if some
-// remain, closes p's connection, which fails them; either way, once it
-// returns the datapath no longer touches their buffers. It then releases
-// the comm's flow (peer.dataFlow: no other comm ever uses it, and a
-// connection that outlives many comms must not keep them all) and drops
-// the comm's reference on p.
+// drain ends a closing comm's use of its flow. Requests still in flight
+// (NCCL closes a comm with requests outstanding only when it aborts) are
+// aborted: they fail at once and, once drain returns, the datapath touches
+// none of their buffers again; the peer's requests on the flow fail too,
+// and the connection, shared with the other comms to that peer, carries
+// on. It then releases the flow (peer.dataFlow: no other comm ever uses
+// it, and a connection that outlives many comms must not keep them all)
+// and drops the comm's reference on p.
 func drain(p *peer, flow uint32, inflight []*udp.Request) {
 	if len(inflight) > 0 {
-		t := time.NewTimer(closeGrace)
-		defer t.Stop()
-	wait:
-		for _, r := range inflight {
-			select {
-			case <-r.Done():
-			case <-t.C:
-				p.d.kill(p, "a comm on flow "+itoa(flow)+" closed with requests in flight")
-				break wait
-			}
-		}
+		p.d.logf("NET/MetaRoCE : udpnet: comm on flow %d to peer %s closed with %d request(s) in flight: aborting them", flow, p.name, len(inflight))
+		p.conn.AbortFlow(flow)
 	}
 	_ = p.conn.ReleaseFlow(flow)
 	p.d.release(p)
 }
 
-func itoa(v uint32) string {
-	var b [10]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			return string(b[i:])
-		}
-	}
-}

@@ -198,19 +198,47 @@ func TestSlotsExhaustedMeansRetry(t *testing.T) {
 	require.Nil(t, r)
 }
 
-func TestCloseWithReceiveInFlight(t *testing.T) {
-	_, rc := connect(t, newBackend(t, 13), newBackend(t, 14))
+// TestCloseWithRequestsInFlight closes a comm with a receive in flight (as
+// an NCCL abort does) while another comm shares its connection. As Close
+// returns the receive is over; the peer's send on the closed comm fails
+// with an error that says so; and the other comm, on the same connection,
+// carries on.
+func TestCloseWithRequestsInFlight(t *testing.T) {
+	a, b := newBackend(t, 13), newBackend(t, 14)
+	sc, rc := connect(t, a, b)
+	other, otherRecv := connect(t, a, b)
+	require.Same(t, rc.p, otherRecv.p, "the two comms should share one connection")
 	r, err := rc.Irecv([][]byte{make([]byte, 10)}, []int32{1})
 	require.NoError(t, err)
 	q := r.(*recvReq).r
 	require.NoError(t, rc.Close())
-	// After Close the datapath no longer owns the buffer: the request is over.
 	select {
 	case <-q.Done():
 	default:
 		t.Fatal("receive still in flight after Close")
 	}
-	require.True(t, rc.p.dead)
+	require.False(t, rc.p.dead, "closing one comm closed the shared connection")
+
+	s, err := sc.Isend([]byte("late"), 1)
+	require.NoError(t, err)
+	backendtest.PollUntil(t, "failed send", func() bool {
+		_, err := s.Test(nil)
+		if err != nil {
+			require.ErrorIs(t, err, backend.ErrRemote)
+			require.ErrorContains(t, err, "requests in flight")
+			require.ErrorContains(t, err, "peer aborted flow")
+		}
+		return err != nil
+	})
+
+	buf := make([]byte, 4)
+	r, err = otherRecv.Irecv([][]byte{buf}, []int32{2})
+	require.NoError(t, err)
+	s, err = other.Isend([]byte("next"), 2)
+	require.NoError(t, err)
+	backendtest.Wait(t, s, nil)
+	backendtest.Wait(t, r, nil)
+	require.Equal(t, "next", string(buf))
 }
 
 func TestDialBadInput(t *testing.T) {

@@ -342,19 +342,6 @@ func (d *device) retireLocked(p *peer) {
 	}()
 }
 
-// kill closes p's connection now and waits until it is gone, failing every
-// request on it (used when a comm closes with requests in flight).
-func (d *device) kill(p *peer, why string) {
-	d.logf("NET/MetaRoCE : udpnet: closing the connection to peer %s: %s", p.name, why)
-	d.mu.Lock()
-	p.dead = true
-	if d.peers[p.key] == p {
-		delete(d.peers, p.key)
-	}
-	d.mu.Unlock()
-	_ = p.conn.Close()
-}
-
 // listen allocates a flow and registers its listener.
 func (d *device) listen() (*listener, error) {
 	d.mu.Lock()

@@ -21,6 +21,8 @@ func opErr(op string, p *peer, flow uint32, err error) error {
 		return fmt.Errorf("udpnet: %s on flow %d: peer %s not responding (process exited, host down or network failed; detection time is METAROCE_TIMEOUT_MS): %v", op, flow, p.name, err)
 	case errors.Is(err, udp.ErrEndpointClosed):
 		return fmt.Errorf("udpnet: %s on flow %d with peer %s: the plugin is shutting down: %v: %w", op, flow, p.name, err, backend.ErrClosed)
+	case errors.Is(err, transport.ErrFlowAborted):
+		return fmt.Errorf("udpnet: %s on flow %d with peer %s: the comm was closed, here or at the peer, with requests in flight (an abort): %v: %w", op, flow, p.name, err, backend.ErrRemote)
 	case errors.Is(err, transport.ErrClosed):
 		return fmt.Errorf("udpnet: %s on flow %d: the connection to peer %s was closed (the peer closed it or exited): %v: %w", op, flow, p.name, err, backend.ErrRemote)
 	}

@@ -58,7 +58,7 @@ func (f *flowEnd) put(s *slot) {
 	f.free = append(f.free, s.idx)
 }
 
-// Close waits (bounded by closeGrace) for the requests in flight and drops
+// Close aborts the requests still in flight (see drain) and drops
 // the comm's reference on the connection. A second Close does nothing.
 func (f *flowEnd) Close() error {
 	f.mu.Lock()
