@@ -118,7 +118,7 @@ func (l *rcclLauncher) rank(ctx context.Context, n, r, dev int, id rccl.UniqueID
 	if err := l.rt.SetDevice(dev); err != nil {
 		return err
 	}
-	c, err := l.lib.InitRank(ctx, n, id, r)
+	c, err := l.lib.InitRank(ctx, n, id, r, dev)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,9 @@ func (c *Config) check() error {
 		return bad("root %d outside 0..%d", c.Root, c.NRanks-1)
 	case c.Collective == P2P && (c.Peer < 0 || c.Peer >= c.NRanks):
 		return bad("peer %d outside 0..%d", c.Peer, c.NRanks-1)
-	case c.Count > math.MaxInt64/int64(c.NRanks)/int64(c.DType.Size()):
+	case c.Count > math.MaxInt64/int64(max(c.NRanks, 3))/int64(c.DType.Size()):
+		// The largest buffer a plan names: the whole of an all-gather's
+		// output (NRanks blocks) or recursive doubling's scratch (3).
 		return bad("count %d too large", c.Count)
 	}
 	if !algorithmFits(c.Collective, c.Algorithm) {
@@ -82,9 +84,9 @@ func algorithmFits(c Collective, a Algorithm) bool {
 // block); the hierarchical ring over a known grouping otherwise; the ring
 // otherwise. The one algorithm of every other collective.
 //
-// Two ranks stay on the ring: both algorithms then send the whole buffer
-// once, but recursive doubling also copies the input and reduces the whole
-// buffer on each rank, where the ring reduces half of it in place and
+// Above AutoRecursiveDoublingMaxBytes two ranks stay on the ring: both
+// algorithms then send the whole buffer once, but recursive doubling also
+// copies the input and reduces the whole buffer on each rank, where the ring reduces half of it in place and
 // copies nothing. On a CPU-bound host that local work decides: measured
 // with BenchmarkBusBW (2 in-process ranks over MetaRoCE), the ring needs
 // 0.39-0.40 CPU ns/B at 1 MiB against recursive doubling's 0.51-0.52, and

@@ -21,7 +21,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := l.InitRank(context.Background(), 1, id, 0)
+	c, err := l.InitRank(context.Background(), 1, id, 0, -1)
 	if err != nil {
 		b.Fatal(err)
 	}

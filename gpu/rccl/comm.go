@@ -3,6 +3,7 @@ package rccl
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -21,15 +22,27 @@ type Comm struct {
 	closeOnce sync.Once
 }
 
-// InitRank joins rank (0 <= rank < nranks) to the communicator named by id.
-// The library blocks until all nranks ranks have joined; when ctx ends
-// first, InitRank returns ctx's error at once and a background goroutine
-// aborts the communicator if the library ever returns one. That goroutine
-// holds its OS thread until then, so a process that times out here should
-// exit rather than try again many times.
-func (l *Lib) InitRank(ctx context.Context, nranks int, id UniqueID, rank int) (*Comm, error) {
+// InitRank joins rank (0 <= rank < nranks) to the communicator named by id,
+// on GPU dev. The library binds a communicator to the device current on the
+// OS thread that creates it, and InitRank creates it on a thread of its
+// own, so it selects dev there first through the library's runtime
+// (Lib.Runtime); dev < 0 leaves that thread's device as it is (device 0,
+// unless the runtime says otherwise), which is what a process with one GPU
+// wants. The library blocks until all nranks ranks have joined; when ctx
+// ends first, InitRank returns ctx's error at once and a background
+// goroutine aborts the communicator if the library ever returns one. That
+// goroutine holds its OS thread until then, so a process that times out
+// here should exit rather than try again many times.
+func (l *Lib) InitRank(ctx context.Context, nranks int, id UniqueID, rank, dev int) (*Comm, error) {
 	if nranks < 1 || rank < 0 || rank >= nranks {
 		return nil, argError("ncclCommInitRank", "rank %d of %d ranks: want 0 <= rank < nranks", rank, nranks)
+	}
+	var rt *gpu.Runtime
+	if dev >= 0 {
+		var err error
+		if rt, err = l.Runtime(); err != nil {
+			return nil, fmt.Errorf("rccl: ncclCommInitRank on device %d: selecting the device: %w", dev, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("rccl: ncclCommInitRank: %w", err)
@@ -40,6 +53,15 @@ func (l *Lib) InitRank(ctx context.Context, nranks int, id UniqueID, rank int) (
 	}
 	done := make(chan result, 1)
 	go func() {
+		// The thread keeps the device: it ends with the goroutine
+		// instead of going back to the scheduler with it.
+		runtime.LockOSThread()
+		if rt != nil {
+			if err := rt.SetDevice(dev); err != nil {
+				done <- result{err: fmt.Errorf("rccl: ncclCommInitRank on device %d: %w", dev, err)}
+				return
+			}
+		}
 		var h uintptr
 		rc := callInit(l.commInitRank, &h, nranks, &id, rank)
 		done <- result{h, l.fail("ncclCommInitRank", rc, 0)}
@@ -67,6 +89,17 @@ func (c *Comm) Ranks() int { return c.nranks }
 
 // Rank is this rank's index.
 func (c *Comm) Rank() int { return c.rank }
+
+// Device asks the library for the GPU the communicator is bound to
+// (ncclCommCuDevice).
+func (c *Comm) Device() (int, error) {
+	if c.lib.commDevice == nil {
+		return 0, fmt.Errorf("rccl: %s has no ncclCommCuDevice", c.lib.Path())
+	}
+	var d int32
+	err := c.lib.fail("ncclCommCuDevice", callHP(c.lib.commDevice, c.h, unsafe.Pointer(&d)), c.h)
+	return int(d), err
+}
 
 // Handle is the ncclComm_t, for code that calls the library directly.
 func (c *Comm) Handle() uintptr { return c.h }
@@ -181,6 +214,9 @@ func (c *Comm) AllToAll(send, recv uintptr, count int, dt DataType, stream gpu.S
 		return c.lib.fail("ncclAllToAll", callGather(c.lib.allToAll, send, recv, count, dt, c.h, uintptr(stream)), c.h)
 	}
 	block := uintptr(count) * uintptr(dt.Size())
+	// The group belongs to the OS thread (GroupStart).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := c.lib.GroupStart(); err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func initFake(t *testing.T, l *Lib, nranks, rank int) *Comm {
 	t.Helper()
 	id, err := l.UniqueID()
 	require.NoError(t, err)
-	c, err := l.InitRank(context.Background(), nranks, id, rank)
+	c, err := l.InitRank(context.Background(), nranks, id, rank, -1)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Destroy() })
 	return c
@@ -221,9 +221,9 @@ func TestArgumentChecks(t *testing.T) {
 	}
 	id, err := l.UniqueID()
 	require.NoError(t, err)
-	_, err = l.InitRank(context.Background(), 2, id, 2)
+	_, err = l.InitRank(context.Background(), 2, id, 2, -1)
 	require.ErrorContains(t, err, "rank 2 of 2 ranks")
-	_, err = l.InitRank(context.Background(), 0, id, 0)
+	_, err = l.InitRank(context.Background(), 0, id, 0, -1)
 	require.ErrorContains(t, err, "rank 0 of 0 ranks")
 	require.NoError(t, c.Destroy())
 	require.NoError(t, c.Destroy(), "second Destroy")
@@ -249,7 +249,7 @@ func TestFakeVersionAndID(t *testing.T) {
 	// A damaged id reaches the library whole (it is passed by value) and is
 	// refused there, with the library's detail.
 	id[0]++
-	_, err = l.InitRank(context.Background(), 1, id, 0)
+	_, err = l.InitRank(context.Background(), 1, id, 0, -1)
 	if err := err; true {
 		require.ErrorContains(t, err, "ncclCommInitRank failed")
 		require.ErrorContains(t, err, "unique id byte 0 is wrong")
@@ -257,7 +257,7 @@ func TestFakeVersionAndID(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	id[0]--
-	_, err = l.InitRank(ctx, 1, id, 0)
+	_, err = l.InitRank(ctx, 1, id, 0, -1)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("InitRank with a cancelled context: %v", err)
 	}
@@ -325,7 +325,7 @@ func TestInitRankDeadline(t *testing.T) {
 	// creates it only after InitRank has returned: the order is fixed.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, err = l.InitRank(ctx, 2, id, 0)
+	_, err = l.InitRank(ctx, 2, id, 0, -1)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("InitRank with missing peers: %v, want a deadline error", err)
 	}
@@ -348,5 +348,63 @@ func TestInitRankDeadline(t *testing.T) {
 			t.Fatal("the orphaned communicator was not aborted within 10 s")
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestInitRankSelectsDevice: the library binds a communicator to the device
+// current on the thread that creates it, which is InitRank's own thread,
+// not the caller's. InitRank selects the device it is given there.
+func TestInitRankSelectsDevice(t *testing.T) {
+	path := ctest.SharedLib(t, "libnccl-dev.so", fakeSources)
+	l, err := Open(path)
+	require.NoError(t, err)
+	t.Setenv(gpu.EnvCUDARTLib, path) // the fake holds its runtime too
+	t.Setenv("FAKE_DEVICES", "4")
+	id, err := l.UniqueID()
+	require.NoError(t, err)
+	for _, dev := range []int{2, 3, -1} {
+		c, err := l.InitRank(context.Background(), 1, id, 0, dev)
+		require.NoError(t, err)
+		got, err := c.Device()
+		require.NoError(t, err)
+		require.Equal(t, max(dev, 0), got, "InitRank on device %d", dev)
+		require.NoError(t, c.Destroy())
+	}
+	_, err = l.InitRank(context.Background(), 1, id, 0, 7)
+	require.ErrorContains(t, err, "ncclCommInitRank on device 7")
+	require.ErrorContains(t, err, "invalid device ordinal")
+}
+
+// TestAllToAllGroupStaysOnOneThread: without a native ncclAllToAll,
+// AllToAll is a group of sends and receives, and a group belongs to the
+// OS thread. A slow ncclSend and a goroutine that wants the only P make
+// the scheduler move AllToAll's goroutine to another thread in the middle
+// of the group unless it is locked to its thread; its receives would then
+// land outside the group.
+func TestAllToAllGroupStaysOnOneThread(t *testing.T) {
+	l := openFake(t, "libnccl-a2a-thread.so", "-DNO_ALLTOALL")
+	c := initFake(t, l, 2, 0)
+	b, err := gpu.AllocHost(4096, -1)
+	require.NoError(t, err)
+	defer b.Free()
+	p := b.Addr()
+	t.Setenv("FAKENCCL_SEND_SLEEP_US", "20000")
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	stop := make(chan struct{})
+	spun := make(chan struct{})
+	go func() { // wants the only P whenever AllToAll's thread sleeps in C
+		defer close(spun)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	defer func() { close(stop); <-spun }()
+	for i := range 5 {
+		require.NoError(t, c.AllToAll(p, p+64, 4, Int32, 0), "call %d", i)
 	}
 }

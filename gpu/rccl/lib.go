@@ -52,8 +52,9 @@ type Lib struct {
 	errString, allReduce, broadcast, reduceScatter, allGather, send, recv, groupStart, groupEnd unsafe.Pointer
 
 	// Optional entry points, nil when absent: ncclAllToAll is RCCL's,
-	// ncclCommFinalize appeared in NCCL 2.14, ncclGetLastError in 2.13.
-	allToAll, commFinalize, lastError unsafe.Pointer
+	// ncclCommFinalize appeared in NCCL 2.14, ncclGetLastError in 2.13;
+	// ncclCommCuDevice is in every NCCL and RCCL, but nothing needs it.
+	allToAll, commFinalize, lastError, commDevice unsafe.Pointer
 
 	rtOnce sync.Once
 	rt     *gpu.Runtime
@@ -78,6 +79,7 @@ func Open(path string) (*Lib, error) {
 	l.allToAll, _ = d.Sym("ncclAllToAll")
 	l.commFinalize, _ = d.Sym("ncclCommFinalize")
 	l.lastError, _ = d.Sym("ncclGetLastError")
+	l.commDevice, _ = d.Sym("ncclCommCuDevice")
 	return l, nil
 }
 
@@ -148,10 +150,13 @@ func (l *Lib) UniqueID() (UniqueID, error) {
 
 // GroupStart opens a group: the calls up to GroupEnd are issued together,
 // which is how one thread posts sends and receives to several peers without
-// deadlock.
+// deadlock. The group belongs to the calling OS thread: lock the goroutine
+// to its thread (runtime.LockOSThread) from GroupStart to GroupEnd, or the
+// calls between may land outside the group.
 func (l *Lib) GroupStart() error { return l.fail("ncclGroupStart", callV(l.groupStart), 0) }
 
-// GroupEnd closes a group opened by GroupStart and issues its calls.
+// GroupEnd closes a group opened by GroupStart on the same OS thread and
+// issues its calls.
 func (l *Lib) GroupEnd() error { return l.fail("ncclGroupEnd", callV(l.groupEnd), 0) }
 
 // ErrorString is the library's text for a result code.

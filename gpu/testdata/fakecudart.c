@@ -7,6 +7,9 @@
  *   FAKE_FAIL=<symbol>    that entry point returns FAKE_CODE (default 2)
  *   FAKE_STREAM_PENDING=n streams created from now on report "not ready" to
  *                         the next n queries; n < 0 means forever
+ *   FAKE_DEVICES=n        the number of devices (default 1)
+ * The current device belongs to the calling thread, as in the real runtimes
+ * (fake_current_device, for the fake RCCL/NCCL built with it).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +23,13 @@
 
 #define NOT_READY 600
 #define INVALID_VALUE 1
+
+__thread int fake_current_device;
+
+static int devices(void) {
+	const char *n = getenv("FAKE_DEVICES");
+	return n ? atoi(n) : 1;
+}
 
 static int fail(const char *name) {
 	const char *f = getenv("FAKE_FAIL");
@@ -96,12 +106,14 @@ int SYM(cudaStreamSynchronize, hipStreamSynchronize)(void *s) {
 
 int SYM(cudaGetDeviceCount, hipGetDeviceCount)(int *n) {
 	FAIL(SYM("cudaGetDeviceCount", "hipGetDeviceCount"));
-	*n = 1;
+	*n = devices();
 	return 0;
 }
 
 int SYM(cudaSetDevice, hipSetDevice)(int d) {
-	return d == 0 ? 0 : 101; /* invalid device ordinal */
+	if (d < 0 || d >= devices()) return 101; /* invalid device ordinal */
+	fake_current_device = d;
+	return 0;
 }
 
 int SYM(cudaDeviceSynchronize, hipDeviceSynchronize)(void) {

@@ -19,6 +19,11 @@
  *   FAKENCCL_INIT_WAIT=<p>  ncclCommInitRank blocks, as when peers are
  *                           missing, until the file p exists; once released,
  *                           ncclCommAbort writes "aborted" into p
+ *   FAKENCCL_SEND_SLEEP_US=<n>  ncclSend sleeps n µs (its thread may lose
+ *                           its goroutine meanwhile)
+ * As in the real libraries, a group (ncclGroupStart..ncclGroupEnd) belongs
+ * to the calling thread, and a communicator to the device current on the
+ * thread that created it (ncclCommCuDevice).
  * Build with -DNO_ALLTOALL to leave out ncclAllToAll, as NCCL does.
  */
 #include <stdint.h>
@@ -31,7 +36,9 @@ typedef struct { char internal[128]; } ncclUniqueId;
 
 enum { ok = 0, sysErr = 2, invalidArg = 4, invalidUsage = 5 };
 
-struct comm { int nranks, rank; };
+struct comm { int nranks, rank, device; };
+
+extern __thread int fake_current_device; /* the fake runtime's (fakecudart.c) */
 
 static char last[256];
 
@@ -78,6 +85,7 @@ int ncclCommInitRank(struct comm **c, int nranks, ncclUniqueId id, int rank) {
 	*c = calloc(1, sizeof **c);
 	(*c)->nranks = nranks;
 	(*c)->rank = rank;
+	(*c)->device = fake_current_device;
 	return ok;
 }
 
@@ -94,6 +102,8 @@ int ncclCommAbort(struct comm *c) {
 int ncclCommFinalize(struct comm *c) { FAIL("ncclCommFinalize"); return c ? ok : invalidArg; }
 int ncclCommCount(const struct comm *c, int *n) { *n = c->nranks; return ok; }
 int ncclCommUserRank(const struct comm *c, int *r) { *r = c->rank; return ok; }
+
+int ncclCommCuDevice(const struct comm *c, int *d) { FAIL("ncclCommCuDevice"); *d = c->device; return ok; }
 
 const char *ncclGetErrorString(int code) {
 	switch (code) {
@@ -187,8 +197,8 @@ int ncclAllToAll(const void *s, void *r, size_t count, int dt, struct comm *c, v
 /* Point-to-point calls are queued inside a group and matched at its end. */
 #define MAXQ 1024
 struct p2p { const void *sbuf; void *rbuf; size_t bytes; int peer; struct comm *c; };
-static struct p2p sends[MAXQ], recvs[MAXQ];
-static int nsend, nrecv, depth;
+static __thread struct p2p sends[MAXQ], recvs[MAXQ];
+static __thread int nsend, nrecv, depth;
 
 int ncclGroupStart(void) { FAIL("ncclGroupStart"); depth++; return ok; }
 
@@ -231,6 +241,8 @@ static int post(struct p2p *q, int *n, const void *sb, void *rb, size_t count, i
 int ncclSend(const void *s, size_t count, int dt, int peer, struct comm *c, void *stream) {
 	(void)stream;
 	FAIL("ncclSend");
+	const char *nap = getenv("FAKENCCL_SEND_SLEEP_US");
+	if (nap != NULL) usleep(atoi(nap));
 	return post(sends, &nsend, s, NULL, count, dt, peer, c);
 }
 
