@@ -19,7 +19,10 @@ build: ## Build every Go package, mrbench, mrconform, the net plugin and its har
 	$(GO) build -o $(BUILD)/mrpeer ./cmd/mrpeer
 	$(MAKE) --no-print-directory plugin harness
 
-PLUGIN_SRC := $(shell find net-plugin include -name '*.go' -o -name '*.c' -o -name '*.h' | grep -v harness)
+# Every non-standard package the plugin links (transport included), so that
+# a change anywhere below it rebuilds the library.
+PLUGIN_SRC := $(shell $(GO) list -deps -f '{{if not .Standard}}{{range .GoFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .CgoFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .CFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .HFiles}}{{$$.Dir}}/{{.}} {{end}}{{end}}' ./net-plugin 2>/dev/null) \
+	$(wildcard include/metaroce/*.h) go.mod go.sum
 PLUGINS := $(BUILD)/libnccl-net-metaroce.so $(BUILD)/libnccl-net.so $(BUILD)/librccl-net.so
 
 plugin: $(PLUGINS) ## The c-shared NCCL/RCCL net plugin, under each name NCCL and RCCL load

@@ -15,19 +15,70 @@ import (
 // a block landing at the wrong offset shows up as wrong elements.
 const valuePeriod = 7
 
-// inputValue is element k of rank r's input: a small integer, so that every
-// reduction of up to a few dozen ranks is exact in every data type and the
-// expected result does not depend on the order of reduction. Products use
-// ones and a few twos, which keeps them exact and in range.
-func inputValue(op reduce.Op, r, k int) float64 {
-	v := (3*r + k) % valuePeriod
-	if op == reduce.OpProd {
-		if v == 0 {
+// inputs describes the input patterns of one table row: every rank's
+// input repeats a period of valuePeriod small integers, chosen so that the
+// expected output is exact and does not depend on the order in which the
+// collective reduces (a ring, a tree and RCCL all reduce in different
+// orders), and so that, where nothing is reduced, ranks send different data.
+type inputs struct {
+	dt      reduce.DType
+	op      reduce.Op
+	n       int  // ranks
+	reduces bool // the collective reduces (all-reduce, reduce-scatter)
+}
+
+// exactInts is the largest integer up to which every integer is exact in
+// dt (for the signed integer types, the largest positive value).
+func exactInts(dt reduce.DType) int {
+	switch dt {
+	case reduce.Int8:
+		return math.MaxInt8
+	case reduce.Uint8:
+		return math.MaxUint8
+	case reduce.BFloat16:
+		return 1 << 8
+	case reduce.Float16:
+		return 1 << 11
+	case reduce.Float32:
+		return 1 << 24
+	}
+	return math.MaxInt32
+}
+
+// value is element k (0 <= k < valuePeriod) of rank r's input.
+//   - Products: ones and a few twos, exact and in range, or overflowing to
+//     the same result in any order.
+//   - Sums and averages: integers below m, with m small enough that no
+//     partial sum passes exactInts (beyond 256 ranks in bfloat16, only the
+//     first 256 ranks contribute). Integer types wrap, which is exact in
+//     any order, so only the floating-point types shrink m.
+//   - Min, max and the collectives that reduce nothing: integers unique to
+//     each group of valuePeriod ranks up to exactInts, so that a block from
+//     the wrong rank shows up as wrong elements.
+func (in inputs) value(r, k int) float64 {
+	base := (3*r + k) % valuePeriod
+	switch {
+	case in.reduces && in.op == reduce.OpProd:
+		if base == 0 {
 			return 2
 		}
 		return 1
+	case in.reduces && (in.op == reduce.OpSum || in.op == reduce.OpAvg):
+		if !in.dt.IsFloat() {
+			return float64(base)
+		}
+		limit := exactInts(in.dt)
+		m := valuePeriod
+		if in.n*(m-1) > limit {
+			m = max(2, limit/in.n+1)
+		}
+		if in.n*(m-1) > limit && r >= limit {
+			return 0
+		}
+		return float64(base % m)
 	}
-	return float64(v)
+	groups := max(1, (exactInts(in.dt)-valuePeriod+1)/valuePeriod)
+	return float64(base + valuePeriod*((r/valuePeriod)%groups))
 }
 
 // putValue stores the small integer v as one element of type dt in host byte
@@ -54,29 +105,29 @@ func putValue(b []byte, dt reduce.DType, v float64) {
 	}
 }
 
-// inputTable is one period of rank r's input pattern, valuePeriod elements.
-func inputTable(dt reduce.DType, op reduce.Op, r int) []byte {
-	es := dt.Size()
+// table is one period of rank r's input pattern, valuePeriod elements.
+func (in inputs) table(r int) []byte {
+	es := in.dt.Size()
 	t := make([]byte, valuePeriod*es)
 	for k := 0; k < valuePeriod; k++ {
-		putValue(t[k*es:], dt, inputValue(op, r, k))
+		putValue(t[k*es:], in.dt, in.value(r, k))
 	}
 	return t
 }
 
-// reducedTable is one period of the elementwise reduction of all n ranks'
+// reduced is one period of the elementwise reduction of all the ranks'
 // input patterns: the expected output of all-reduce (and, shifted, of
 // reduce-scatter). It reduces in rank order with package reduce, which is
 // exact for these inputs, then divides once for OpAvg as the collectives do.
-func reducedTable(dt reduce.DType, op reduce.Op, n int) ([]byte, error) {
-	acc := inputTable(dt, op, 0)
-	for r := 1; r < n; r++ {
-		if err := reduce.Reduce(acc, inputTable(dt, op, r), dt, op); err != nil {
+func (in inputs) reduced() ([]byte, error) {
+	acc := in.table(0)
+	for r := 1; r < in.n; r++ {
+		if err := reduce.Reduce(acc, in.table(r), in.dt, in.op); err != nil {
 			return nil, err
 		}
 	}
-	if op == reduce.OpAvg {
-		if err := reduce.DivideBy(acc, dt, n); err != nil {
+	if in.op == reduce.OpAvg {
+		if err := reduce.DivideBy(acc, in.dt, in.n); err != nil {
 			return nil, err
 		}
 	}
@@ -151,11 +202,10 @@ func countClobbered(b []byte) int64 {
 }
 
 // checkOutput counts the wrong elements of rank me's receive buffer recv
-// (l.RecvBytes long) after collective c over n ranks whose inputs were
-// inputTable(dt, op, rank). reduced is reducedTable(dt, op, n) for reducing
-// collectives.
-func checkOutput(c sched.Collective, l layout, recv []byte, dt reduce.DType, op reduce.Op, me, n, root int, reduced []byte) int64 {
-	es := dt.Size()
+// (l.RecvBytes long) after collective c over in.n ranks whose inputs were
+// in.table(rank). reduced is in.reduced() for reducing collectives.
+func checkOutput(c sched.Collective, l layout, recv []byte, in inputs, me, root int, reduced []byte) int64 {
+	es, n := in.dt.Size(), in.n
 	blk := l.Count * int64(es)
 	switch c {
 	case sched.AllReduce:
@@ -163,19 +213,19 @@ func checkOutput(c sched.Collective, l layout, recv []byte, dt reduce.DType, op 
 	case sched.ReduceScatter:
 		return countWrong(recv, reduced, es, int64(me)*l.Count)
 	case sched.Broadcast:
-		return countWrong(recv, inputTable(dt, op, root), es, 0)
+		return countWrong(recv, in.table(root), es, 0)
 	case sched.SendRecv:
-		return countWrong(recv, inputTable(dt, op, (me-1+n)%n), es, 0)
+		return countWrong(recv, in.table((me-1+n)%n), es, 0)
 	case sched.AllGather:
 		var w int64
 		for p := 0; p < n; p++ {
-			w += countWrong(recv[int64(p)*blk:int64(p+1)*blk], inputTable(dt, op, p), es, 0)
+			w += countWrong(recv[int64(p)*blk:int64(p+1)*blk], in.table(p), es, 0)
 		}
 		return w
 	case sched.AllToAll:
 		var w int64
 		for p := 0; p < n; p++ {
-			w += countWrong(recv[int64(p)*blk:int64(p+1)*blk], inputTable(dt, op, p), es, int64(me)*l.Count)
+			w += countWrong(recv[int64(p)*blk:int64(p+1)*blk], in.table(p), es, int64(me)*l.Count)
 		}
 		return w
 	}

@@ -16,7 +16,7 @@ import (
 func TestFillPatternMatchesReference(t *testing.T) {
 	for _, dt := range reduce.AllDTypes() {
 		es := dt.Size()
-		table := inputTable(dt, reduce.OpSum, 2)
+		table := inputs{dt: dt, op: reduce.OpSum, n: 4, reduces: true}.table(2)
 		for _, n := range []int{0, 1, 6, 7, 8, 50} {
 			for _, off := range []int64{0, 3, 13} {
 				got := make([]byte, n*es)
@@ -42,19 +42,23 @@ func TestFillPatternMatchesReference(t *testing.T) {
 	}
 }
 
-// TestReducedTableExact: the expected all-reduce of the input patterns equals
-// an exact float64 computation, for every type and op.
+// TestReducedTableExact: the expected all-reduce of the input patterns
+// equals an exact float64 computation, for every type and op and for rank
+// counts where a plain pattern would overflow the exact integers of
+// bfloat16 (256) and float16 (2048). Exact partial sums are what make the
+// expected output the same in every order of reduction.
 func TestReducedTableExact(t *testing.T) {
 	for _, dt := range reduce.AllDTypes() {
 		for _, op := range reduce.AllOps() {
-			for _, n := range []int{1, 2, 5, 8} {
-				got, err := reducedTable(dt, op, n)
+			for _, n := range []int{1, 2, 5, 8, 90, 300, 1000} {
+				in := inputs{dt: dt, op: op, n: n, reduces: true}
+				got, err := in.reduced()
 				require.NoError(t, err)
 				want := make([]byte, len(got))
 				for k := 0; k < valuePeriod; k++ {
-					acc := inputValue(op, 0, k)
+					acc := in.value(0, k)
 					for r := 1; r < n; r++ {
-						v := inputValue(op, r, k)
+						v := in.value(r, k)
 						switch op {
 						case reduce.OpSum, reduce.OpAvg:
 							acc += v
@@ -66,6 +70,9 @@ func TestReducedTableExact(t *testing.T) {
 							acc = math.Max(acc, v)
 						}
 					}
+					if !dt.IsFloat() {
+						acc = wrapInt(dt, acc) // integer types wrap, in any order alike
+					}
 					if op == reduce.OpAvg {
 						acc /= float64(n)
 						if !dt.IsFloat() {
@@ -76,6 +83,63 @@ func TestReducedTableExact(t *testing.T) {
 				}
 				assert.Equal(t, want, got, "%v %v n=%d", dt, op, n)
 			}
+		}
+	}
+}
+
+// wrapInt reduces v modulo the width of integer type dt, as its
+// arithmetic does, into the type's range. It is exact for the values these
+// patterns reach: small sums, and products that are powers of two.
+func wrapInt(dt reduce.DType, v float64) float64 {
+	m := math.Ldexp(1, 8*dt.Size())
+	v = math.Mod(v, m)
+	if dt == reduce.Int8 || dt == reduce.Int32 || dt == reduce.Int64 {
+		if v >= m/2 {
+			v -= m
+		}
+	}
+	return v
+}
+
+// TestReductionOrderDoesNotMatter: a correct all-reduce that adds the ranks
+// in reverse order (a ring, a tree or RCCL each have their own order) gives
+// exactly the expected output, also at rank counts where bfloat16's exact
+// integers run out.
+func TestReductionOrderDoesNotMatter(t *testing.T) {
+	for _, dt := range []reduce.DType{reduce.BFloat16, reduce.Float16, reduce.Float32} {
+		for _, op := range []reduce.Op{reduce.OpSum, reduce.OpAvg} {
+			for _, n := range []int{90, 100, 300} {
+				in := inputs{dt: dt, op: op, n: n, reduces: true}
+				want, err := in.reduced()
+				require.NoError(t, err)
+				got := in.table(n - 1)
+				for r := n - 2; r >= 0; r-- {
+					require.NoError(t, reduce.Reduce(got, in.table(r), dt, op))
+				}
+				if op == reduce.OpAvg {
+					require.NoError(t, reduce.DivideBy(got, dt, n))
+				}
+				assert.Zero(t, countWrong(got, want, dt.Size(), 0), "%v %v n=%d", dt, op, n)
+			}
+		}
+	}
+}
+
+// TestInputsDifferPerRank: where nothing is reduced, every rank sends its
+// own data (up to the ranks a type can tell apart: 118 in int8), so that a
+// block from the wrong rank is counted wrong.
+func TestInputsDifferPerRank(t *testing.T) {
+	for _, dt := range reduce.AllDTypes() {
+		ranks := 64
+		if dt == reduce.Int8 {
+			ranks = 118
+		}
+		seen := map[string]int{}
+		for r := range ranks {
+			tb := string(inputs{dt: dt, op: reduce.OpSum, n: ranks}.table(r))
+			prev, dup := seen[tb]
+			require.False(t, dup, "%v: ranks %d and %d send the same data", dt, prev, r)
+			seen[tb] = r
 		}
 	}
 }

@@ -49,13 +49,17 @@ func formatRow(r Row) string {
 	return b.String()
 }
 
-// writeTableFooter prints nccl-tests' closing lines.
+// writeTableFooter prints nccl-tests' closing lines. Like nccl-tests, the
+// "Out of bounds values" line counts every wrong value, the wrong elements
+// and the bytes written past a buffer, and says FAILED for any: scripts
+// that grep it for OK must not pass a failed check.
 func writeTableFooter(w io.Writer, t *Table) {
+	bad := max(t.Wrong, 0) + t.OutOfBounds
 	status := "OK"
-	if t.OutOfBounds != 0 {
+	if bad != 0 {
 		status = "FAILED"
 	}
-	fmt.Fprintf(w, "# Out of bounds values : %d %s\n", t.OutOfBounds, status)
+	fmt.Fprintf(w, "# Out of bounds values : %d %s\n", bad, status)
 	fmt.Fprintf(w, "# Avg bus bandwidth    : %.6g \n", t.AvgBusBW)
 	fmt.Fprintf(w, "#\n")
 }

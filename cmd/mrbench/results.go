@@ -75,6 +75,8 @@ type Table struct {
 	AvgBusBW    float64       `json:"avg_busbw_gbps"`
 	OutOfBounds int64         `json:"out_of_bounds"`
 	Wrong       int64         `json:"wrong"`
+	Status      string        `json:"status"`          // "ok", or "failed" with Error or wrong values
+	Error       string        `json:"error,omitempty"` // why the table stopped early
 	Peers       []PeerSummary `json:"peers,omitempty"`
 }
 
@@ -92,6 +94,16 @@ func (t *Table) finish() {
 	if n > 0 {
 		t.AvgBusBW = sum / float64(n)
 	}
+	t.Status = "ok"
+	if t.Wrong != 0 || t.OutOfBounds != 0 || t.Error != "" {
+		t.Status = "failed"
+	}
+}
+
+// fail records why the table stopped early.
+func (t *Table) fail(err error) {
+	t.Error = err.Error()
+	t.Status = "failed"
 }
 
 // Params are the sweep's settings as given (sizes in bytes).

@@ -41,7 +41,8 @@ type rankEnv struct {
 // names the table's transport.
 type launcher interface {
 	launch(ctx context.Context, transport string, fn func(r rankEnv) error) error
-	// source names the launcher for the header ("local", "openmpi", ...).
+	// source names the launcher for the header (launcherLocal,
+	// launcherNetlab, or the job's launcher: "openmpi", ...).
 	source() string
 }
 
@@ -108,7 +109,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintf(stderr, "mrbench: %s: %v\n", tr, err)
 			code = exitFail
-			if ctx.Err() != nil {
+			if isRoot {
+				rep.Tables[len(rep.Tables)-1].fail(err)
+			}
+			// A launched job stops at its first failed table: a rank
+			// that died would otherwise keep the next table's bootstrap
+			// waiting for it until the timeout.
+			if ctx.Err() != nil || launched(l) {
 				break
 			}
 		}
@@ -165,7 +172,7 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 			if r.datapath != nil {
 				datapath = r.datapath()
 			}
-			writeHeader(out, o, env, r.describe, datapath, infos)
+			writeHeader(out, o, env, transport, r.describe, datapath, infos)
 			writeTableHeader(out)
 		}
 		onRow := func(row Row) {
@@ -258,7 +265,15 @@ var averageNames = [...]string{"rank 0", "average over ranks", "minimum over ran
 
 // writeHeader prints nccl-tests' opening lines, then ours: the run, the
 // transport, the CPU and the GPU, each a "#" line.
-func writeHeader(w io.Writer, o *options, env *Env, describe, datapath string, infos []rankInfo) {
+// launched reports whether the ranks are processes of a launcher's job
+// (torchrun, mpirun, srun, or METAROCE_* variables), not goroutines of
+// this process.
+func launched(l launcher) bool {
+	s := l.source()
+	return s != launcherLocal && s != launcherNetlab
+}
+
+func writeHeader(w io.Writer, o *options, env *Env, transport, describe, datapath string, infos []rankInfo) {
 	validation := 0
 	if o.Check > 0 {
 		validation = 1
@@ -280,8 +295,11 @@ func writeHeader(w io.Writer, o *options, env *Env, describe, datapath string, i
 	if datapath != "" {
 		fmt.Fprintf(w, "# datapath: %s\n", datapath)
 	}
-	if o.Loss > 0 {
+	switch {
+	case o.Loss > 0 && transport == transportMetaRoCE:
 		fmt.Fprintf(w, "# loss: driver drops each MetaRoCE datagram with probability %g (seed %d)\n", o.Loss, o.Seed)
+	case o.Loss > 0:
+		fmt.Fprintf(w, "# loss: none (--loss drops MetaRoCE datagrams only)\n")
 	}
 	fmt.Fprintf(w, "# cpu: %s\n", env.CPU)
 	fmt.Fprintf(w, "# gpu: %s\n", env.GPU)

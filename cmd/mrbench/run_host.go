@@ -74,13 +74,19 @@ func (l *hostLauncher) applyCPUShare(ncpu int, userProcs bool) {
 
 func (l *hostLauncher) source() string {
 	if l.lab != nil {
-		return "netlab"
+		return launcherNetlab
 	}
 	if l.boot != nil {
 		return l.boot.Source
 	}
-	return "local"
+	return launcherLocal
 }
+
+// The launchers whose ranks are goroutines of this process.
+const (
+	launcherLocal  = "local"
+	launcherNetlab = "netlab"
+)
 
 // config is the collectives configuration of one table.
 func (l *hostLauncher) config(transport string) collectives.Config {

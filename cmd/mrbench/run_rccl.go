@@ -70,7 +70,7 @@ func (l *rcclLauncher) source() string {
 	if l.boot != nil {
 		return l.boot.Source
 	}
-	return "local"
+	return launcherLocal
 }
 
 func (l *rcclLauncher) describe() string {

@@ -139,15 +139,16 @@ func (s sweep) run(ctx context.Context, c comm, onRow func(Row)) (sweepResult, e
 			}
 			for _, op := range s.Ops {
 				var reduced []byte
-				if s.Coll.Reduces() && s.Check > 0 {
+				in := inputs{dt: dt, op: op, n: n, reduces: s.Coll.Reduces()}
+				if in.reduces && s.Check > 0 {
 					var err error
-					if reduced, err = reducedTable(dt, op, n); err != nil {
+					if reduced, err = in.reduced(); err != nil {
 						return res, err
 					}
 				}
 				var halves [2]measurement
 				for k, inPlace := range []bool{false, true} {
-					m, err := s.measure(ctx, c, bufs, l, dt, op, inPlace, reduced)
+					m, err := s.measure(ctx, c, bufs, l, in, inPlace, reduced)
 					if err != nil {
 						where := "out-of-place"
 						if inPlace {
@@ -183,8 +184,8 @@ func (s sweep) run(ctx context.Context, c comm, onRow func(Row)) (sweepResult, e
 }
 
 // measure runs warm-up, timed and checked iterations of one call shape.
-func (s sweep) measure(ctx context.Context, c comm, bufs rankBuffers, l layout, dt reduce.DType, op reduce.Op, inPlace bool, reduced []byte) (measurement, error) {
-	me, n := c.Rank(), c.Size()
+func (s sweep) measure(ctx context.Context, c comm, bufs rankBuffers, l layout, in inputs, inPlace bool, reduced []byte) (measurement, error) {
+	me, dt, op := c.Rank(), in.dt, in.op
 	// send and recv are where the input goes and the result lands; argSend
 	// and argRecv what the collective is given.
 	var send, recv, guard, argSend, argRecv []byte
@@ -197,7 +198,7 @@ func (s sweep) measure(ctx context.Context, c comm, bufs rankBuffers, l layout, 
 		argSend, argRecv = send, recv
 		guard = bufs.b[l.RecvBytes : l.RecvBytes+guardBytes]
 	}
-	input := inputTable(dt, op, me)
+	input := in.table(me)
 	es := dt.Size()
 	fillPattern(send, input, es, 0)
 	mirror, _ := c.(mirrored)
@@ -257,7 +258,7 @@ func (s sweep) measure(ctx context.Context, c comm, bufs rankBuffers, l layout, 
 				return m, err
 			}
 		}
-		m.wrong += checkOutput(s.Coll, l, recv, dt, op, me, n, s.Root, reduced)
+		m.wrong += checkOutput(s.Coll, l, recv, in, me, s.Root, reduced)
 		m.oob += countClobbered(guard)
 	}
 	return m, nil

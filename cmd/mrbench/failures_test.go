@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/collectives/sched"
+)
+
+// memLauncher runs a table's ranks over the in-memory reference communicator.
+type memLauncher struct{ g *memGroup }
+
+func (m memLauncher) launch(ctx context.Context, _ string, fn func(r rankEnv) error) error {
+	return m.g.run(func(c comm) error { return fn(rankEnv{comm: c, describe: "mem"}) })
+}
+func (m memLauncher) source() string { return "mem" }
+
+// TestFooterFailsOnWrongElements: nccl-tests counts wrong elements on its
+// "# Out of bounds values : N OK|FAILED" line, and scripts grep that line:
+// a corrupted result must not read "0 OK" there.
+func TestFooterFailsOnWrongElements(t *testing.T) {
+	g := newMemGroup(2)
+	g.corrupt = func(rank int, k call, recv []byte) {
+		if k.Coll == sched.AllReduce && !k.InPlace && len(recv) > 0 {
+			recv[0] ^= 0x40
+		}
+	}
+	o, err := parseOptions([]string{"-b", "1K", "-e", "1K", "-n", "1", "-w", "0"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	env := baseEnv()
+	tab, isRoot, err := runTable(context.Background(), o, memLauncher{g}, "mem", &env, &out, nil)
+	require.NoError(t, err)
+	require.True(t, isRoot)
+	require.Positive(t, tab.Wrong, "the checker found the corruption")
+	assert.Contains(t, out.String(), fmt.Sprintf("# Out of bounds values : %d FAILED", tab.Wrong))
+	assert.Equal(t, "failed", tab.Status)
+}
+
+// TestCheckerTellsRanksApart: an all-gather that delivers rank 7's block in
+// place of rank 0's is counted wrong (input patterns repeat every 7
+// elements, and once repeated every 7 ranks too).
+func TestCheckerTellsRanksApart(t *testing.T) {
+	g := newMemGroup(8)
+	g.corrupt = func(rank int, k call, recv []byte) {
+		if k.Coll != sched.AllGather || k.InPlace || k.DType != reduce.Float32 || k.Count < 2 {
+			return
+		}
+		blk := int(k.Count) * 4
+		b0 := append([]byte(nil), recv[:blk]...)
+		copy(recv[:blk], recv[7*blk:8*blk]) // block 0 <- rank 7's data
+		copy(recv[7*blk:8*blk], b0)         // block 7 <- rank 0's data
+	}
+	s := sweep{Coll: sched.AllGather, Sizes: []int64{8 * 4 * 16}, DTypes: []reduce.DType{reduce.Float32},
+		Ops: []reduce.Op{reduce.OpSum}, Iters: 1, Warmup: 0, Check: 1, Average: 1, Timeout: 10 * time.Second}
+	rows, _ := runMemSweep(t, g, s)
+	require.Len(t, rows, 1)
+	assert.Positive(t, rows[0].OutOfPlace.Wrong, "swapped blocks of ranks 0 and 7 went unnoticed")
+}
+
+// TestFailedTableInJSON: a table that stops on an error says so in --json,
+// with the error, instead of looking like a clean table without rows.
+func TestFailedTableInJSON(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.json")
+	code, _, _ := runMrbench(t, "-np", "2", "--op", "broadcast", "-r", "5", "-b", "1K", "-e", "1K", "-n", "1",
+		"--transport", "tcp", "--json", p)
+	require.Equal(t, exitFail, code)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal(b, &rep))
+	tab := rep["tables"].([]any)[0].(map[string]any)
+	assert.Equal(t, "failed", tab["status"], "%s", b)
+	assert.Contains(t, tab["error"], "root", "%s", b)
+}
+
+// TestLossHeaderOnTCPTable: --loss only drops MetaRoCE datagrams, and the
+// TCP table's header says that it ran without loss.
+func TestLossHeaderOnTCPTable(t *testing.T) {
+	code, out, errs := runMrbench(t, "-np", "2", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0",
+		"--transport", "tcp", "--loss", "0.2")
+	require.Equal(t, 0, code, errs)
+	assert.NotContains(t, out, "# loss: driver drops each MetaRoCE datagram")
+	assert.Contains(t, out, "# loss: none (--loss drops MetaRoCE datagrams only)")
+}
