@@ -193,7 +193,9 @@ func (e *Endpoint) drainEvents() {
 			// CLOSE) that leaves after this event.
 			e.laterRelease = append(e.laterRelease, c.rid)
 			if e.auth != nil {
-				e.auth.Forget(uint32(ev.Conn))
+				// Its keys too: the reply to the peer's CLOSE is
+				// sealed in this turn's transmit pass.
+				e.laterForget = append(e.laterForget, uint32(ev.Conn))
 			}
 			err := ev.Err
 			if err == nil {

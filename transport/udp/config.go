@@ -35,7 +35,9 @@ type Config struct {
 	// smallest interface MTU of the planes minus the IP and UDP headers (28
 	// bytes for IPv4, 48 for IPv6), so jumbo frames are used where configured,
 	// and 1472 when no MTU can be found. Datagrams of one destination are
-	// batched into UDP GSO sends where the kernel offers it.
+	// batched into UDP GSO sends where the kernel offers it. At least 576
+	// (wire.MinDatagram), and 24 more with a Secret, whose authentication
+	// trailer rides inside the datagram.
 	MaxDatagram int
 	// Core holds the protocol knobs. Planes, EntropiesPerPlane, MaxDatagram,
 	// Addr and Listen are filled in by the driver. Zero fields take the
@@ -170,6 +172,12 @@ func (cfg Config) resolve() (resolved, error) {
 	}
 	if r.MaxDatagram < wire.MinDatagram || r.MaxDatagram > maxDatagramUpperBound {
 		return resolved{}, fmt.Errorf("udp: max datagram %d out of range %d..%d", r.MaxDatagram, wire.MinDatagram, maxDatagramUpperBound)
+	}
+	if r.Secret != nil && r.MaxDatagram < wire.MinDatagram+auth.Overhead {
+		// The protocol's datagrams must still hold MinDatagram bytes
+		// once the authentication trailer is taken off.
+		return resolved{}, fmt.Errorf("udp: max datagram %d too small with a secret: authentication adds %d bytes, so at least %d",
+			r.MaxDatagram, auth.Overhead, wire.MinDatagram+auth.Overhead)
 	}
 	if r.Spin == 0 {
 		r.Spin = DefaultSpin

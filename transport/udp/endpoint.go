@@ -26,7 +26,10 @@ type Endpoint struct {
 	// laterRelease holds peers of connections that closed during this
 	// loop turn; they are released after the turn's transmit pass.
 	laterRelease []transport.RemoteID
-	epoch        time.Time
+	// laterForget holds the connections, closed during this loop turn,
+	// whose keys the authenticator forgets after the transmit pass.
+	laterForget []uint32
+	epoch       time.Time
 
 	// drive is held by whoever runs a turn of the datapath: the event loop,
 	// or a user goroutine that runs one itself (assist.go). Everything

@@ -23,7 +23,15 @@ const parkLimit = time.Millisecond
 // how long it may sleep. Callers run turns of their own under the same lock
 // (see assist.go); the loop is what makes progress when nobody else does.
 func (e *Endpoint) run() {
-	defer e.exit()
+	defer func() {
+		if r := recover(); r != nil {
+			// A bug: crash with it. exit would wait for ever on the
+			// drive lock the panicking turn holds, leaving every caller
+			// hanging on an endpoint whose loop is gone.
+			panic(r)
+		}
+		e.exit()
+	}()
 	var ready [64]int32
 	timeout := time.Duration(0)
 	park := time.NewTimer(parkLimit)
@@ -133,6 +141,10 @@ func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool)
 		e.peers.release(id)
 	}
 	e.laterRelease = e.laterRelease[:0]
+	for _, id := range e.laterForget {
+		e.auth.Forget(id)
+	}
+	e.laterForget = e.laterForget[:0]
 	e.drainEvents()
 	if now >= e.nextSweep {
 		e.peers.sweep(now - staleAfter)

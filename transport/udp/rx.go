@@ -117,16 +117,32 @@ func (e *Endpoint) handle(now transport.Time, src netip.AddrPort, plane uint8, e
 
 // helloPeer identifies the sender of a HELLO by the listening addresses in
 // its address blob, so that the connection the core may accept routes to
-// them; a HELLO without a usable blob is attributed to its source address
-// (and its connection refused in onAccepted).
+// them; a HELLO without a usable blob (one address per plane, each of the
+// family of this side's plane) is attributed to its source address, and
+// its connection refused in onAccepted. Nothing may reach a socket with a
+// destination of the other family.
 func (e *Endpoint) helloPeer(now transport.Time, src netip.AddrPort, data []byte) transport.RemoteID {
 	h := &e.rx.hello
 	if _, err := wire.ParseHello(h, data); err != nil {
 		return e.peers.fromSource(src, now)
 	}
 	addrs, err := DecodeAddrs(h.Addr)
-	if err != nil {
+	if err != nil || !e.sameFamilies(addrs) {
 		return e.peers.fromSource(src, now)
 	}
 	return e.peers.known(addrs, h.Addr).id
+}
+
+// sameFamilies reports whether addrs has one address per plane, each of
+// the address family of this side's plane.
+func (e *Endpoint) sameFamilies(addrs []netip.AddrPort) bool {
+	if len(addrs) != len(e.addrs) {
+		return false
+	}
+	for i, a := range addrs {
+		if a.Addr().Unmap().Is6() != e.addrs[i].Addr().Is6() {
+			return false
+		}
+	}
+	return true
 }

@@ -86,7 +86,9 @@ func (e *Endpoint) queue(tx *transport.Transmit) {
 		return
 	}
 	dst, ok := e.peers.dest(tx.Route.Remote, plane)
-	if !ok {
+	if !ok || dst.Addr().Is6() != e.addrs[plane].Addr().Is6() {
+		// No address, or one the plane's socket cannot send to (a
+		// source address of the other family): dropped like a loss.
 		e.counters.txDrops.Add(1)
 		return
 	}

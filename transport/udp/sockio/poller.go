@@ -171,7 +171,9 @@ func (p *Poller) park(timeout time.Duration, max int) (int, error) {
 		return 0, perr
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return 0, nil
-	case errors.Is(err, os.ErrClosed):
+	case errors.Is(err, os.ErrClosed) || err != nil && p.closed.Load():
+		// A Wait parked when Close came gets the runtime poller's own
+		// "use of closed file", which is not os.ErrClosed.
 		return 0, ErrClosed
 	case err != nil:
 		return 0, fmt.Errorf("sockio: epoll wait: %w", err)
