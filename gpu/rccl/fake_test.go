@@ -155,13 +155,20 @@ func TestFakeCollectives(t *testing.T) {
 	}
 }
 
-func TestFakeErrorCodes(t *testing.T) {
-	l := openFake(t, "libnccl-fake.so", "-DNO_ALLTOALL")
-	c := initFake(t, l, 2, 0)
+// pairWithoutAllToAll makes rank 0 of 2 on a fake built without
+// ncclAllToAll (as NCCL is) and returns it with 4 KiB of host memory.
+func pairWithoutAllToAll(t *testing.T, name string) (*Comm, uintptr) {
+	t.Helper()
+	c := initFake(t, openFake(t, name, "-DNO_ALLTOALL"), 2, 0)
 	b, err := gpu.AllocHost(4096, -1)
 	require.NoError(t, err)
-	defer b.Free()
-	p := b.Addr()
+	t.Cleanup(func() { _ = b.Free() })
+	return c, b.Addr()
+}
+
+func TestFakeErrorCodes(t *testing.T) {
+	c, p := pairWithoutAllToAll(t, "libnccl-fake.so")
+	l := c.lib
 
 	cases := []struct {
 		sym  string
@@ -382,12 +389,7 @@ func TestInitRankSelectsDevice(t *testing.T) {
 // of the group unless it is locked to its thread; its receives would then
 // land outside the group.
 func TestAllToAllGroupStaysOnOneThread(t *testing.T) {
-	l := openFake(t, "libnccl-a2a-thread.so", "-DNO_ALLTOALL")
-	c := initFake(t, l, 2, 0)
-	b, err := gpu.AllocHost(4096, -1)
-	require.NoError(t, err)
-	defer b.Free()
-	p := b.Addr()
+	c, p := pairWithoutAllToAll(t, "libnccl-a2a-thread.so")
 	t.Setenv("FAKENCCL_SEND_SLEEP_US", "20000")
 	prev := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(prev)
