@@ -1,6 +1,10 @@
 package transport
 
-import "github.com/metaroce/metaroce/transport/wire"
+import (
+	"slices"
+
+	"github.com/metaroce/metaroce/transport/wire"
+)
 
 // Aborting flows. An owner that gives up on a flow while operations are
 // still in flight (the NCCL plugin's comm closed by an abort) must get its
@@ -36,21 +40,21 @@ func (e *Endpoint) AbortFlow(now Time, id ConnID, flow uint32) error {
 	return nil
 }
 
-// abortFlow fails flow's operations with err, drops its queued packets and
-// releases it (how: end).
-func (c *Conn) abortFlow(flow uint32, end flowEnd, err error) {
-	c.tombstone(flow, end)
-	f := c.flows[flow]
+// abortFlow fails flow id's operations with err, drops its queued packets
+// and releases it (how: end).
+func (c *Conn) abortFlow(id uint32, end flowEnd, err error) {
+	c.tombstone(id, end)
+	f := c.flows[id]
 	if f == nil {
 		return
 	}
 	c.failFlow(f, err)
-	c.active = dropFlow(c.active, f)
+	c.active = slices.DeleteFunc(c.active, func(g *flow) bool { return g == f })
 	c.actRR = 0
 	// Lost packets of its sends are skipped when their turn comes (their
 	// messages are done); announcements of its receive groups not sent
 	// yet go now, so that the peer matches no send to them.
-	c.ctrlQ = dropCtrl(c.ctrlQ, func(cp *ctrlPkt) bool { return cp.op == wire.OpRecvReady && cp.rr.Flow == flow })
+	c.ctrlQ = slices.DeleteFunc(c.ctrlQ, func(cp *ctrlPkt) bool { return cp.op == wire.OpRecvReady && cp.rr.Flow == id })
 	f.released = true
 	c.reapFlow(f)
 }
@@ -61,29 +65,4 @@ func (c *Conn) onFlowAborted(flow uint32) {
 		return // already gone here (a retransmitted NACK, or released)
 	}
 	c.abortFlow(flow, flowAbortedByPeer, c.errf(ErrFlowAborted, "the peer aborted flow %d", flow))
-}
-
-// dropFlow removes f from list, keeping the order of the others.
-func dropFlow(list []*flow, f *flow) []*flow {
-	out := list[:0]
-	for _, g := range list {
-		if g != f {
-			out = append(out, g)
-		}
-	}
-	clear(list[len(out):])
-	return out
-}
-
-// dropCtrl removes the packets for which drop holds, keeping the order of
-// the others.
-func dropCtrl(q []*ctrlPkt, drop func(*ctrlPkt) bool) []*ctrlPkt {
-	out := q[:0]
-	for _, cp := range q {
-		if !drop(cp) {
-			out = append(out, cp)
-		}
-	}
-	clear(q[len(out):])
-	return out
 }
