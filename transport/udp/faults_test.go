@@ -3,6 +3,8 @@ package udp
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"testing"
@@ -131,17 +133,23 @@ func TestDialErrors(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestHandshakeTimeout dials a port where nobody listens.
+// TestHandshakeTimeout dials a port where nobody answers. The port is held
+// by a plain socket that never reads for the whole test: a port merely
+// closed could be taken at once by an endpoint of a test running in
+// parallel, which would then answer the handshake.
 func TestHandshakeTimeout(t *testing.T) {
 	cfg := Config{Seed: 6}
 	cfg.Core.HandshakeTimeout = 300 * transport.Millisecond
 	e, err := Listen(cfg)
 	require.NoError(t, err)
 	defer e.Close()
-	dead, err := Listen(Config{Seed: 7})
-	require.NoError(t, err)
-	addrs := dead.Addrs()
-	require.NoError(t, dead.Close())
+	var addrs []netipAddrPort
+	for _, a := range e.Addrs() {
+		silent, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a.Addr(), 0)))
+		require.NoError(t, err)
+		defer silent.Close()
+		addrs = append(addrs, silent.LocalAddr().(*net.UDPAddr).AddrPort())
+	}
 	_, err = e.Dial(testCtx(t), addrs)
 	require.ErrorIs(t, err, transport.ErrHandshakeTimeout)
 	require.ErrorContains(t, err, addrs[0].String())
