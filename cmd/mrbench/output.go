@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 )
 
@@ -14,7 +14,7 @@ func writeJSON(path string, r *Report) error {
 	if err != nil {
 		return fmt.Errorf("json: %w", err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("json: %w", err)
 	}
 	return nil
@@ -29,11 +29,8 @@ var csvHeader = []string{"transport", "backend", "collective", "ranks", "bytes",
 
 // writeCSV writes every table's rows to path.
 func writeCSV(path string, tables []Table) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("csv: %w", err)
-	}
-	w := csv.NewWriter(f)
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
 	_ = w.Write(csvHeader)
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, t := range tables {
@@ -46,10 +43,9 @@ func writeCSV(path string, tables []Table) error {
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
-		f.Close()
 		return fmt.Errorf("csv: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	if err := writeFileAtomic(path, b.Bytes()); err != nil {
 		return fmt.Errorf("csv: %w", err)
 	}
 	return nil

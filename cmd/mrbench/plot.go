@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -64,8 +65,16 @@ func writePlot(path string, title string, tables []Table) error {
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+	wt, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, plotFormat(path))
+	if err != nil {
 		return fmt.Errorf("plot %q: %w", path, err)
+	}
+	var b bytes.Buffer
+	if _, err := wt.WriteTo(&b); err != nil {
+		return fmt.Errorf("plot %q: %w", path, err)
+	}
+	if err := writeFileAtomic(path, b.Bytes()); err != nil {
+		return fmt.Errorf("plot: %w", err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/gpu"
 	"github.com/metaroce/metaroce/internal/bytesize"
@@ -88,6 +89,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "mrbench: %v\n", err)
 		return exitFail
+	}
+	if jobRank(l) == 0 {
+		// Only rank 0 writes files; on other hosts the directory need
+		// not exist.
+		if err := checkOutputs(map[string]string{"json": o.JSON, "csv": o.CSV, "plot": o.Plot}); err != nil {
+			fmt.Fprintf(stderr, "mrbench: %v\n", err)
+			return exitUsage
+		}
 	}
 	rep := &Report{Schema: SchemaID, Command: append([]string{"mrbench"}, args...),
 		Start: time.Now().UTC().Format(time.RFC3339), Collective: o.Collective.String(),
@@ -268,6 +277,22 @@ var averageNames = [...]string{"rank 0", "average over ranks", "minimum over ran
 // launched reports whether the ranks are processes of a launcher's job
 // (torchrun, mpirun, srun, or METAROCE_* variables), not goroutines of
 // this process.
+// jobRank is this process's rank in a launched job, and 0 where the
+// process runs every rank itself.
+func jobRank(l launcher) int {
+	var b *collectives.Bootstrap
+	switch l := l.(type) {
+	case *hostLauncher:
+		b = l.boot
+	case *rcclLauncher:
+		b = l.boot
+	}
+	if b == nil {
+		return 0
+	}
+	return b.Rank
+}
+
 func launched(l launcher) bool {
 	s := l.source()
 	return s != launcherLocal && s != launcherNetlab

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,6 +61,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if plotPath != "" && plotFormat(plotPath) != "png" {
 		fmt.Fprintf(stderr, "mrbench sim: --plot %q: the simulator's plots are PNG files\n", plotPath)
+		return exitUsage
+	}
+	if err := checkOutputs(map[string]string{"json": jsonPath, "csv": csvPath, "plot": plotPath}); err != nil {
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
 		return exitUsage
 	}
 	if err := parseSimRows(&opts, sizes, losses, ops); err != nil {
@@ -162,7 +165,7 @@ func writeSimFiles(res *scenarios.Result, jsonPath, csvPath, plotPath string) er
 		if err := f(&b); err != nil {
 			return err
 		}
-		return os.WriteFile(path, b.Bytes(), 0o644)
+		return writeFileAtomic(path, b.Bytes())
 	}
 	if jsonPath != "" {
 		if err := write(jsonPath, res.WriteJSON); err != nil {

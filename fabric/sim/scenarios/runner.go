@@ -68,6 +68,48 @@ type Options struct {
 // every finished run.
 const ProgressAfter = 5 * time.Second
 
+// Bounds of the fabric options: a rate above 100 Tb/s or a packet whose
+// payload and headers would not fit the 16-bit datagram size the protocol
+// advertises (spec §1, §2.8) describe no fabric this models.
+const (
+	maxLinkGbps = 100_000
+	minMTU      = 256
+	maxMTU      = 65_000
+	maxRoCEExp  = 31 // the local ACK timeout exponent is a 5-bit field
+)
+
+// check refuses options that are out of range, before fill takes zeros
+// for defaults: a negative, NaN or infinite value is a caller's mistake,
+// and running on would print tables of zeros and NaNs as if measured.
+func (o *Options) check() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...))
+	}
+	if !(o.LinkGbps >= 0 && o.LinkGbps <= maxLinkGbps) {
+		bad("link rate %g Gb/s: want 0 (the default) or up to %d", o.LinkGbps, maxLinkGbps)
+	}
+	if o.MTU != 0 && (o.MTU < minMTU || o.MTU > maxMTU) {
+		bad("MTU %d bytes: want 0 (the default, 4096) or %d to %d", o.MTU, minMTU, maxMTU)
+	}
+	if o.LinkDelay < 0 {
+		bad("link delay %d ns: must be >= 0", o.LinkDelay)
+	}
+	if o.Buffer < 0 || o.Kmin < 0 || o.Kmax < 0 {
+		bad("buffer %d, Kmin %d, Kmax %d bytes: must be >= 0", o.Buffer, o.Kmin, o.Kmax)
+	}
+	if o.Kmin > 0 && o.Kmax > 0 && o.Kmin > o.Kmax {
+		bad("ECN ramp from %d to %d bytes: Kmin must not exceed Kmax", o.Kmin, o.Kmax)
+	}
+	if o.RoCETimeoutExp < 0 || o.RoCETimeoutExp > maxRoCEExp {
+		bad("RoCEv2 timeout exponent %d: want 0 (the default, 8) to %d", o.RoCETimeoutExp, maxRoCEExp)
+	}
+	if o.ConcurrentSenders < 0 {
+		bad("concurrent senders %d: must be >= 0", o.ConcurrentSenders)
+	}
+	return errors.Join(errs...)
+}
+
 func (o *Options) fill() {
 	if o.Seed == 0 {
 		o.Seed = 1
@@ -308,6 +350,9 @@ func Run(name string, opts Options) (*Result, error) {
 	f, ok := catalogue[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown scenario %q (have %v)", ErrUsage, name, Names())
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	opts.fill()
 	if err := opts.checkRows(name); err != nil {

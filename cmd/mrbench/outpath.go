@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// checkOutputs verifies, before any measurement, that every output file
+// asked for (flag name → path; empty paths are skipped) can be written: its
+// directory exists and takes new files, the path is not a directory, and
+// no two flags name the same file. A sweep can run for an hour; finding
+// out only at its end that its results have nowhere to go loses them.
+func checkOutputs(paths map[string]string) error {
+	var errs []error
+	seen := map[string]string{}
+	for _, flag := range slices.Sorted(maps.Keys(paths)) {
+		path := paths[flag]
+		if path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s %q: %w", flag, path, err))
+			continue
+		}
+		if other, ok := seen[abs]; ok {
+			errs = append(errs, fmt.Errorf("--%s %q: --%s writes the same file", flag, path, other))
+			continue
+		}
+		seen[abs] = flag
+		if err := writable(abs); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %q: %w", flag, path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writable reports why path could not be replaced by writeFileAtomic: a
+// directory in its place, or a directory that refuses new files (the
+// probe file it creates there is removed at once).
+func writable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errors.New("is a directory")
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".mrbench-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot write there: %w", err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// writeFileAtomic replaces path with data: it writes a temporary file in
+// the same directory and renames it over path, so that a failed or
+// interrupted write leaves the previous file whole rather than truncated.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package scenarios
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestOptionsOutOfRangeRefused: values no fabric has are refused with
+// ErrUsage before anything runs, instead of running on tables of zeros
+// and NaNs; zeros keep meaning "the default".
+func TestOptionsOutOfRangeRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"NaN rate", Options{LinkGbps: math.NaN()}, "link rate"},
+		{"infinite rate", Options{LinkGbps: math.Inf(1)}, "link rate"},
+		{"negative rate", Options{LinkGbps: -5}, "link rate"},
+		{"negative MTU", Options{MTU: -1}, "MTU"},
+		{"tiny MTU", Options{MTU: 100}, "MTU"},
+		{"huge MTU", Options{MTU: 100_000_000}, "MTU"},
+		{"negative delay", Options{LinkDelay: -1}, "link delay"},
+		{"negative buffer", Options{Buffer: -1}, "buffer"},
+		{"inverted ramp", Options{Kmin: 500_000, Kmax: 100_000}, "Kmin must not exceed Kmax"},
+		{"timeout exponent", Options{RoCETimeoutExp: 32}, "exponent"},
+		{"negative senders", Options{ConcurrentSenders: -1}, "concurrent senders"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Smoke = true
+			_, err := Run("loss", tc.o)
+			require.ErrorIs(t, err, ErrUsage)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	for _, o := range []Options{{}, {LinkGbps: 100, MTU: 1024, Kmin: 1000, Kmax: 1000, RoCETimeoutExp: 14}} {
+		require.NoError(t, o.check(), "%+v", o)
+	}
+}
