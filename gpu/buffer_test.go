@@ -221,3 +221,25 @@ func TestOpenRuntimeSearch(t *testing.T) {
 	require.ErrorContains(t, err, "install the CUDA runtime")
 	require.ErrorContains(t, err, "or set "+EnvCUDARTLib)
 }
+
+// foreignDevice is device memory that Copy knows no runtime for, as a
+// caller's own Buffer implementation would be.
+type foreignDevice struct{}
+
+func (foreignDevice) Kind() Kind    { return KindDevice }
+func (foreignDevice) Len() int      { return 64 }
+func (foreignDevice) Host() []byte  { return nil }
+func (foreignDevice) Addr() uintptr { return 0x1000 }
+func (foreignDevice) Free() error   { return nil }
+
+// TestCopyDeviceWithoutRuntime: a device buffer without a runtime on either
+// side of a device-to-device copy is an error, not a nil dereference.
+func TestCopyDeviceWithoutRuntime(t *testing.T) {
+	rt := fakeRuntime(t, CUDA)
+	d, err := rt.AllocDevice(64)
+	require.NoError(t, err)
+	defer d.Free()
+	require.ErrorContains(t, Copy(d, foreignDevice{}, 64), "without a runtime")
+	require.ErrorContains(t, Copy(foreignDevice{}, d, 64), "without a runtime")
+	require.ErrorContains(t, Copy(foreignDevice{}, foreignDevice{}, 64), "without a runtime")
+}

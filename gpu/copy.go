@@ -27,7 +27,11 @@ func Copy(dst, src Buffer, n int) error {
 	switch {
 	case dk && sk:
 		rt = runtimeOf(dst)
-		if rs := runtimeOf(src); rs != rt {
+		rs := runtimeOf(src)
+		if rs == nil || rt == nil {
+			return fmt.Errorf("gpu: copy: a device buffer without a runtime")
+		}
+		if rs != rt {
 			return fmt.Errorf("gpu: copy between device buffers of two runtimes (%s and %s)", rs.Path(), rt.Path())
 		}
 	case dk:
