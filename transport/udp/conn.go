@@ -143,13 +143,18 @@ func (c *Conn) AbortFlow(flow uint32) {
 	}
 }
 
-// closeWait bounds how long Close waits for the peer's acknowledgement; the
-// core gives up after 4 × HandshakeRetry on its own.
-const closeWait = 5 * time.Second
+// closeWait is how long Close waits at least for the connection to end.
+// The core itself gives up on an unanswered CLOSE after 4 × HandshakeRetry
+// (spec §3.3); the bound only guards against a loop that stopped turning,
+// so it is the larger of 5 s and twice the core's own limit.
+func (c *Conn) closeWait() time.Duration {
+	return max(5*time.Second, 8*time.Duration(c.ep.cfg.Core.HandshakeRetry))
+}
 
 // Close closes the connection: outstanding requests fail with
 // transport.ErrClosed and the peer is told. It returns once the connection is
-// gone (at most a few handshake retry intervals).
+// gone: at once when the peer acknowledges, after 4 × Core.HandshakeRetry
+// (200 ms at the defaults) when it does not answer.
 func (c *Conn) Close() error {
 	if c.closedErr() != nil {
 		return nil
@@ -157,13 +162,14 @@ func (c *Conn) Close() error {
 	if err := c.ep.enqueue(command{kind: cmdClose, conn: c}); err != nil {
 		return nil
 	}
-	t := time.NewTimer(closeWait)
+	wait := c.closeWait()
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-c.closed:
 	case <-c.ep.done:
 	case <-t.C:
-		return fmt.Errorf("udp: close of connection to %v did not finish within %v", c.remote, closeWait)
+		return fmt.Errorf("udp: close of connection to %v did not finish within %v", c.remote, wait)
 	}
 	return nil
 }
