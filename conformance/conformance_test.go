@@ -148,6 +148,36 @@ func TestFakeSwitches(t *testing.T) {
 	}
 }
 
+// TestFakeReceiverSwitches proves the receiver cases on aborts can fail:
+// a receiver that ignores the peer's FLOW_ABORTED, or places the aborted
+// flow's later DATA, fails flow-aborted.
+func TestFakeReceiverSwitches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sw   fakeSwitches
+	}{
+		{"ignores FLOW_ABORTED", fakeSwitches{ignoreAbort: true}},
+		{"places after the abort", fakeSwitches{placeAfterAbort: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := newFakeWith(false, tc.sw)
+			require.NoError(t, err)
+			defer f.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rs := conformance.Run(ctx, f, casesByID("flow-aborted", "reorder"), 1)
+			for _, r := range rs {
+				t.Logf("%s %s: %s", r.Case.ID, r.Verdict, r.Evidence)
+				want := conformance.Pass
+				if r.Case.ID == "flow-aborted" {
+					want = conformance.Fail
+				}
+				require.Equal(t, want, r.Verdict, "%s: %s", r.Case.ID, r.Evidence)
+			}
+		})
+	}
+}
+
 // TestFakeSpuriousTimeout separates what §3.2 permits from what it forbids:
 // a sender whose ACKs were read late resends acknowledged DATA from its
 // tail-loss timer (a spurious timeout). Late on the first connection only,

@@ -39,8 +39,9 @@ type fakeIUT struct {
 	got      map[wire.PSN]bool
 	recvs    map[uint32]*fakeRecv
 	nextMsg  map[uint32]uint32
-	ce       bool   // the datagram being handled carried CE
-	ceCount  uint32 // CE-marked DATA received on the tester's path 0
+	aborted  map[uint32]bool // flows the peer aborted
+	ce       bool            // the datagram being handled carried CE
+	ceCount  uint32          // CE-marked DATA received on the tester's path 0
 }
 
 // fakeRecv is one posted receive of the fake.
@@ -182,7 +183,7 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 			f.conns++
 			f.tx = newFakeSender(f, f.sw, f.conns)
 			f.txPSN, f.cum, f.got, f.ceCount = 0, 0, map[wire.PSN]bool{}, 0
-			f.recvs, f.nextMsg = map[uint32]*fakeRecv{}, map[uint32]uint32{}
+			f.recvs, f.nextMsg, f.aborted = map[uint32]*fakeRecv{}, map[uint32]uint32{}, map[uint32]bool{}
 			f.accepted <- struct{}{}
 		}
 		ack := wire.Hello{Header: f.hdr(wire.OpHelloAck), SrcConn: fakeConn, SrcTok: fakeTok, Planes: 1, Paths: 1, MaxDgram: 1200}
@@ -219,6 +220,25 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 			f.ack()
 			f.tx.onRecvReady(&r)
 		}
+	case wire.OpNack:
+		var n wire.Nack
+		if _, err := wire.ParseNack(&n, b); err != nil {
+			return
+		}
+		f.got[n.PSN] = true
+		for f.got[f.cum] {
+			f.cum++
+		}
+		f.ack()
+		if n.Reason == wire.NackFlowAborted && !f.aborted[n.Flow] && !f.sw.ignoreAbort {
+			f.aborted[n.Flow] = !f.sw.placeAfterAbort
+			if r := f.recvs[n.Flow]; r != nil {
+				if !f.sw.placeAfterAbort {
+					delete(f.recvs, n.Flow)
+				}
+				f.comps <- conformance.Completion{Flow: n.Flow, Bufs: [][]byte{r.buf}, Err: "the peer aborted the flow"}
+			}
+		}
 	case wire.OpData:
 		var d wire.Data
 		if _, err := wire.ParseData(&d, b); err != nil {
@@ -238,6 +258,9 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 
 // place writes d into its receive, once per segment.
 func (f *fakeIUT) place(d *wire.Data) {
+	if f.aborted[d.Flow] {
+		return
+	}
 	r := f.recvs[d.Flow]
 	if r == nil && f.nextMsg[d.Flow] <= d.Msg {
 		nk := wire.Nack{Header: f.hdr(wire.OpNack), Reason: wire.NackNotReady, Flow: d.Flow, Msg: d.Msg, Value: d.Offset}

@@ -24,6 +24,10 @@ type fakeSwitches struct {
 	// host that stalls the event loop does: the tail-loss timer resends
 	// DATA the tester acknowledged, a spurious timeout that §3.2 permits.
 	lateAcks int
+	// ignoreAbort acknowledges a NACK FLOW_ABORTED but leaves the flow's
+	// receive posted; placeAfterAbort fails the receive but still places
+	// the flow's later DATA into it (receiver rules, spec §3.4).
+	ignoreAbort, placeAfterAbort bool
 }
 
 const (

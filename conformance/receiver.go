@@ -88,3 +88,48 @@ func caseNotReady(ctx context.Context, e *Env) (Verdict, string) {
 	}
 	return Pass, fmt.Sprintf("DATA flow %d offset %d with nothing posted: NACK NotReady value %d (sequenced, PSN %d)", flow, off, n.Value, n.PSN)
 }
+
+// caseFlowAborted: the tester, as the sending side, aborts a flow on which
+// the IUT has a receive posted. The IUT must acknowledge the sequenced NACK,
+// fail the receive, and write nothing into its buffer, then or on DATA of
+// the aborted flow that follows.
+func caseFlowAborted(ctx context.Context, e *Env) (Verdict, string) {
+	const flow = 32
+	const capacity = 4096
+	p, rr, v, why := setup(ctx, e, flow, capacity)
+	if why != "" {
+		return v, why
+	}
+	defer p.closeSock()
+	n := wire.Nack{Header: p.hdr(wire.OpNack), Reason: wire.NackFlowAborted, Flow: flow}
+	n.PSN = p.psn
+	n.Flags = wire.FlagAckReq
+	p.psn++
+	p.send(n.Append(nil))
+	c, ok := p.awaitCompletion(ctx, flow, completionWait)
+	if !ok {
+		return Fail, fmt.Sprintf("the receive on flow %d did not end after NACK FlowAborted", flow)
+	}
+	if c.Err == "" {
+		return Fail, fmt.Sprintf("the receive on an aborted flow completed without error, sizes %v", c.Sizes)
+	}
+	for i, b := range c.Bufs[0] {
+		if b != GuardByte {
+			return Fail, fmt.Sprintf("buffer byte %d written (%#x) on an aborted flow", i, b)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if !p.wait(wctx, nil, func() bool { return len(p.acks) > 0 && p.acks[len(p.acks)-1].Cum > n.PSN }) {
+		return Fail, fmt.Sprintf("the sequenced NACK (PSN %d) was never acknowledged", n.PSN)
+	}
+	// DATA of the aborted flow, as a sender might still have in flight,
+	// must neither complete anything nor be placed.
+	p.send(p.data(flow, rr.Msg, 64, 0, e.payload(64), -1, wire.FlagAckReq))
+	p.quiet(ctx, silence)
+	if c2, done := p.awaitCompletion(ctx, flow, 0); done {
+		return Fail, fmt.Sprintf("DATA of the aborted flow completed an operation (error %q)", c2.Err)
+	}
+	return Pass, fmt.Sprintf("NACK FlowAborted (PSN %d) acknowledged; the receive failed (%s), its %d guard bytes intact; later DATA placed nowhere",
+		n.PSN, c.Err, capacity)
+}
