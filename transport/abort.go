@@ -31,12 +31,16 @@ func (e *Endpoint) AbortFlow(now Time, id ConnID, flow uint32) error {
 		return nil // its operations have failed already
 	}
 	e.touch(c)
-	c.abortFlow(flow, flowAborted, c.errf(ErrFlowAborted, "flow %d aborted locally", flow))
-	if c.state == stateEstablished {
-		// Not bounded like the NACKs a peer draws: the local user aborts
-		// each flow once (a released id cannot be used again).
-		c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpNack, nack: wire.Nack{Reason: wire.NackFlowAborted, Flow: flow}})
+	if t, ok := c.released[flow]; ok && t.end != flowReleased {
+		return nil // aborted already, here or by the peer: it knows
 	}
+	c.abortFlow(flow, flowAborted, c.errf(ErrFlowAborted, "flow %d aborted locally", flow))
+	// One NACK per aborted flow id (above), so the queue stays bounded
+	// like the NACKs a peer draws. A dialing connection sends it once
+	// established, as it does its other queued control packets: the
+	// peer may post on the flow meanwhile, and must learn of the abort.
+	c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpNack, nack: wire.Nack{Reason: wire.NackFlowAborted, Flow: flow}})
+	c.checkPeerClosed(now)
 	return nil
 }
 
@@ -48,6 +52,14 @@ func (c *Conn) abortFlow(id uint32, end flowEnd, err error) {
 	if f == nil {
 		return
 	}
+	t := c.released[id]
+	t.doneMsg = f.doneMsg
+	for k, g := range f.recvs {
+		if g.landed() {
+			t.landed = append(t.landed, f.doneMsg+uint32(k))
+		}
+	}
+	c.released[id] = t
 	c.failFlow(f, err)
 	c.active = slices.DeleteFunc(c.active, func(g *flow) bool { return g == f })
 	c.actRR = 0

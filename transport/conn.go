@@ -55,7 +55,7 @@ type Conn struct {
 	// released holds the flow ids released by ReleaseFlow or AbortFlow or
 	// aborted by the peer, and how (the latest maxTombstones, oldest first
 	// in releasedOrder).
-	released      map[uint32]flowEnd
+	released      map[uint32]tomb
 	releasedOrder []uint32
 
 	// Sequenced work waiting for a path, in priority order.

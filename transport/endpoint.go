@@ -31,11 +31,16 @@ const (
 	// already covered it, so dropping it alone would stall the flow for
 	// ever: the connection fails instead (docs/spec.md §3.4).
 	DropPeerLimit
+	// DropAborted: DATA of an aborted flow, for a message that had not
+	// landed when the abort came. Neither placed nor acknowledged, so
+	// that the peer's send fails on the NACK FLOW_ABORTED instead of
+	// completing (docs/spec.md §3.4).
+	DropAborted
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{"malformed", "unknown-conn", "bad-token", "duplicate",
-	"not-ready", "bad-placement", "not-listening", "conn-limit", "stale", "closing", "peer-limit"}
+	"not-ready", "bad-placement", "not-listening", "conn-limit", "stale", "closing", "peer-limit", "aborted"}
 
 func (r DropReason) String() string {
 	if r >= 0 && int(r) < len(dropNames) {

@@ -143,6 +143,10 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 		}
 		return Placement{}
 	}
+	if h.Op == wire.OpData && c.discardedByAbort(&e.data) {
+		e.drop(DropAborted)
+		return Placement{}
+	}
 	c.stats.PacketsRecv++
 	if d.ECN == CE {
 		c.stats.CERecv++
@@ -277,6 +281,19 @@ func (c *Conn) completedBeforeClose(d *wire.Data) bool {
 	if f := c.flows[d.Flow]; f != nil {
 		return int32(d.Msg-f.doneMsg) < 0
 	}
-	// A released flow is freed only once all its receives completed.
-	return c.isReleased(d.Flow)
+	return c.landedBefore(d.Flow, d.Msg)
+}
+
+// discardedByAbort reports whether d belongs to a receive group of an
+// aborted flow that had not landed when the abort came. Such DATA is
+// dropped before its PSN counts, neither recorded nor acknowledged: an
+// acknowledgement would complete the peer's send for data thrown away.
+// The peer resends it until the NACK FLOW_ABORTED reaches it and fails
+// the send (docs/spec.md §3.4).
+func (c *Conn) discardedByAbort(d *wire.Data) bool {
+	if c.flows[d.Flow] != nil {
+		return false
+	}
+	t, ok := c.released[d.Flow]
+	return ok && t.end != flowReleased && !c.landedBefore(d.Flow, d.Msg)
 }

@@ -1,5 +1,7 @@
 package transport
 
+import "slices"
+
 // Releasing flows. A connection that outlives its users (the NCCL plugin
 // shares one connection per peer among all comms to that peer) would
 // otherwise keep every flow it ever carried until it reached
@@ -51,9 +53,37 @@ const (
 	flowAbortedByPeer                // a NACK FLOW_ABORTED
 )
 
+// tomb is what a connection remembers of a released flow id.
+type tomb struct {
+	end flowEnd
+	// doneMsg and landed, for an aborted flow, say which of its receive
+	// groups completed: every message below doneMsg, and those in
+	// landed (full when the abort came, behind one that was not). Late
+	// DATA of those is a stale copy and is acknowledged; DATA of any
+	// other group of the flow was thrown away with it and must not be,
+	// or the peer would report its send delivered (docs/spec.md §3.4).
+	// A flow released with ReleaseFlow is freed only once all its
+	// receives completed, so all of its late DATA is stale.
+	doneMsg uint32
+	landed  []uint32
+}
+
+// landedBefore reports whether message msg of the released flow id had
+// landed when the flow's state went; false for an id not remembered.
+func (c *Conn) landedBefore(flow, msg uint32) bool {
+	t, ok := c.released[flow]
+	switch {
+	case !ok:
+		return false
+	case t.end == flowReleased:
+		return true
+	}
+	return int32(msg-t.doneMsg) < 0 || slices.Contains(t.landed, msg)
+}
+
 // reuseErr is the error of a send or receive on a released flow id.
 func (c *Conn) reuseErr(flow uint32) error {
-	switch c.released[flow] {
+	switch c.released[flow].end {
 	case flowAborted:
 		return c.errf(ErrInvalid, "flow %d was aborted", flow)
 	case flowAbortedByPeer:
@@ -63,15 +93,20 @@ func (c *Conn) reuseErr(flow uint32) error {
 }
 
 // tombstone remembers flow as released (how: end), forgetting the oldest
-// id beyond maxTombstones. A flow released twice keeps its first end.
+// id beyond maxTombstones. A flow released twice keeps its first end, but
+// that an abort overrides a release: the abort fails receives that the
+// release would have waited for.
 func (c *Conn) tombstone(flow uint32, end flowEnd) {
 	if c.released == nil {
-		c.released = make(map[uint32]flowEnd)
+		c.released = make(map[uint32]tomb)
 	}
-	if _, ok := c.released[flow]; ok {
+	if t, ok := c.released[flow]; ok {
+		if t.end == flowReleased && end != flowReleased {
+			c.released[flow] = tomb{end: end}
+		}
 		return
 	}
-	c.released[flow] = end
+	c.released[flow] = tomb{end: end}
 	c.releasedOrder = append(c.releasedOrder, flow)
 	if len(c.releasedOrder) > maxTombstones {
 		delete(c.released, c.releasedOrder[0])

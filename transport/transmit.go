@@ -337,6 +337,11 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 		}
 	case len(c.retxQ) > 0:
 		it := c.retxQ[0]
+		if it.kind == recCtrl && c.goneFlowReady(it.ctrl) {
+			c.retxQ[0] = retxItem{}
+			c.retxQ = c.retxQ[1:]
+			return c.pollSequenced(now, buf)
+		}
 		if it.kind == recCtrl {
 			tx, ok = c.sendCtrl(now, it.ctrl, it.pref, true, buf)
 		} else if it.msg.done {
@@ -510,4 +515,13 @@ func (c *Conn) sendData(now Time, s *sendMsg, off uint64, n int, pref int, retx 
 	p.stats.BytesSent += uint64(rec.bytes)
 	return Transmit{Route: Route{Remote: c.remote, Plane: p.plane, Entropy: p.entropy}, N: len(b),
 		Payload: PayloadRef{Cookie: s.cookie, Offset: off, Len: n}}, true
+}
+
+// goneFlowReady reports whether cp announces a receive group of a flow
+// whose state is gone (released or aborted): a lost copy of it is not sent
+// again, since the group completed or failed already, and a late
+// announcement could match a send of the peer to a buffer that is the
+// caller's again (docs/spec.md §3.4).
+func (c *Conn) goneFlowReady(cp *ctrlPkt) bool {
+	return cp.op == wire.OpRecvReady && c.flows[cp.rr.Flow] == nil && c.isReleased(cp.rr.Flow)
 }
