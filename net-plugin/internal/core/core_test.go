@@ -104,6 +104,24 @@ func TestDebugFilter(t *testing.T) {
 	ConfigureLog("", "", nil)
 }
 
+// TestWarnReachesNCCL: with NCCL's logger installed, a failure's WARN
+// reaches it under the default NCCL_DEBUG (unset), since NCCL records the
+// last WARN as the failed call's reason before filtering; INFO does not,
+// and without NCCL's logger the local filter holds for WARN too.
+func TestWarnReachesNCCL(t *testing.T) {
+	defer ConfigureLog("", "", nil)
+	var got []string
+	ConfigureLog("", "", func(l Level, _ uint64, msg string) { got = append(got, msg) })
+	Fail("isend", fmt.Errorf("peer 10.0.0.2 died: %w", backend.ErrRemote))
+	Logf(LogInfo, SubsysNet, "an info line")
+	if len(got) != 1 || !strings.Contains(got[0], "peer 10.0.0.2 died") {
+		t.Fatalf("NCCL's logger got %q, want the one WARN naming the peer", got)
+	}
+	if Enabled(LogWarn, SubsysNet) {
+		t.Error("the stderr fallback must still obey NCCL_DEBUG")
+	}
+}
+
 func FuzzParseDebugSubsys(f *testing.F) {
 	for _, s := range []string{"", "INIT,NET", "^NET", "ALL", "bogus,,net", "^ ", "^  ^NET"} {
 		f.Add(s)

@@ -117,13 +117,18 @@ func Enabled(level Level, subsys uint64) bool {
 }
 
 // Logf formats and emits a message if Enabled. Messages go to NCCL's logger
-// when one is installed, else to stderr (never to stdout).
+// when one is installed, else to stderr (never to stdout). A WARN goes to
+// NCCL's logger whatever NCCL_DEBUG says: NCCL keeps the text of the last
+// WARN it is handed before applying its own filter, and reports it as the
+// reason of a failed call (ncclGetLastError, PyTorch's "Last error:"), so
+// that a job run with the default environment still learns which peer
+// failed and why.
 func Logf(level Level, subsys uint64, format string, args ...any) {
-	if !Enabled(level, subsys) {
+	st := logger.Load()
+	if !(level == LogWarn && st.sink != nil) && !Enabled(level, subsys) {
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
-	st := logger.Load()
 	if st.sink != nil {
 		st.sink(level, subsys, msg)
 		return
