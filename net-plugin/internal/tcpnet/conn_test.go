@@ -152,3 +152,11 @@ func TestInlineWritesStayOrdered(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroByteMessage: NCCL posts 0-byte receives for empty transfers.
+func TestZeroByteMessage(t *testing.T) {
+	for _, socks := range []int{1, 2} {
+		sc, rc := pair(t, socks)
+		backendtest.ZeroByteMessage(t, sc, rc)
+	}
+}

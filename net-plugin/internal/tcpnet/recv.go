@@ -95,8 +95,8 @@ func (r *recvConn) reader(i int) {
 			r.fail(err)
 			return
 		}
-		if buf == nil {
-			return // closed
+		if g == nil {
+			return // closed; buf may be empty for a 0-byte message
 		}
 		if _, err := io.ReadFull(c, buf); err != nil {
 			r.fail(fmt.Errorf("tcpnet: receiving %d-byte message %d from peer %s: %w (peer process exited or network failed mid-message)", fh.Size, k, r.peer, err))
@@ -111,8 +111,9 @@ func (r *recvConn) reader(i int) {
 }
 
 // claim waits until a receive covering message k is posted, then picks the
-// buffer by tag and returns it cut to the message size. It returns a nil
-// buffer (and no error) when the connection is closed meanwhile.
+// buffer by tag and returns it cut to the message size (empty, possibly
+// nil, for a 0-byte message). It returns a nil group (and no error) when
+// the connection is closed meanwhile.
 func (r *recvConn) claim(k uint64, fh frameHeader) ([]byte, int, *recvGroup, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

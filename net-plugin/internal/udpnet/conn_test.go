@@ -300,3 +300,9 @@ func TestManyCommsOverOneConnection(t *testing.T) {
 		require.NoError(t, rc.Close())
 	}
 }
+
+// TestZeroByteMessage: NCCL posts 0-byte receives for empty transfers.
+func TestZeroByteMessage(t *testing.T) {
+	sc, rc := connect(t, newBackend(t, 1), newBackend(t, 2))
+	backendtest.ZeroByteMessage(t, sc, rc)
+}

@@ -114,3 +114,31 @@ func GroupedTransfer(t *testing.T, sc backend.SendConn, rc backend.RecvConn, see
 		}
 	}
 }
+
+// ZeroByteMessage sends an empty message into an empty (nil) buffer, as
+// NCCL does for a 0-byte point-to-point transfer, then an 8-byte message:
+// both must arrive, the first with size 0, and the connection carry on.
+func ZeroByteMessage(t *testing.T, sc backend.SendConn, rc backend.RecvConn) {
+	t.Helper()
+	r0, err := rc.Irecv([][]byte{nil}, []int32{0})
+	require.NoError(t, err)
+	require.NotNil(t, r0)
+	s0, err := sc.Isend(nil, 0)
+	require.NoError(t, err)
+	require.NotNil(t, s0)
+	buf := make([]byte, 8)
+	r1, err := rc.Irecv([][]byte{buf}, []int32{0})
+	require.NoError(t, err)
+	require.NotNil(t, r1)
+	s1, err := sc.Isend([]byte("8 bytes!"), 0)
+	require.NoError(t, err)
+	require.NotNil(t, s1)
+	sizes := []int{-1}
+	Wait(t, r0, sizes)
+	require.Equal(t, 0, sizes[0])
+	Wait(t, s0, nil)
+	Wait(t, r1, sizes)
+	require.Equal(t, 8, sizes[0])
+	require.Equal(t, "8 bytes!", string(buf))
+	Wait(t, s1, nil)
+}
