@@ -125,6 +125,13 @@ type Dialer interface {
 type SendConn interface {
 	// Isend queues buf to be sent with tag. (nil, nil) means "retry later".
 	Isend(buf []byte, tag int32) (Request, error)
+	// Abort ends the connection's use at once: outstanding requests
+	// fail, and once Abort returns no buffer of theirs is read or
+	// written again. Later requests fail; Close still releases the
+	// connection. The plugin calls it from deregMr while requests use
+	// the memory, since NCCL frees an aborted comm's buffers before
+	// closing it.
+	Abort()
 	// Close tears the connection down; outstanding requests fail.
 	Close() error
 }
@@ -135,6 +142,8 @@ type RecvConn interface {
 	// tags[i] naming the tag whose message lands in bufs[i]. The capacity of
 	// each buffer is len(bufs[i]). (nil, nil) means "retry later".
 	Irecv(bufs [][]byte, tags []int32) (Request, error)
+	// Abort is SendConn.Abort for the receiving end.
+	Abort()
 	// Close tears the connection down; outstanding requests fail.
 	Close() error
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 )
@@ -57,6 +58,32 @@ type req struct {
 	comm Handle
 	r    backend.Request
 	n    int // size entries Test writes: 1 for a send, the group size for a receive
+	// spans are the request's n buffers, [start, end) addresses, so that
+	// deregMr can tell whether a request still uses the memory it
+	// deregisters.
+	spans [backend.MaxRecvs]span
+}
+
+// span is the address range [lo, hi) of one buffer.
+type span struct{ lo, hi uintptr }
+
+func spanOf(b []byte) span {
+	if len(b) == 0 {
+		return span{}
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return span{lo, lo + uintptr(len(b))}
+}
+
+// overlaps reports whether one of the request's buffers lies, in part, in
+// [lo, hi).
+func (r *req) overlaps(lo, hi uintptr) bool {
+	for _, s := range r.spans[:r.n] {
+		if s.lo < hi && lo < s.hi {
+			return true
+		}
+	}
+	return false
 }
 
 type pending struct {
@@ -357,7 +384,12 @@ func (p *Plugin) RegMr(comm Handle, base, size uintptr, typ int) (Handle, error)
 	return h, nil
 }
 
-// DeregMr releases a registration.
+// DeregMr releases a registration. When requests of comm still use the
+// memory, the comm is aborted first (its requests fail, and no buffer of
+// them is read or written once DeregMr returns): NCCL tears an aborted
+// comm down by deregistering its buffers, freeing them, and only then
+// closing the comm, so a transfer still in flight at deregMr would write
+// into freed memory. An orderly teardown has nothing in flight by then.
 func (p *Plugin) DeregMr(comm, mh Handle) error {
 	m, ok := p.mrs.remove(mh)
 	if !ok {
@@ -365,6 +397,22 @@ func (p *Plugin) DeregMr(comm, mh Handle) error {
 	}
 	if m.comm != comm {
 		return internalf("deregMr of memory handle %#x on comm %#x, registered on %#x", uint64(mh), uint64(comm), uint64(m.comm))
+	}
+	lo, hi := m.base, m.base+m.size
+	n := p.reqs.count(func(r req) bool { return r.comm == comm && r.overlaps(lo, hi) })
+	if n == 0 {
+		return nil
+	}
+	Logf(LogInfo, SubsysNet, "NET/MetaRoCE : deregMr on comm %#x with %d request(s) in flight in that memory: aborting the comm", uint64(comm), n)
+	switch comm.Kind() {
+	case KindSend:
+		if sc, ok := p.sends.get(comm); ok {
+			sc.Abort()
+		}
+	case KindRecv:
+		if rc, ok := p.recvs.get(comm); ok {
+			rc.Abort()
+		}
 	}
 	return nil
 }
@@ -394,7 +442,9 @@ func (p *Plugin) Isend(comm Handle, buf []byte, tag int32) (Handle, error) {
 	if err != nil || r == nil {
 		return 0, err
 	}
-	return p.track(comm, r, 1)
+	q := req{comm: comm, r: r, n: 1}
+	q.spans[0] = spanOf(buf)
+	return p.track(q)
 }
 
 // Irecv posts a grouped receive; 0 means "retry later".
@@ -410,11 +460,15 @@ func (p *Plugin) Irecv(comm Handle, bufs [][]byte, tags []int32) (Handle, error)
 	if err != nil || r == nil {
 		return 0, err
 	}
-	return p.track(comm, r, len(bufs))
+	q := req{comm: comm, r: r, n: len(bufs)}
+	for i, b := range bufs {
+		q.spans[i] = spanOf(b)
+	}
+	return p.track(q)
 }
 
-func (p *Plugin) track(comm Handle, r backend.Request, n int) (Handle, error) {
-	h, ok := p.reqs.add(req{comm: comm, r: r, n: n})
+func (p *Plugin) track(q req) (Handle, error) {
+	h, ok := p.reqs.add(q)
 	if !ok {
 		// The backend request stays in flight; completing it is impossible
 		// without a handle, so report the exhaustion as fatal.

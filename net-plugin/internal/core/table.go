@@ -128,6 +128,19 @@ func (t *table[T]) removeIf(pred func(T) bool) {
 	}
 }
 
+// count returns the number of entries whose value satisfies pred.
+func (t *table[T]) count(pred func(T) bool) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for i := range t.slots {
+		if s := &t.slots[i]; s.used && pred(s.val) {
+			n++
+		}
+	}
+	return n
+}
+
 // len returns the number of live handles.
 func (t *table[T]) len() int {
 	t.mu.Lock()

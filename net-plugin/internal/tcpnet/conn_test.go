@@ -160,3 +160,11 @@ func TestZeroByteMessage(t *testing.T) {
 		backendtest.ZeroByteMessage(t, sc, rc)
 	}
 }
+
+// TestAbort: see backendtest.AbortStopsBufferUse.
+func TestAbort(t *testing.T) {
+	for _, receiver := range []bool{true, false} {
+		sc, rc := pair(t, 2)
+		backendtest.AbortStopsBufferUse(t, sc, rc, receiver)
+	}
+}

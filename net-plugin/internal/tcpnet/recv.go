@@ -38,6 +38,7 @@ type recvConn struct {
 	peer  string
 	socks []*net.TCPConn
 	wg    sync.WaitGroup
+	down  sync.Once // shutdown
 
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -239,6 +240,18 @@ func (g *recvGroup) release() {
 	r.free = append(r.free, g.idx)
 }
 
+// Abort fails the posted receives and stops the readers; once it returns
+// no goroutine writes into a caller's buffer any more.
+func (r *recvConn) Abort() {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = fmt.Errorf("tcpnet: connection from %s aborted (its memory was deregistered with requests in flight): %w", r.peer, backend.ErrInternal)
+	}
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	r.shutdown()
+}
+
 // Close shuts the sockets and waits for the readers, so that once it
 // returns no goroutine writes into a caller's buffer.
 func (r *recvConn) Close() error {
@@ -250,9 +263,17 @@ func (r *recvConn) Close() error {
 	r.closed = true
 	r.cond.Broadcast()
 	r.mu.Unlock()
-	for _, c := range r.socks {
-		_ = c.Close()
-	}
-	r.wg.Wait()
+	r.shutdown()
 	return nil
+}
+
+// shutdown closes the sockets and waits for the readers to be gone; later
+// calls do nothing.
+func (r *recvConn) shutdown() {
+	r.down.Do(func() {
+		for _, c := range r.socks {
+			_ = c.Close()
+		}
+		r.wg.Wait()
+	})
 }

@@ -49,6 +49,7 @@ type sendConn struct {
 	pending []atomic.Int32
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	down    sync.Once // shutdown
 
 	mu     sync.Mutex
 	next   uint64 // messages posted so far
@@ -217,6 +218,17 @@ func (r *sendReq) release() {
 	}
 }
 
+// Abort fails the requests in flight and stops the writers; once it
+// returns no goroutine reads a caller's buffer any more.
+func (s *sendConn) Abort() {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = fmt.Errorf("tcpnet: connection to %s aborted (its memory was deregistered with requests in flight): %w", s.peer, backend.ErrInternal)
+	}
+	s.mu.Unlock()
+	s.shutdown()
+}
+
 // Close stops the writers and closes the sockets. Once it returns no
 // goroutine touches a caller's buffer any more.
 func (s *sendConn) Close() error {
@@ -227,10 +239,18 @@ func (s *sendConn) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	close(s.stop)
-	for _, c := range s.socks {
-		_ = c.Close()
-	}
-	s.wg.Wait()
+	s.shutdown()
 	return nil
+}
+
+// shutdown stops the writers, closes the sockets and waits for the
+// writers to be gone; later calls do nothing.
+func (s *sendConn) shutdown() {
+	s.down.Do(func() {
+		close(s.stop)
+		for _, c := range s.socks {
+			_ = c.Close()
+		}
+		s.wg.Wait()
+	})
 }

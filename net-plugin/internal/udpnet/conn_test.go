@@ -306,3 +306,11 @@ func TestZeroByteMessage(t *testing.T) {
 	sc, rc := connect(t, newBackend(t, 1), newBackend(t, 2))
 	backendtest.ZeroByteMessage(t, sc, rc)
 }
+
+// TestAbort: see backendtest.AbortStopsBufferUse.
+func TestAbort(t *testing.T) {
+	for _, receiver := range []bool{true, false} {
+		sc, rc := connect(t, newBackend(t, 1), newBackend(t, 2))
+		backendtest.AbortStopsBufferUse(t, sc, rc, receiver)
+	}
+}

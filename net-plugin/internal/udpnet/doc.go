@@ -27,7 +27,11 @@
 //     tags); test is Request.Test plus Request.Sizes. A send completes when
 //     the receiver acknowledged every byte.
 //
-// Closing a comm whose requests are still in flight waits a short grace
-// period, then closes the whole shared connection, because the datapath may
-// otherwise still read or write the caller's buffers after the close.
+// Closing a comm whose requests are still in flight (an NCCL abort) aborts
+// the comm's flow (udp.Conn.AbortFlow): its requests fail at once, the
+// datapath touches none of their buffers after the close, the peer's
+// requests on that flow fail too, and the shared connection and its other
+// comms carry on. deregMr of memory that requests in flight still use
+// aborts the comm the same way (backend.SendConn.Abort), since NCCL frees
+// an aborted comm's buffers before it closes the comm.
 package udpnet

@@ -1,8 +1,10 @@
 package udpnet
 
 import (
+	"fmt"
 	"sync"
 
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 	"github.com/metaroce/metaroce/transport/udp"
 )
 
@@ -21,10 +23,11 @@ type flowEnd struct {
 	p    *peer
 	flow uint32
 
-	mu     sync.Mutex
-	closed bool
-	free   []int32 // indices of unused slots, the next one last
-	slots  []*slot // every slot, by index
+	mu      sync.Mutex
+	closed  bool
+	aborted bool    // by Abort: the flow is gone, the peer reference held
+	free    []int32 // indices of unused slots, the next one last
+	slots   []*slot // every slot, by index
 }
 
 // init makes every slot free, lowest index first out.
@@ -58,6 +61,45 @@ func (f *flowEnd) put(s *slot) {
 	f.free = append(f.free, s.idx)
 }
 
+// inflight returns the datapath requests in flight; the caller holds mu.
+func (f *flowEnd) inflight() []*udp.Request {
+	var out []*udp.Request
+	for _, s := range f.slots {
+		if s.used {
+			out = append(out, s.r)
+		}
+	}
+	return out
+}
+
+// usable returns the error of a request on a comm that was closed or
+// aborted, nil otherwise; the caller holds mu.
+func (f *flowEnd) usable(what string) error {
+	switch {
+	case f.closed:
+		return fmt.Errorf("udpnet: %s on closed comm to %s: %w", what, f.p.name, backend.ErrInternal)
+	case f.aborted:
+		return fmt.Errorf("udpnet: %s on comm to %s, aborted when its memory was deregistered with requests in flight: %w", what, f.p.name, backend.ErrInternal)
+	}
+	return nil
+}
+
+// Abort aborts the comm's flow (see drain): its requests fail, and once
+// Abort returns the datapath touches none of their buffers. The comm keeps
+// its reference on the connection until Close.
+func (f *flowEnd) Abort() {
+	f.mu.Lock()
+	if f.closed || f.aborted {
+		f.mu.Unlock()
+		return
+	}
+	f.aborted = true
+	n := len(f.inflight())
+	f.mu.Unlock()
+	f.p.d.logf("NET/MetaRoCE : udpnet: comm on flow %d to peer %s aborted with %d request(s) in flight", f.flow, f.p.name, n)
+	f.p.conn.AbortFlow(f.flow)
+}
+
 // Close aborts the requests still in flight (see drain) and drops
 // the comm's reference on the connection. A second Close does nothing.
 func (f *flowEnd) Close() error {
@@ -67,12 +109,12 @@ func (f *flowEnd) Close() error {
 		return nil
 	}
 	f.closed = true
-	var inflight []*udp.Request
-	for _, s := range f.slots {
-		if s.used {
-			inflight = append(inflight, s.r)
-		}
+	if f.aborted {
+		f.mu.Unlock()
+		f.p.d.release(f.p) // the abort released the flow
+		return nil
 	}
+	inflight := f.inflight()
 	f.mu.Unlock()
 	drain(f.p, f.flow, inflight)
 	return nil

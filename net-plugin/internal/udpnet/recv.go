@@ -39,8 +39,8 @@ func (r *recvConn) Irecv(bufs [][]byte, tags []int32) (backend.Request, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return nil, fmt.Errorf("udpnet: receive on closed comm from %s: %w", r.p.name, backend.ErrInternal)
+	if err := r.usable("receive"); err != nil {
+		return nil, err
 	}
 	s := r.next()
 	if s == nil {

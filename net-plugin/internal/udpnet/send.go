@@ -36,8 +36,8 @@ func newSendConn(p *peer, flow uint32) *sendConn {
 func (s *sendConn) Isend(buf []byte, tag int32) (backend.Request, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, fmt.Errorf("udpnet: send on closed comm to %s: %w", s.p.name, backend.ErrInternal)
+	if err := s.usable("send"); err != nil {
+		return nil, err
 	}
 	sl := s.next()
 	if sl == nil {

@@ -4,6 +4,7 @@
 package backendtest
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -141,4 +142,87 @@ func ZeroByteMessage(t *testing.T, sc backend.SendConn, rc backend.RecvConn) {
 	require.Equal(t, 8, sizes[0])
 	require.Equal(t, "8 bytes!", string(buf))
 	Wait(t, s1, nil)
+}
+
+// AbortStopsBufferUse checks Abort on both ends. A receiving end aborted
+// while 4 MiB messages stream into its buffers fails its receives, and
+// nothing lands in those buffers after Abort returns, however long the
+// sender keeps going (until its own sends end, by failing or completing).
+// A sending end aborted mid-stream fails its sends and reads its buffers
+// no more: bytes changed after Abort returns never reach the receiver.
+func AbortStopsBufferUse(t *testing.T, sc backend.SendConn, rc backend.RecvConn, receiver bool) {
+	t.Helper()
+	const msgs, size = 4, 4 << 20
+	const mark, unwritten = 0xEE, 0xFF
+	var rbufs, sbufs [msgs][]byte
+	var rreqs, sreqs [msgs]backend.Request
+	for i := range msgs {
+		rbufs[i], sbufs[i] = make([]byte, size), make([]byte, size)
+		for j := range sbufs[i] {
+			sbufs[i][j] = Pattern(i, j) &^ 0x80 // never mark nor unwritten
+			rbufs[i][j] = unwritten
+		}
+		var err error
+		PollUntil(t, "post receive", func() bool {
+			rreqs[i], err = rc.Irecv([][]byte{rbufs[i]}, []int32{0})
+			require.NoError(t, err)
+			return rreqs[i] != nil
+		})
+	}
+	for i := range msgs {
+		var err error
+		PollUntil(t, "post send", func() bool {
+			sreqs[i], err = sc.Isend(sbufs[i], 0)
+			require.NoError(t, err)
+			return sreqs[i] != nil
+		})
+	}
+	// Let some of the first message land, so that the abort comes with
+	// data in flight.
+	PollUntil(t, "first bytes", func() bool {
+		return rbufs[0][0] != unwritten || rbufs[0][size/2] != unwritten || rbufs[0][size-1] != unwritten
+	})
+	var snapshot [msgs][]byte
+	if receiver {
+		rc.Abort()
+		for i := range msgs {
+			snapshot[i] = append([]byte(nil), rbufs[i]...)
+		}
+	} else {
+		sc.Abort()
+		for i := range msgs {
+			for j := range sbufs[i] {
+				sbufs[i][j] = mark
+			}
+		}
+	}
+	// Both ends' requests must end: no hang, whatever the outcome.
+	failed := 0
+	for i := range msgs {
+		for _, r := range []backend.Request{sreqs[i], rreqs[i]} {
+			PollUntil(t, "request after the abort", func() bool {
+				done, err := r.Test(nil)
+				if err != nil {
+					failed++
+				}
+				return done || err != nil
+			})
+		}
+	}
+	t.Logf("abort on the %s end: %d of %d requests failed", map[bool]string{true: "receiving", false: "sending"}[receiver], failed, 2*msgs)
+	for i := range msgs {
+		if receiver {
+			require.True(t, bytes.Equal(snapshot[i], rbufs[i]), "receive buffer %d written after Abort returned", i)
+		} else {
+			require.Equal(t, -1, bytes.IndexByte(rbufs[i], mark), "send buffer %d read after Abort returned", i)
+		}
+	}
+	_, err := rc.Irecv([][]byte{make([]byte, 1)}, []int32{0})
+	if receiver {
+		require.Error(t, err, "a receive on an aborted connection")
+	}
+	_, err = sc.Isend(make([]byte, 1), 0)
+	if !receiver {
+		require.Error(t, err, "a send on an aborted connection")
+	}
 }
