@@ -23,6 +23,9 @@ type Config struct {
 	// (METAROCE_TIMEOUT_MS, 30000): the udp backend's handshake and idle
 	// timeouts, the tcp backend's connect timeout and TCP_USER_TIMEOUT.
 	Timeout time.Duration
+	// MaxPeers bounds the udp backend's connections per device
+	// (METAROCE_MAX_PEERS, udpnet.DefaultMaxPeers).
+	MaxPeers int
 	// Threads is the Go scheduler's thread count, GOMAXPROCS (METAROCE_THREADS, 2).
 	Threads int
 }
@@ -50,6 +53,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		{"METAROCE_TCP_SOCKS", 1, tcpnet.MaxSocks, func(v int) { c.Socks = v }},
 		{"METAROCE_TIMEOUT_MS", 100, 3600_000, func(v int) { c.Timeout = time.Duration(v) * time.Millisecond }},
 		{"METAROCE_THREADS", 1, 256, func(v int) { c.Threads = v }},
+		{"METAROCE_MAX_PEERS", 16, 1 << 20, func(v int) { c.MaxPeers = v }},
 	}
 	for _, iv := range ints {
 		s := strings.TrimSpace(getenv(iv.name))
@@ -72,7 +76,7 @@ var Backends = map[string]func(Config) (backend.Backend, error){
 		return tcpnet.New(tcpnet.Config{IfNames: c.IfNames, Socks: c.Socks, Timeout: c.Timeout})
 	},
 	"udp": func(c Config) (backend.Backend, error) {
-		return udpnet.New(udpnet.Config{IfNames: c.IfNames, Timeout: c.Timeout, Logf: func(format string, args ...any) {
+		return udpnet.New(udpnet.Config{IfNames: c.IfNames, Timeout: c.Timeout, MaxPeers: c.MaxPeers, Logf: func(format string, args ...any) {
 			Logf(LogInfo, SubsysNet, format, args...)
 		}})
 	},

@@ -64,11 +64,11 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil || c.Backend != "udp" || c.Threads != DefaultThreads || c.Socks != 2 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
-	c, err = ConfigFromEnv(env(map[string]string{"METAROCE_THREADS": "4", "METAROCE_TCP_SOCKS": "8", "METAROCE_BACKEND": "TCP"}))
-	if err != nil || c.Threads != 4 || c.Socks != 8 || c.Backend != "tcp" {
+	c, err = ConfigFromEnv(env(map[string]string{"METAROCE_THREADS": "4", "METAROCE_TCP_SOCKS": "8", "METAROCE_BACKEND": "TCP", "METAROCE_MAX_PEERS": "100000"}))
+	if err != nil || c.Threads != 4 || c.Socks != 8 || c.Backend != "tcp" || c.MaxPeers != 100000 {
 		t.Fatalf("set: %+v %v", c, err)
 	}
-	for _, bad := range []map[string]string{{"METAROCE_THREADS": "0"}, {"METAROCE_TCP_SOCKS": "9"}, {"METAROCE_TIMEOUT_MS": "soon"}} {
+	for _, bad := range []map[string]string{{"METAROCE_THREADS": "0"}, {"METAROCE_TCP_SOCKS": "9"}, {"METAROCE_TIMEOUT_MS": "soon"}, {"METAROCE_MAX_PEERS": "8"}} {
 		if _, err := ConfigFromEnv(env(bad)); !errors.Is(err, backend.ErrInvalidUsage) {
 			t.Fatalf("%v: %v", bad, err)
 		}

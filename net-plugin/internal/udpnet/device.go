@@ -1,6 +1,7 @@
 package udpnet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,6 +80,7 @@ func (d *device) endpointLocked() (*udp.Endpoint, error) {
 			IdleTimeout:      transport.Time(cfg.Timeout),
 			HandshakeTimeout: transport.Time(cfg.Timeout),
 			MaxFlowsPerConn:  maxFlowsPerConn,
+			MaxConns:         cmp.Or(cfg.MaxPeers, DefaultMaxPeers),
 		},
 	})
 	if err != nil {

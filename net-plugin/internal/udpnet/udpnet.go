@@ -23,6 +23,11 @@ type Config struct {
 	// PortsPerPlane is the source-port pool per plane (path entropies);
 	// 0 takes the datapath's default (16).
 	PortsPerPlane int
+	// MaxPeers bounds the connections of one device's endpoint, i.e. the
+	// peer processes it talks to (established plus handshaking: the bound
+	// also caps what a flood of HELLOs can hold, about 3 KiB each while
+	// handshaking). 0 takes DefaultMaxPeers.
+	MaxPeers int
 	// Seed seeds the datapath's random choices; 0 (production) draws one
 	// from crypto/rand. Tests set it for repeatable runs.
 	Seed uint64
@@ -30,6 +35,11 @@ type Config struct {
 	// datapath messages); nil discards them.
 	Logf func(format string, args ...any)
 }
+
+// DefaultMaxPeers is Config.MaxPeers when zero: an all-to-all job of 32768
+// processes, beyond the core's own default of 4096, which a large job
+// would reach.
+const DefaultMaxPeers = 32768
 
 // DefaultTimeout is Config.Timeout when zero.
 const DefaultTimeout = 30 * time.Second
