@@ -87,11 +87,19 @@ type Iface struct {
 }
 
 // ifaceAddr picks an interface's address: IPv4 first, then a global IPv6.
-func ifaceAddr(ifc net.Interface) (netip.Addr, bool) {
+// With linkLocal false an IPv4 link-local address (169.254.0.0/16) does not
+// count: a BMC or an unconfigured NIC has the same such address on every
+// host, and a peer given it would send to itself.
+func ifaceAddr(ifc net.Interface, linkLocal bool) (netip.Addr, bool) {
 	addrs, err := ifc.Addrs()
 	if err != nil {
 		return netip.Addr{}, false
 	}
+	return pickAddr(addrs, linkLocal)
+}
+
+// pickAddr is ifaceAddr's choice among an interface's addresses.
+func pickAddr(addrs []net.Addr, linkLocal bool) (netip.Addr, bool) {
 	var v6 netip.Addr
 	for _, a := range addrs {
 		ipn, ok := a.(*net.IPNet)
@@ -104,6 +112,9 @@ func ifaceAddr(ifc net.Interface) (netip.Addr, bool) {
 		}
 		ip = ip.Unmap()
 		if ip.Is4() {
+			if !linkLocal && ip.IsLinkLocalUnicast() {
+				continue
+			}
 			return ip, true
 		}
 		if !v6.IsValid() && !ip.IsLinkLocalUnicast() && !ip.IsLoopback() {
@@ -113,16 +124,27 @@ func ifaceAddr(ifc net.Interface) (netip.Addr, bool) {
 	return v6, v6.IsValid()
 }
 
-// virtual reports interface names of bridges and container plumbing, which
-// the automatic choice skips.
+// virtualPrefixes name bridges, container and cluster overlays, and VPN
+// tunnels: interfaces a host has besides its fabric NICs, which the
+// automatic choice skips (an explicit METAROCE_IFNAMES may still name them).
+var virtualPrefixes = []string{"docker", "virbr", "veth", "br-", "cni", "flannel", "cali", "cilium",
+	"kube-", "lxc", "vxlan", "tunl", "weave", "podman", "tailscale", "zt", "wg"}
+
+// virtual reports whether the automatic choice skips interface n.
 func virtual(n string) bool {
-	return strings.HasPrefix(n, "docker") || strings.HasPrefix(n, "virbr") || strings.HasPrefix(n, "veth") || strings.HasPrefix(n, "br-")
+	for _, p := range virtualPrefixes {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Select lists usable interfaces, at most MaxIfaces. With an explicit filter
 // every running interface that matches and has an address is used;
-// automatically, non-loopback, non-virtual interfaces are preferred and
-// loopback is the last resort, so a laptop or CI box still gets one.
+// automatically, non-loopback, non-virtual interfaces with an address other
+// than IPv4 link-local are preferred and loopback is the last resort, so a
+// laptop or CI box still gets one.
 func Select(f Filter) ([]Iface, error) {
 	ifcs, err := net.Interfaces()
 	if err != nil {
@@ -134,7 +156,7 @@ func Select(f Filter) ([]Iface, error) {
 			if ifc.Flags&net.FlagUp == 0 || !ok(ifc) || len(out) == MaxIfaces {
 				continue
 			}
-			ip, found := ifaceAddr(ifc)
+			ip, found := ifaceAddr(ifc, !f.Auto())
 			if !found {
 				continue
 			}

@@ -1,6 +1,8 @@
 package netdev
 
 import (
+	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -48,4 +50,47 @@ func TestSelectLoopback(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Select(f)
 	require.ErrorContains(t, err, "METAROCE_IFNAMES")
+}
+
+func TestAutoSkipsVirtual(t *testing.T) {
+	for name, want := range map[string]bool{
+		"eth0": false, "ens1f0np0": false, "enp65s0": false, "ib0": false, "bond0": false,
+		"docker0": true, "veth1a2b": true, "br-9f": true, "virbr0": true, "cni0": true,
+		"flannel.1": true, "cali123": true, "cilium_host": true, "kube-ipvs0": true,
+		"vxlan.calico": true, "tunl0": true, "weave": true, "tailscale0": true, "wg0": true,
+	} {
+		if virtual(name) != want {
+			t.Errorf("virtual(%q) = %v, want %v", name, !want, want)
+		}
+	}
+}
+
+func TestPickAddr(t *testing.T) {
+	ipn := func(s string) net.Addr {
+		p := netip.MustParsePrefix(s)
+		return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+	}
+	tests := []struct {
+		addrs     []net.Addr
+		linkLocal bool
+		want      string
+	}{
+		{[]net.Addr{ipn("169.254.3.1/16"), ipn("10.1.2.3/24")}, false, "10.1.2.3"},
+		{[]net.Addr{ipn("169.254.3.1/16")}, false, ""},
+		{[]net.Addr{ipn("169.254.3.1/16")}, true, "169.254.3.1"},
+		{[]net.Addr{ipn("fe80::1/64"), ipn("2001:db8::5/64")}, false, "2001:db8::5"},
+		{[]net.Addr{ipn("2001:db8::5/64"), ipn("192.168.1.9/24")}, false, "192.168.1.9"},
+	}
+	for _, tc := range tests {
+		got, ok := pickAddr(tc.addrs, tc.linkLocal)
+		if tc.want == "" {
+			if ok {
+				t.Errorf("%v: picked %v, want none", tc.addrs, got)
+			}
+			continue
+		}
+		if !ok || got.String() != tc.want {
+			t.Errorf("%v (link-local %v): %v %v, want %s", tc.addrs, tc.linkLocal, got, ok, tc.want)
+		}
+	}
 }
