@@ -27,6 +27,7 @@ type progress struct {
 	w     io.Writer
 	total int
 	done  int
+	shown bool // the bar is on the screen
 }
 
 // progressBarWidth is the bar's length in characters.
@@ -49,12 +50,15 @@ func (p *progress) step(label string) {
 	p.done = min(p.done+1, p.total)
 	fill := p.done * progressBarWidth / p.total
 	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(" ", progressBarWidth-fill), p.done, p.total, label)
+	p.shown = true
 }
 
-// clear erases the bar so the terminal is left clean.
+// clear erases the bar, if shown, so that what is printed next, on stdout
+// when both go to one terminal, starts at the beginning of a clean line.
 func (p *progress) clear() {
-	if p == nil {
+	if p == nil || !p.shown {
 		return
 	}
 	fmt.Fprint(p.w, "\r\033[K")
+	p.shown = false
 }

@@ -186,6 +186,7 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 		}
 		onRow := func(row Row) {
 			t.Rows = append(t.Rows, row)
+			prog.clear() // stdout and stderr may share a terminal
 			fmt.Fprintln(out, formatRow(row))
 			prog.step(fmt.Sprintf("%s %s %s", transport, row.Type, bytesize.Format(row.Bytes)))
 		}
@@ -217,6 +218,7 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 	if !isRoot {
 		return t, false, err
 	}
+	prog.clear()
 	if err == nil {
 		writeTableFooter(out, &t)
 	} else {
