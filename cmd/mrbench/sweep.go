@@ -166,7 +166,7 @@ func (s sweep) run(ctx context.Context, c comm, onRow func(Row)) (sweepResult, e
 				if me != 0 || onRow == nil {
 					continue
 				}
-				row := Row{Bytes: l.Bytes(), Count: l.Bytes() / int64(dt.Size()), Type: dt.String(),
+				row := Row{Bytes: l.Bytes(), Count: l.Count, Type: dt.String(),
 					RedOp: redOpName(s.Coll, op), Root: root}
 				for k, m := range []*Measure{&row.OutOfPlace, &row.InPlace} {
 					m.TimeUs = agg.us[k]

@@ -65,7 +65,14 @@ func TestSweepReferenceCorrect(t *testing.T) {
 					assert.Positive(t, r.Bytes)
 					dt, err := reduce.ParseDType(r.Type)
 					require.NoError(t, err)
-					assert.Equal(t, r.Bytes, r.Count*int64(dt.Size()))
+					// nccl-tests' count: the call's count argument,
+					// one rank's block for the blocked collectives.
+					blocks := int64(1)
+					switch c {
+					case sched.ReduceScatter, sched.AllGather, sched.AllToAll:
+						blocks = int64(n)
+					}
+					assert.Equal(t, r.Bytes, blocks*r.Count*int64(dt.Size()))
 					if c == sched.Broadcast {
 						assert.Equal(t, 1, r.Root)
 					} else {
