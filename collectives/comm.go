@@ -12,8 +12,9 @@ import (
 )
 
 // Comm is a communicator: this process's rank in a group, connected to
-// every other rank. A Comm is used by one goroutine at a time, and every
-// rank must call the same collectives in the same order, as with NCCL.
+// every other rank. A Comm is used by one goroutine at a time (a call made
+// while another is in progress fails with ErrConcurrentUse), and every rank
+// must call the same collectives in the same order, as with NCCL.
 type Comm struct {
 	rank, size int
 	cfg        Config
@@ -29,6 +30,12 @@ type Comm struct {
 // ErrBroken is wrapped by calls on a communicator whose earlier collective
 // failed: its streams are out of step and it must be closed.
 var ErrBroken = errors.New("communicator unusable after an earlier failure")
+
+// ErrConcurrentUse is returned by a call made while another goroutine's
+// call on the same communicator is in progress. Waiting for it instead
+// would let each rank order the two calls its own way, which mixes their
+// data without an error; the caller must order its calls, as with NCCL.
+var ErrConcurrentUse = errors.New("another collective is in progress on this communicator (a Comm is used by one goroutine at a time)")
 
 // New joins the job described by b: it opens the local endpoint, exchanges
 // descriptions through the rendezvous, and connects to every peer, all
@@ -101,7 +108,9 @@ func (c *Comm) Close() error { return c.link.close() }
 // ChunkBytes, GroupSize and, for all-to-all, AllToAllInFlight are filled in
 // from the communicator where zero). send may be nil for an in-place call.
 func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
-	c.mu.Lock()
+	if !c.mu.TryLock() {
+		return fmt.Errorf("collectives: %v: %w", cfg.Collective, ErrConcurrentUse)
+	}
 	defer c.mu.Unlock()
 	if c.broken != nil {
 		return fmt.Errorf("collectives: %w: %v", ErrBroken, c.broken)
@@ -109,6 +118,9 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	cfg.Rank, cfg.NRanks = c.rank, c.size
 	if cfg.Channels == 0 {
 		cfg.Channels = c.cfg.Channels
+	}
+	if cfg.Channels > c.cfg.Channels {
+		return fmt.Errorf("collectives: %v on %d channels: the communicator has %d (Config.Channels)", cfg.Collective, cfg.Channels, c.cfg.Channels)
 	}
 	if cfg.ChunkBytes == 0 {
 		cfg.ChunkBytes = c.cfg.ChunkBytes
@@ -150,16 +162,44 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	return c.execute(ctx, p, [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
 }
 
-func count(b []byte, dt reduce.DType) int64 { return int64(len(b) / dt.Size()) }
+// elems returns the elements of dt in b, refusing an invalid type and a
+// length that is not a whole number of elements (or, with blocks > 1, of
+// blocks of equal elements): a call with such a buffer would leave its tail
+// unwritten without a word.
+func elems(coll sched.Collective, what string, b []byte, dt reduce.DType, blocks int) (int64, error) {
+	if !dt.Valid() {
+		return 0, fmt.Errorf("collectives: %v: invalid data type %d", coll, dt)
+	}
+	unit := dt.Size() * max(blocks, 1)
+	if len(b)%unit != 0 {
+		if blocks > 1 {
+			return 0, fmt.Errorf("collectives: %v: %s has %d bytes, not %d equal blocks of whole %v elements", coll, what, len(b), blocks, dt)
+		}
+		return 0, fmt.Errorf("collectives: %v: %s has %d bytes, not a whole number of %d-byte %v elements", coll, what, len(b), dt.Size(), dt)
+	}
+	return int64(len(b) / dt.Size()), nil
+}
+
+// sizeErr explains send and recv lengths that do not fit each other.
+func sizeErr(coll sched.Collective, send, recv []byte, want string) error {
+	return fmt.Errorf("collectives: %v: send has %d bytes and recv %d, want %s", coll, len(send), len(recv), want)
+}
 
 // AllReduce reduces send over all ranks into recv on every rank. In place
 // when send is nil or starts at recv.
 func (c *Comm) AllReduce(ctx context.Context, send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	n, err := elems(sched.AllReduce, "recv", recv, dt, 1)
+	if err != nil {
+		return err
+	}
 	ip, err := sameBuffer(sched.AllReduce, send, recv)
 	if err != nil {
 		return err
 	}
-	return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: count(recv, dt), DType: dt, Op: op, InPlace: ip}, send, recv)
+	if send != nil && len(send) != len(recv) {
+		return sizeErr(sched.AllReduce, send, recv, "equal lengths")
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: n, DType: dt, Op: op, InPlace: ip}, send, recv)
 }
 
 // ReduceScatter reduces send (Size × len(recv) bytes) over all ranks and
@@ -168,20 +208,34 @@ func (c *Comm) AllReduce(ctx context.Context, send, recv []byte, dt reduce.DType
 // send[Rank×len(recv):]); or send nil or equal to recv, where recv holds all
 // Size blocks on entry and block Rank of it receives the result.
 func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	const coll = sched.ReduceScatter
 	blk := len(recv)
-	if off, ok := within(recv, send); ok && blk > 0 && off == c.rank*blk && len(send) >= c.size*blk && c.size > 1 {
-		// NCCL's in-place layout: run on the whole of send.
-		return c.Run(ctx, sched.Config{Collective: sched.ReduceScatter, Count: count(recv, dt), DType: dt, Op: op, InPlace: true}, nil, send[:c.size*blk])
-	}
-	ip, err := sameBuffer(sched.ReduceScatter, send, recv)
+	n, err := elems(coll, "recv", recv, dt, 1)
 	if err != nil {
 		return err
 	}
-	n := count(recv, dt)
-	if ip {
-		n /= int64(c.size)
+	if off, ok := within(recv, send); ok && blk > 0 && c.size > 1 && (off > 0 || len(send) > blk) {
+		// NCCL's in-place layout, recv block Rank of send: run on the
+		// whole of send. Any other block would reduce the wrong data.
+		if off != c.rank*blk || len(send) < c.size*blk {
+			return fmt.Errorf("collectives: %v: recv (%d bytes at byte %d of send's %d) overlaps send but is not block %d of %d of it, NCCL's in-place layout", coll, blk, off, len(send), c.rank, c.size)
+		}
+		return c.Run(ctx, sched.Config{Collective: coll, Count: n, DType: dt, Op: op, InPlace: true}, nil, send[:c.size*blk])
 	}
-	return c.Run(ctx, sched.Config{Collective: sched.ReduceScatter, Count: n, DType: dt, Op: op, InPlace: ip}, send, recv)
+	ip, err := sameBuffer(coll, send, recv)
+	if err != nil {
+		return err
+	}
+	if ip {
+		// recv holds all Size blocks.
+		if _, err := elems(coll, "recv", recv, dt, c.size); err != nil {
+			return err
+		}
+		n /= int64(c.size)
+	} else if len(send) != c.size*blk {
+		return sizeErr(coll, send, recv, fmt.Sprintf("send = %d × recv (one block per rank)", c.size))
+	}
+	return c.Run(ctx, sched.Config{Collective: coll, Count: n, DType: dt, Op: op, InPlace: ip}, send, recv)
 }
 
 // AllGather gathers every rank's send into recv (Size × len(send) bytes).
@@ -189,7 +243,14 @@ func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.D
 // recv) or is block Rank of recv itself (NCCL's layout: send =
 // recv[Rank×len(send):]).
 func (c *Comm) AllGather(ctx context.Context, send, recv []byte, dt reduce.DType) error {
-	cnt := count(recv, dt) / int64(c.size)
+	all, err := elems(sched.AllGather, "recv", recv, dt, c.size)
+	if err != nil {
+		return err
+	}
+	cnt := all / int64(c.size)
+	if send != nil && len(recv) != c.size*len(send) {
+		return sizeErr(sched.AllGather, send, recv, fmt.Sprintf("recv = %d × send (one block per rank)", c.size))
+	}
 	if send == nil {
 		return c.Run(ctx, sched.Config{Collective: sched.AllGather, Count: cnt, DType: dt, InPlace: true}, nil, recv)
 	}
@@ -208,32 +269,53 @@ func (c *Comm) AllGather(ctx context.Context, send, recv []byte, dt reduce.DType
 // AllToAll sends block j of send to rank j and receives rank j's block into
 // block j of recv. In place when send is nil or starts at recv.
 func (c *Comm) AllToAll(ctx context.Context, send, recv []byte, dt reduce.DType) error {
+	all, err := elems(sched.AllToAll, "recv", recv, dt, c.size)
+	if err != nil {
+		return err
+	}
 	ip, err := sameBuffer(sched.AllToAll, send, recv)
 	if err != nil {
 		return err
 	}
-	return c.Run(ctx, sched.Config{Collective: sched.AllToAll, Count: count(recv, dt) / int64(c.size), DType: dt, InPlace: ip}, send, recv)
+	if send != nil && len(send) != len(recv) {
+		return sizeErr(sched.AllToAll, send, recv, "equal lengths")
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.AllToAll, Count: all / int64(c.size), DType: dt, InPlace: ip}, send, recv)
 }
 
 // Broadcast copies root's send into recv on every rank. In place when send
 // is nil or starts at recv.
 func (c *Comm) Broadcast(ctx context.Context, send, recv []byte, dt reduce.DType, root int) error {
+	n, err := elems(sched.Broadcast, "recv", recv, dt, 1)
+	if err != nil {
+		return err
+	}
 	ip, err := sameBuffer(sched.Broadcast, send, recv)
 	if err != nil {
 		return err
 	}
-	return c.Run(ctx, sched.Config{Collective: sched.Broadcast, Count: count(recv, dt), DType: dt, Root: root, InPlace: ip}, send, recv)
+	if send != nil && len(send) != len(recv) {
+		return sizeErr(sched.Broadcast, send, recv, "equal lengths")
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.Broadcast, Count: n, DType: dt, Root: root, InPlace: ip}, send, recv)
 }
 
 // SendRecv is nccl-tests' sendrecv: rank r sends send to rank r+1 and
 // receives rank r-1's into recv. In place when send is nil or starts at
 // recv.
 func (c *Comm) SendRecv(ctx context.Context, send, recv []byte, dt reduce.DType) error {
+	n, err := elems(sched.SendRecv, "recv", recv, dt, 1)
+	if err != nil {
+		return err
+	}
 	ip, err := sameBuffer(sched.SendRecv, send, recv)
 	if err != nil {
 		return err
 	}
-	return c.Run(ctx, sched.Config{Collective: sched.SendRecv, Count: count(recv, dt), DType: dt, InPlace: ip}, send, recv)
+	if send != nil && len(send) != len(recv) {
+		return sizeErr(sched.SendRecv, send, recv, "equal lengths")
+	}
+	return c.Run(ctx, sched.Config{Collective: sched.SendRecv, Count: n, DType: dt, InPlace: ip}, send, recv)
 }
 
 // Barrier returns once every rank called it.
