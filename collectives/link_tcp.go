@@ -195,6 +195,11 @@ type tcpStream struct {
 	closed chan struct{}
 	mu     sync.Mutex
 	err    error
+	// down is set, under mu, before closed is closed: a post that finds
+	// it set fails at once, and one that does not has queued its op
+	// before the goroutines drain their queues on closed, so that no op
+	// is left in a queue nobody reads.
+	down bool
 }
 
 func newTCPStream(c net.Conn, peer int) *tcpStream {
@@ -215,6 +220,21 @@ func (s *tcpStream) post(send bool, buf []byte, notify func()) pending {
 	if send {
 		q = s.sends
 	}
+	s.mu.Lock()
+	if s.down {
+		s.mu.Unlock()
+		op.complete(s.failure())
+		return op
+	}
+	select {
+	case q <- op:
+		s.mu.Unlock()
+		return op
+	default:
+		// A full queue: the executor posts at most maxStreamDepth ops
+		// of a stream, fewer than it holds, so this does not happen.
+	}
+	s.mu.Unlock()
 	select {
 	case q <- op:
 	case <-s.closed:
@@ -243,6 +263,9 @@ func (s *tcpStream) fail(err error) {
 
 func (s *tcpStream) shutdown() {
 	s.once.Do(func() {
+		s.mu.Lock()
+		s.down = true
+		s.mu.Unlock()
 		close(s.closed)
 		s.c.Close()
 	})
