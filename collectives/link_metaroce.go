@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/metaroce/metaroce/transport/udp"
 )
 
@@ -47,6 +49,9 @@ func parseAddrs(b []byte) ([]netip.AddrPort, error) {
 
 func (f *metaroceFactory) abort() { f.ep.Close() }
 
+// maxParallelDials bounds the handshakes one rank has in progress at once.
+const maxParallelDials = 32
+
 // connect joins every peer: rank r dials the ranks below it and accepts
 // the ranks above it, so each pair has exactly one connection.
 func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte) (link, error) {
@@ -60,32 +65,52 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 		}
 		addrs[r] = a
 	}
-	for r := 0; r < rank; r++ {
-		c, err := f.ep.Dial(ctx, addrs[r])
-		if err != nil {
-			return nil, fmt.Errorf("collectives: rank %d connecting to rank %d at %v: %w", rank, r, addrs[r], err)
+	// Accepting runs beside dialing: the endpoint queues at most 256
+	// connections not yet accepted, and in a large job the ranks above
+	// this one may all dial it before it has dialed the ranks below.
+	// The dials go a bounded number at a time, each waiting out its own
+	// handshake. The two sides fill disjoint entries of l.conns.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		dials, dctx := errgroup.WithContext(gctx)
+		dials.SetLimit(maxParallelDials)
+		for r := 0; r < rank; r++ {
+			dials.Go(func() error {
+				c, err := f.ep.Dial(dctx, addrs[r])
+				if err != nil {
+					return fmt.Errorf("collectives: rank %d connecting to rank %d at %v: %w", rank, r, addrs[r], err)
+				}
+				l.conns[r] = c
+				return nil
+			})
 		}
-		l.conns[r] = c
-	}
-	for k := rank + 1; k < n; k++ {
-		c, err := f.ep.Accept(ctx)
-		if err != nil {
-			miss := ranksWhere(rank+1, n, func(r int) bool { return l.conns[r] == nil })
-			return nil, fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, rankList(miss), err)
-		}
-		peer := -1
-		if ra := c.RemoteAddrs(); len(ra) > 0 {
-			for r := rank + 1; r < n; r++ {
-				if len(addrs[r]) > 0 && addrs[r][0] == ra[0] {
-					peer = r
+		return dials.Wait()
+	})
+	g.Go(func() error {
+		for k := rank + 1; k < n; k++ {
+			c, err := f.ep.Accept(gctx)
+			if err != nil {
+				miss := ranksWhere(rank+1, n, func(r int) bool { return l.conns[r] == nil })
+				return fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, rankList(miss), err)
+			}
+			peer := -1
+			if ra := c.RemoteAddrs(); len(ra) > 0 {
+				for r := rank + 1; r < n; r++ {
+					if len(addrs[r]) > 0 && addrs[r][0] == ra[0] {
+						peer = r
+					}
 				}
 			}
+			if peer < 0 || l.conns[peer] != nil {
+				c.Close()
+				return fmt.Errorf("collectives: rank %d accepted a connection from %v, which is no rank of this job", rank, c.RemoteAddrs())
+			}
+			l.conns[peer] = c
 		}
-		if peer < 0 || l.conns[peer] != nil {
-			c.Close()
-			return nil, fmt.Errorf("collectives: rank %d accepted a connection from %v, which is no rank of this job", rank, c.RemoteAddrs())
-		}
-		l.conns[peer] = c
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err // the caller's abort closes the endpoint and its connections
 	}
 	return l, nil
 }
