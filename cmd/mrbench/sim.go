@@ -37,7 +37,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&plotPath, "plot", "", "write the scenario's plots as PNG (NAME.png, NAME-2.png, ...)")
 	fs.BoolVar(&verbose, "v", false, "progress and simulator speed on stderr")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: mrbench sim SCENARIO [flags]\n\nScenarios: %s\n\nFlags:\n", strings.Join(scenarios.Names(), " "))
+		fmt.Fprintf(fs.Output(), "Usage: mrbench sim SCENARIO [flags]\n\nScenarios: %s\n\n"+
+			"Rates are in bits per second, as links are quoted: columns ending in\n"+
+			"_gbit_s are Gb/s and _tbit_s Tb/s (mrbench's own tables are GB/s, bytes).\n\nFlags:\n",
+			strings.Join(scenarios.Names(), " "))
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {

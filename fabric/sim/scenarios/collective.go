@@ -83,11 +83,11 @@ func collectiveScenario(r *runner) (*Result, error) {
 	c := o.fabric(leaves, spines, per, 1)
 	res.fabricParams(o, c)
 	res.param("hosts", n)
-	tb := res.table("collectives", "op", "size_bytes", "loss_pct", "protocol", "time_us", "busbw_gbps", "status")
+	tb := res.table("collectives", "op", "size_bytes", "loss_pct", "protocol", "time_us", "busbw_gbit_s", "status")
 	// The plot follows the largest size across loss rates, one line per
 	// operation and protocol.
-	big := res.table("largest_vs_loss", "op", "loss_pct", "protocol", "busbw_gbps")
-	res.Plots = append(res.Plots, PlotSpec{Table: "largest_vs_loss", X: "loss_pct", Y: "busbw_gbps", Series: "op+protocol",
+	big := res.table("largest_vs_loss", "op", "loss_pct", "protocol", "busbw_gbit_s")
+	res.Plots = append(res.Plots, PlotSpec{Table: "largest_vs_loss", X: "loss_pct", Y: "busbw_gbit_s", Series: "op+protocol",
 		Title: "bus bandwidth of the largest size vs random loss"})
 	// Random loss per link such that a cross-spine path (four links) loses
 	// the table's percentage end to end, as in the loss scenario.
@@ -106,8 +106,8 @@ func collectiveScenario(r *runner) (*Result, error) {
 	// nccl-tests view), one line per operation, loss and protocol.
 	var sweep *Table
 	if len(sizes) > 2 {
-		sweep = res.table("busbw_vs_size", "op", "size_mib", "loss_pct", "protocol", "busbw_gbps")
-		res.Plots = append(res.Plots, PlotSpec{Table: "busbw_vs_size", X: "size_mib", Y: "busbw_gbps", Series: "op+loss_pct+protocol",
+		sweep = res.table("busbw_vs_size", "op", "size_mib", "loss_pct", "protocol", "busbw_gbit_s")
+		res.Plots = append(res.Plots, PlotSpec{Table: "busbw_vs_size", X: "size_mib", Y: "busbw_gbit_s", Series: "op+loss_pct+protocol",
 			Title: "bus bandwidth vs size per rank", LogX: true})
 	}
 	for _, op := range ops {

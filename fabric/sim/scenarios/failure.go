@@ -35,10 +35,10 @@ func failureScenario(r *runner) (*Result, error) {
 	cf := o.fabric(leaves, spines, per, 1)
 	base := cf.BaseRTT(o.MTU+wire.DataHeaderLen+cf.Overhead, 64+cf.Overhead)
 	res.param("rtt_bin_ns", base)
-	sum := res.table("summary", "case", "protocol", "before_gbps", "after_gbps", "after_frac", "surviving_frac",
+	sum := res.table("summary", "case", "protocol", "before_gbit_s", "after_gbit_s", "after_frac", "surviving_frac",
 		"after_of_surviving", "recovery_us", "recovery_rtts", "lowest_rtt_frac", "max_flow_gap_us", "max_flow_gap_rtts", "gap_before_us", "conn_errors")
-	ts := res.table("timeseries", "case", "protocol", "t_us", "gbps")
-	res.Plots = append(res.Plots, PlotSpec{Table: "timeseries", X: "t_us", Y: "gbps", Series: "case+protocol",
+	ts := res.table("timeseries", "case", "protocol", "t_us", "gbit_s")
+	res.Plots = append(res.Plots, PlotSpec{Table: "timeseries", X: "t_us", Y: "gbit_s", Series: "case+protocol",
 		Title: "throughput around a failure"})
 	for _, kase := range []string{"spine-link", "plane"} {
 		planes := 1

@@ -39,7 +39,7 @@ func incastScenario(r *runner) (*Result, error) {
 	res.param("settle_bin_ns", fbin)
 	sum := res.table("summary", "protocol", "first_ack_us", "jain_2nd_half", "rtts_until_fair", "rtts_until_queue_below_kmin",
 		"rtts_until_settled", "max_queue_kb", "drops", "goodput_frac")
-	ts := res.table("timeseries", "protocol", "t_us", "queue_kb", "jain", "min_rate_gbps", "max_rate_gbps")
+	ts := res.table("timeseries", "protocol", "t_us", "queue_kb", "jain", "min_rate_gbit_s", "max_rate_gbit_s")
 	res.Plots = append(res.Plots,
 		PlotSpec{Table: "timeseries", X: "t_us", Y: "queue_kb", Series: "protocol", Title: "incast bottleneck queue"},
 		PlotSpec{Table: "timeseries", X: "t_us", Y: "jain", Series: "protocol", Title: "incast Jain fairness"})

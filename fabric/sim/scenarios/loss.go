@@ -21,7 +21,7 @@ func lossScenario(r *runner) (*Result, error) {
 	res.fabricParams(o, base)
 	res.param("flows", 4)
 	res.param("duration_ns", dur)
-	tb := res.table("goodput", "loss_pct", "protocol", "goodput_gbps", "goodput_frac", "ideal_sr_frac")
+	tb := res.table("goodput", "loss_pct", "protocol", "goodput_gbit_s", "goodput_frac", "ideal_sr_frac")
 	res.Plots = append(res.Plots, PlotSpec{Table: "goodput", X: "loss_pct", Y: "goodput_frac", Series: "protocol",
 		Title: "goodput vs random loss (fraction of line-rate payload)"})
 	const msg = 256 << 10

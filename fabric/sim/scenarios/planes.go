@@ -31,8 +31,8 @@ func planesScenario(r *runner) (*Result, error) {
 	res.param("connections", n*(n-1)/2)
 	res.param("duration_ns", dur)
 	res.param("warmup_ns", dur/5)
-	tb := res.table("throughput", "planes", "protocol", "flows", "agg_tbps", "frac_of_capacity", "min_host_frac", "wasted_pkts")
-	res.Plots = append(res.Plots, PlotSpec{Table: "throughput", X: "planes", Y: "agg_tbps", Series: "protocol",
+	tb := res.table("throughput", "planes", "protocol", "flows", "agg_tbit_s", "frac_of_capacity", "min_host_frac", "wasted_pkts")
+	res.Plots = append(res.Plots, PlotSpec{Table: "throughput", X: "planes", Y: "agg_tbit_s", Series: "protocol",
 		Title: "aggregate throughput vs planes"})
 	for _, p := range planes {
 		for _, proto := range []string{MetaRoCE, RoCEv2} {

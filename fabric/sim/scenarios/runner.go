@@ -148,7 +148,7 @@ func (o *Options) fabric(leaves, spines, perLeaf, planes int) sim.Config {
 }
 
 func (r *Result) fabricParams(o *Options, c sim.Config) {
-	r.param("link_gbps", o.LinkGbps)
+	r.param("link_gbit_s", o.LinkGbps)
 	r.param("mtu_bytes", o.MTU)
 	r.param("link_delay_ns", c.LinkDelay)
 	r.param("base_rtt_ns", c.BaseRTT(o.MTU+wire.DataHeaderLen+c.Overhead, 64+c.Overhead))

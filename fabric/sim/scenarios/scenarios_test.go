@@ -122,7 +122,7 @@ func TestPlanesSmoke(t *testing.T) {
 	for _, proto := range []string{MetaRoCE, RoCEv2} {
 		prev := 0.0
 		for _, p := range []string{"1", "2", "4"} {
-			v := get(t, tb, "agg_tbps", map[string]string{"planes": p, "protocol": proto})
+			v := get(t, tb, "agg_tbit_s", map[string]string{"planes": p, "protocol": proto})
 			assert.Greater(t, v, 1.5*prev, "%s: throughput grows with planes", proto)
 			prev = v
 		}
@@ -139,7 +139,7 @@ func TestFailureSmoke(t *testing.T) {
 	tb := smoke(t, "failure").Table("summary")
 	require.Len(t, tb.Rows, 4)
 	for _, proto := range []string{MetaRoCE, RoCEv2} {
-		assert.Positive(t, get(t, tb, "before_gbps", map[string]string{"case": "spine-link", "protocol": proto}))
+		assert.Positive(t, get(t, tb, "before_gbit_s", map[string]string{"case": "spine-link", "protocol": proto}))
 	}
 	// The surviving fabric carries half: one of two uplinks of leaf 0, or
 	// one of two planes. MetaRoCE moves its paths off the dead routes
