@@ -73,8 +73,10 @@ func TestCheckerTellsRanksApart(t *testing.T) {
 func TestFailedTableInJSON(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "r.json")
-	code, _, _ := runMrbench(t, "-np", "2", "--op", "broadcast", "-r", "5", "-b", "1K", "-e", "1K", "-n", "1",
-		"--transport", "tcp", "--json", p)
+	// A collective deadline nothing can meet: connection setup fails,
+	// before any row.
+	code, _, _ := runMrbench(t, "-np", "2", "-b", "1K", "-e", "1K", "-n", "1",
+		"--transport", "tcp", "--timeout", "1us", "--json", p)
 	require.Equal(t, exitFail, code)
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
@@ -82,7 +84,7 @@ func TestFailedTableInJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &rep))
 	tab := rep["tables"].([]any)[0].(map[string]any)
 	assert.Equal(t, "failed", tab["status"], "%s", b)
-	assert.Contains(t, tab["error"], "root", "%s", b)
+	assert.Contains(t, tab["error"], "deadline", "%s", b)
 }
 
 // TestLossHeaderOnTCPTable: --loss only drops MetaRoCE datagrams, and the
@@ -93,4 +95,22 @@ func TestLossHeaderOnTCPTable(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	assert.NotContains(t, out, "# loss: driver drops each MetaRoCE datagram")
 	assert.Contains(t, out, "# loss: none (--loss drops MetaRoCE datagrams only)")
+}
+
+// TestLocalChecksBeforeConnecting: with the ranks run here, a broadcast
+// root that is no rank and a sweep with no row are usage errors before any
+// connection; sizes too small for some types are named on stderr.
+func TestLocalChecksBeforeConnecting(t *testing.T) {
+	code, out, errs := runMrbench(t, "-np", "2", "--op", "broadcast", "-r", "5", "--transport", "tcp")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errs, "-r 5: the root must be a rank, 0 to 1")
+	assert.Empty(t, out)
+	code, out, errs = runMrbench(t, "-np", "2", "-b", "4", "-e", "4", "-d", "double", "--transport", "tcp")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errs, "no row to run")
+	assert.Empty(t, out)
+	code, _, errs = runMrbench(t, "-np", "4", "--op", "reducescatter", "-b", "8", "-e", "8", "-d", "all",
+		"-n", "1", "-w", "0", "--transport", "tcp")
+	assert.Equal(t, exitOK, code, errs)
+	assert.Contains(t, errs, "skipped, less than one element per rank for reducescatter over 4 ranks: 8 int32")
 }

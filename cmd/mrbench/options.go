@@ -93,7 +93,7 @@ var flagAliases = map[string]string{
 	"minbytes": "b", "maxbytes": "e", "stepbytes": "i", "stepfactor": "f",
 	"iters": "n", "warmup_iters": "w", "check": "c", "datatype": "d",
 	"average": "a", "blocking": "z", "root": "r", "collective": "op",
-	"nranks": "np", "verbose": "v",
+	"nranks": "np", "verbose": "v", "T": "timeout",
 }
 
 // errHelp is returned by parseOptions for -h/--help: usage has been printed.
@@ -155,7 +155,10 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	for _, n := range []string{"v", "verbose"} {
 		fs.BoolVar(&o.Verbose, n, false, "print per-peer and per-path counters after each table")
 	}
-	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "deadline of each collective and of connection setup")
+	for _, n := range []string{"T", "timeout"} {
+		fs.Var(secondsFlag{&o.Timeout}, n, "deadline of each collective and of connection setup: a duration (30s, 2m) or seconds (default 1m0s)")
+	}
+	checkCompat := registerCompat(fs)
 	strVar(&backend, backendHost, "host (collectives over MetaRoCE/TCP) or rccl (RCCL/NCCL on GPU buffers)", "backend")
 	fs.Usage = func() { usage(fs) }
 
@@ -172,6 +175,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		}
 		o.set[n] = true
 	})
+	if err := checkCompat(); err != nil {
+		return nil, err
+	}
 	if err := o.finish(dtype, redop, coll, transport, backend); err != nil {
 		return nil, err
 	}
@@ -226,7 +232,11 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	}
 	var err error
 	if o.Collective, err = sched.ParseCollective(coll); err != nil {
-		bad("--op %q: %v", coll, err)
+		if _, rerr := reduce.ParseOp(coll); rerr == nil {
+			bad("--op %q: --op selects the collective here (allreduce, alltoall, ...); the reduction is -o %s", coll, coll)
+		} else {
+			bad("--op %q: %v", coll, err)
+		}
 	} else if o.Collective == sched.P2P {
 		bad("--op p2p: not a benchmark collective (use sendrecv)")
 	}

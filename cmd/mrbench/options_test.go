@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +79,30 @@ func TestParseOptionsNCCLTestsFlags(t *testing.T) {
 	// Non-reducing collectives print "none" and run one op.
 	assert.Equal(t, "none", redOpName(sched.AllGather, reduce.OpMax))
 	assert.Equal(t, "max", redOpName(sched.AllReduce, reduce.OpMax))
+}
+
+// TestNCCLTestsOnlyFlags: nccl-tests flags mrbench has no use for are
+// accepted with their neutral values, and refused with a hint otherwise;
+// -T/--timeout take seconds as nccl-tests' -T does; --op given a reduction
+// says that -o is the reduction here.
+func TestNCCLTestsOnlyFlags(t *testing.T) {
+	o, err := parseOptions([]string{"-g", "1", "-t", "1", "-m", "1", "-G", "0", "-N", "1", "-C", "0", "-p", "1", "-R", "1", "-T", "30"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, o.Timeout)
+	o, err = parseOptions([]string{"--timeout", "1m30s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 90*time.Second, o.Timeout)
+	for args, want := range map[string]string{
+		"-g 8":           "-np N or a launcher",
+		"-t 2":           "one thread per rank",
+		"-m 4":           "aggregated",
+		"-G 10":          "CUDA graphs",
+		"--op sum":       "the reduction is -o sum",
+		"--timeout x":    "seconds",
+		"--ngpus 2":      "-np N",
+		"--run_cycles 0": "run mrbench again",
+	} {
+		_, err := parseOptions(strings.Fields(args), io.Discard)
+		assert.ErrorContains(t, err, want, args)
+	}
 }

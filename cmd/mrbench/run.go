@@ -14,6 +14,7 @@ import (
 
 	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/collectives/reduce"
+	"github.com/metaroce/metaroce/collectives/sched"
 	"github.com/metaroce/metaroce/gpu"
 	"github.com/metaroce/metaroce/internal/bytesize"
 )
@@ -90,6 +91,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mrbench: %v\n", err)
 		return exitFail
 	}
+	if !launched(l) {
+		// The ranks are known here: check what depends on their number
+		// now, rather than after connecting them.
+		if err := checkLocal(o, stderr); err != nil {
+			fmt.Fprintf(stderr, "mrbench: %v\n", err)
+			return exitUsage
+		}
+	}
 	if jobRank(l) == 0 {
 		// Only rank 0 writes files; on other hosts the directory need
 		// not exist.
@@ -108,6 +117,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, tr := range tables {
 		t, isRoot, err := runTable(ctx, o, l, tr, &rep.Env, stdout, prog)
 		prog.clear()
+		if err != nil && !isRoot && jobRank(l) == 0 {
+			// Rank 0's process, whose table failed before rank 0 ran
+			// (connection setup): the files still record the failure.
+			isRoot = true
+			fmt.Fprintf(stdout, "# %s: FAILED: %s\n#\n", tr, strings.ReplaceAll(err.Error(), "\n", " "))
+		}
 		printed = printed || isRoot
 		if isRoot {
 			rep.Tables = append(rep.Tables, t)
@@ -279,6 +294,25 @@ var averageNames = [...]string{"rank 0", "average over ranks", "minimum over ran
 // launched reports whether the ranks are processes of a launcher's job
 // (torchrun, mpirun, srun, or METAROCE_* variables), not goroutines of
 // this process.
+// checkLocal checks, for ranks run by this process, a broadcast root that
+// is no rank and a sweep that prints no row; sizes too small for the
+// collective over the ranks are named on stderr, as they print no row.
+func checkLocal(o *options, stderr io.Writer) error {
+	n := o.Ranks
+	if o.Collective == sched.Broadcast && o.Root >= n {
+		return fmt.Errorf("-r %d: the root must be a rank, 0 to %d", o.Root, n-1)
+	}
+	rows, skipped := newSweep(o).fits(n)
+	if rows == 0 {
+		return fmt.Errorf("no row to run: %v over %d ranks needs at least one element per rank, and -b %d to -e %d gives none",
+			o.Collective, n, o.MinBytes, o.MaxBytes)
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(stderr, "mrbench: skipped, less than one element per rank for %v over %d ranks: %s\n", o.Collective, n, strings.Join(skipped, ", "))
+	}
+	return nil
+}
+
 // jobRank is this process's rank in a launched job, and 0 where the
 // process runs every rank itself.
 func jobRank(l launcher) int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/metaroce/metaroce/internal/bytesize"
 	"math"
 	"os"
 	"time"
@@ -82,6 +83,22 @@ func newSweep(o *options) sweep {
 
 // points is the number of rows the sweep prints at most (for progress).
 func (s sweep) points() int { return len(s.Sizes) * len(s.DTypes) * len(s.Ops) }
+
+// fits returns how many rows the sweep prints over n ranks, and the size and
+// type pairs it skips because they hold less than one element per rank's
+// block (reduce-scatter, all-gather and all-to-all).
+func (s sweep) fits(n int) (rows int, skipped []string) {
+	for _, size := range s.Sizes {
+		for _, dt := range s.DTypes {
+			if layoutFor(s.Coll, size, dt.Size(), n).Count == 0 {
+				skipped = append(skipped, fmt.Sprintf("%s %v", bytesize.Format(size), dt))
+				continue
+			}
+			rows += len(s.Ops)
+		}
+	}
+	return rows, skipped
+}
 
 // sweepResult is what rank 0 learns from a sweep.
 type sweepResult struct {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// nccl-tests flags that mrbench has no use for. Scripts written for
+// nccl-tests pass them with their neutral values, which mrbench accepts
+// (the header already prints "nThread 1 nGpus 1 ... agg iters: 1 ...
+// graph: 0"); any other value gets an error that says what to do instead,
+// rather than "flag provided but not defined" and the whole usage.
+type compatFlag struct {
+	names   []string // short, then nccl-tests' long name
+	neutral []int    // values accepted without effect
+	why     string   // the error for any other value
+}
+
+var compatFlags = []compatFlag{
+	{[]string{"g", "ngpus"}, []int{1}, "one rank drives one device here: start more ranks with -np N or a launcher (mpirun, torchrun, srun)"},
+	{[]string{"t", "nthreads"}, []int{1}, "one thread per rank here: start more ranks with -np N or a launcher"},
+	{[]string{"m", "agg_iters"}, []int{1}, "aggregated iterations are not supported"},
+	{[]string{"G", "cudagraph"}, []int{0}, "CUDA graphs are not used: host collectives have no graph to capture"},
+	{[]string{"N", "run_cycles"}, []int{1}, "one cycle per run: run mrbench again"},
+	{[]string{"C", "report_cputime"}, []int{0}, "CPU time is not reported"},
+	{[]string{"p", "parallel_init"}, []int{0, 1}, ""},
+	{[]string{"R", "local_register"}, []int{0, 1, 2}, ""},
+}
+
+// registerCompat defines the compatibility flags on fs; check reports the
+// first one given a value it does not accept.
+func registerCompat(fs *flag.FlagSet) (check func() error) {
+	vals := make([]int, len(compatFlags))
+	for i, cf := range compatFlags {
+		vals[i] = cf.neutral[0]
+		for _, n := range cf.names {
+			fs.IntVar(&vals[i], n, cf.neutral[0], "nccl-tests compatibility: accepted as "+neutralList(cf.neutral))
+		}
+	}
+	return func() error {
+		for i, cf := range compatFlags {
+			ok := false
+			for _, v := range cf.neutral {
+				ok = ok || vals[i] == v
+			}
+			if !ok {
+				return fmt.Errorf("-%s %d: %s", cf.names[0], vals[i], cf.why)
+			}
+		}
+		return nil
+	}
+}
+
+func neutralList(vs []int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, " or ")
+}
+
+// secondsFlag is a duration that also takes a bare number of seconds, as
+// nccl-tests' -T/--timeout does.
+type secondsFlag struct{ p *time.Duration }
+
+func (f secondsFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f secondsFlag) Set(s string) error {
+	if v, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+		*f.p = time.Duration(v * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want a duration (30s, 2m) or seconds")
+	}
+	*f.p = d
+	return nil
+}
