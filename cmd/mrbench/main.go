@@ -20,9 +20,24 @@ import (
 // it with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
+// exitInterrupted is the exit status after SIGINT or SIGTERM, as a shell
+// reports a command ended by SIGINT (128 + 2).
+const exitInterrupted = 130
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal ends the run, which still writes what it
+		// measured; from then on the default action applies, so that a
+		// second Ctrl-C stops a run that does not end at once.
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if ctx.Err() != nil && code != exitOK {
+		os.Stderr.WriteString("mrbench: interrupted\n")
+		code = exitInterrupted
+	}
 	stop()
 	os.Exit(code)
 }
