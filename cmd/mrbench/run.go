@@ -302,7 +302,14 @@ func checkLocal(o *options, stderr io.Writer) error {
 	if o.Collective == sched.Broadcast && o.Root >= n {
 		return fmt.Errorf("-r %d: the root must be a rank, 0 to %d", o.Root, n-1)
 	}
-	rows, skipped := newSweep(o).fits(n)
+	sw := newSweep(o)
+	if avail, ok := availableMemory(); ok {
+		if need := int64(n) * sw.rankMemory(n); need > avail {
+			return fmt.Errorf("-e %s over %d local ranks needs about %.1f GiB of memory, %.1f GiB available: lower -e or -np",
+				bytesize.Format(o.MaxBytes), n, float64(need)/(1<<30), float64(avail)/(1<<30))
+		}
+	}
+	rows, skipped := sw.fits(n)
 	if rows == 0 {
 		return fmt.Errorf("no row to run: %v over %d ranks needs at least one element per rank, and -b %d to -e %d gives none",
 			o.Collective, n, o.MinBytes, o.MaxBytes)

@@ -112,13 +112,28 @@ type rankBuffers struct {
 }
 
 func (s sweep) allocate(n int) rankBuffers {
+	need := s.largest(n)
+	return rankBuffers{a: make([]byte, need+guardBytes), b: make([]byte, need+guardBytes)}
+}
+
+// largest is the byte size of the sweep's largest call over n ranks.
+func (s sweep) largest(n int) int64 {
 	var need int64
 	for _, size := range s.Sizes {
 		for _, dt := range s.DTypes {
 			need = max(need, layoutFor(s.Coll, size, dt.Size(), n).Bytes())
 		}
 	}
-	return rankBuffers{a: make([]byte, need+guardBytes), b: make([]byte, need+guardBytes)}
+	return need
+}
+
+// rankMemory estimates the memory one rank of the sweep holds at its
+// largest call over n ranks, in bytes: its two buffers, and half a buffer
+// more for the communicator's scratch (two blocks in flight) and the
+// transport's queues.
+func (s sweep) rankMemory(n int) int64 {
+	l := s.largest(n)
+	return 2*(l+guardBytes) + l/2
 }
 
 // measurement is one rank's outcome of one half of a row.
