@@ -2,6 +2,7 @@
 GO        ?= go
 BUILD     ?= build
 FUZZTIME  ?= 3s
+MRBENCH_FLAGS ?=
 BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
 DURATION  ?= 30m
@@ -80,8 +81,8 @@ bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, on
 mpirun-check: build ## mrbench as a 4-process Open MPI job (skips without mpirun)
 	sh cmd/mrbench/testdata/mpirun.sh $(BUILD)/mrbench
 
-run: build ## Build and run mrbench's default sweep
-	$(BUILD)/mrbench
+run: build ## Build and run mrbench's default sweep (flags: make run MRBENCH_FLAGS="-np 2 -e 16M")
+	$(BUILD)/mrbench $(MRBENCH_FLAGS)
 
 clean: ## Remove build outputs
 	rm -rf $(BUILD)
