@@ -128,24 +128,29 @@ func TestFakeSwitches(t *testing.T) {
 		{"stays on blackholed path", fakeSwitches{stayOnBadPath: true}, "blackhole"},
 		{"reordering taken for loss", fakeSwitches{reorderLoss: true}, "sender-reorder"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := newFakeWith(false, tc.sw)
-			require.NoError(t, err)
-			defer f.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			rs := conformance.Run(ctx, f, casesByID(sender...), 3)
-			for _, r := range rs {
-				t.Logf("%s %s: %s", r.Case.ID, r.Verdict, r.Evidence)
-				want := conformance.Pass
-				if r.Case.ID == tc.fails {
-					want = conformance.Fail
-				}
-				require.Equal(t, want, r.Verdict, "%s: %s", r.Case.ID, r.Evidence)
-			}
-			require.True(t, conformance.MandatoryFailed(rs))
-		})
+		t.Run(tc.name, func(t *testing.T) { failsAlone(t, tc.sw, sender, 3, tc.fails) })
 	}
+}
+
+// failsAlone runs cases ids (each up to repeat times) against the fake
+// with switches sw: case fails must fail, every other one pass.
+func failsAlone(t *testing.T, sw fakeSwitches, ids []string, repeat uint64, fails string) {
+	t.Helper()
+	f, err := newFakeWith(false, sw)
+	require.NoError(t, err)
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rs := conformance.Run(ctx, f, casesByID(ids...), repeat)
+	for _, r := range rs {
+		t.Logf("%s %s: %s", r.Case.ID, r.Verdict, r.Evidence)
+		want := conformance.Pass
+		if r.Case.ID == fails {
+			want = conformance.Fail
+		}
+		require.Equal(t, want, r.Verdict, "%s: %s", r.Case.ID, r.Evidence)
+	}
+	require.True(t, conformance.MandatoryFailed(rs))
 }
 
 // TestFakeReceiverSwitches proves the receiver cases on aborts can fail:
@@ -160,20 +165,7 @@ func TestFakeReceiverSwitches(t *testing.T) {
 		{"places after the abort", fakeSwitches{placeAfterAbort: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := newFakeWith(false, tc.sw)
-			require.NoError(t, err)
-			defer f.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			rs := conformance.Run(ctx, f, casesByID("flow-aborted", "reorder"), 1)
-			for _, r := range rs {
-				t.Logf("%s %s: %s", r.Case.ID, r.Verdict, r.Evidence)
-				want := conformance.Pass
-				if r.Case.ID == "flow-aborted" {
-					want = conformance.Fail
-				}
-				require.Equal(t, want, r.Verdict, "%s: %s", r.Case.ID, r.Evidence)
-			}
+			failsAlone(t, tc.sw, []string{"flow-aborted", "reorder"}, 1, "flow-aborted")
 		})
 	}
 }

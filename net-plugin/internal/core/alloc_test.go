@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,23 +41,7 @@ func (b *nopBackend) Irecv([][]byte, []int32) (backend.Request, error) {
 // TestDataPathAllocations bounds the allocations of the Go side of
 // isend/irecv/test (handle tables, dispatch): none in steady state.
 func TestDataPathAllocations(t *testing.T) {
-	Backends["nop"] = func(Config) (backend.Backend, error) { return &nopBackend{}, nil }
-	defer delete(Backends, "nop")
-	p := New(func(k string) string {
-		if k == "METAROCE_BACKEND" {
-			return "nop"
-		}
-		return ""
-	})
-	ctx, err := p.Init(12, 1)
-	require.NoError(t, err)
-	handle := make([]byte, backend.HandleSize)
-	lc, err := p.Listen(ctx, 0, handle)
-	require.NoError(t, err)
-	sc, err := p.Connect(ctx, 0, handle)
-	require.NoError(t, err)
-	rc, err := p.Accept(lc)
-	require.NoError(t, err)
+	p, sc, rc := pluginOver(t, &nopBackend{})
 	buf := make([]byte, 64)
 	bufs := [][]byte{buf, buf}
 	tags := []int32{1, 2}
@@ -74,4 +59,29 @@ func TestDataPathAllocations(t *testing.T) {
 	}
 	step() // grow the tables once
 	require.Zero(t, testing.AllocsPerRun(1000, step))
+}
+
+// pluginOver returns a plugin whose backend is b, with a send and a receive
+// comm connected through it; b is registered for the test's duration.
+func pluginOver(t *testing.T, b backend.Backend) (p *Plugin, sc, rc Handle) {
+	t.Helper()
+	name := "test-" + strings.ToLower(t.Name()) // METAROCE_BACKEND is matched in lower case
+	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
+	t.Cleanup(func() { delete(Backends, name) })
+	p = New(func(k string) string {
+		if k == "METAROCE_BACKEND" {
+			return name
+		}
+		return ""
+	})
+	ctx, err := p.Init(12, 1)
+	require.NoError(t, err)
+	handle := make([]byte, backend.HandleSize)
+	lc, err := p.Listen(ctx, 0, handle)
+	require.NoError(t, err)
+	sc, err = p.Connect(ctx, 0, handle)
+	require.NoError(t, err)
+	rc, err = p.Accept(lc)
+	require.NoError(t, err)
+	return p, sc, rc
 }

@@ -37,23 +37,7 @@ func (b *abortCounter) Irecv([][]byte, []int32) (backend.Request, error) {
 // it closes the comm); deregMr of memory no request uses aborts nothing.
 func TestDeregMrAbortsCommInFlight(t *testing.T) {
 	b := &abortCounter{}
-	Backends["aborts"] = func(Config) (backend.Backend, error) { return b, nil }
-	defer delete(Backends, "aborts")
-	p := New(func(k string) string {
-		if k == "METAROCE_BACKEND" {
-			return "aborts"
-		}
-		return ""
-	})
-	ctx, err := p.Init(12, 1)
-	require.NoError(t, err)
-	handle := make([]byte, backend.HandleSize)
-	lc, err := p.Listen(ctx, 0, handle)
-	require.NoError(t, err)
-	sc, err := p.Connect(ctx, 0, handle)
-	require.NoError(t, err)
-	rc, err := p.Accept(lc)
-	require.NoError(t, err)
+	p, sc, rc := pluginOver(t, b)
 
 	mem := make([]byte, 1<<16)
 	base := uintptr(unsafe.Pointer(&mem[0]))
@@ -64,7 +48,7 @@ func TestDeregMrAbortsCommInFlight(t *testing.T) {
 	}
 	lowR, highR := region(rc, 0, 1<<15), region(rc, 1<<15, 1<<15)
 	lowS := region(sc, 0, 1<<15)
-	_, err = p.Irecv(rc, [][]byte{mem[1<<15+100 : 1<<15+200]}, []int32{0})
+	_, err := p.Irecv(rc, [][]byte{mem[1<<15+100 : 1<<15+200]}, []int32{0})
 	require.NoError(t, err)
 
 	// Memory no request uses: nothing aborted.
