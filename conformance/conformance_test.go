@@ -183,8 +183,10 @@ func TestFakeSpuriousTimeout(t *testing.T) {
 		want     conformance.Verdict
 		evidence string
 	}{
-		{"sender-loss", 1, conformance.Pass, "(attempt 2; earlier attempts repeated content"},
-		{"sender-reorder", 1, conformance.Pass, "(attempt 2; earlier attempts repeated content"},
+		// Attempt 2 passes unless a stall of the host over fakeRTO
+		// made its timer fire too; a later one passes then.
+		{"sender-loss", 1, conformance.Pass, "earlier attempts repeated content"},
+		{"sender-reorder", 1, conformance.Pass, "earlier attempts repeated content"},
 		{"sender-loss", -1, conformance.Fail, "every one of 4 attempts"},
 		{"sender-reorder", -1, conformance.Fail, "every one of 4 attempts"},
 	} {

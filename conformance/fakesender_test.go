@@ -20,7 +20,8 @@ type fakeSwitches struct {
 	// message unpaced instead of at most its path windows (spec §3.5).
 	restartUnbounded bool
 	// lateAcks makes the first lateAcks connections (every one if
-	// negative) read their ACKs only fakeLate after the first DATA, as a
+	// negative) read their ACKs only once their tail-loss timer fired
+	// (at most fakeLate after the first DATA), as a
 	// host that stalls the event loop does: the tail-loss timer resends
 	// DATA the tester acknowledged, a spurious timeout that §3.2 permits.
 	lateAcks int
@@ -33,7 +34,7 @@ type fakeSwitches struct {
 const (
 	fakePaths = 3                     // sender paths, ids 1..3 (path 0 carries the receiver's packets)
 	fakeRTO   = 50 * time.Millisecond // tail-loss timer, far above the tester's delays on a loaded host
-	fakeLate  = 80 * time.Millisecond // how long a late connection leaves its ACKs unread, more than fakeRTO
+	fakeLate  = 2 * time.Second       // the longest a late connection leaves its ACKs unread (it reads them once its timer fired)
 	// fakeStale is the age past which the fake's hint is stale when data
 	// becomes ready with nothing in flight: its stand-in for one smoothed
 	// RTT, generous for loopback.
@@ -102,6 +103,7 @@ type fakeSender struct {
 	late      bool
 	lateUntil time.Time
 	unread    []wire.Ack
+	timedOut  bool // a tail-loss timer fired
 }
 
 // newFakeSender starts the sender of the fake's conn-th connection (1, 2, …).
@@ -190,13 +192,7 @@ func (s *fakeSender) match(flow uint32) {
 
 // tick sends what the pacer allows and runs the tail-loss timers.
 func (s *fakeSender) tick(now time.Time) {
-	if s.late && !s.lateUntil.IsZero() && !now.Before(s.lateUntil) {
-		s.late = false // the stall ends: the queued ACKs are read now
-		for i := range s.unread {
-			s.onAck(&s.unread[i], now)
-		}
-		s.unread = nil
-	}
+	defer s.readLateAcks(now)
 	for len(s.queue) > 0 {
 		if s.restart {
 			if s.restartLeft < len(s.queue[0].data) {
@@ -225,6 +221,7 @@ func (s *fakeSender) tick(now time.Time) {
 		}
 		lost := p.out
 		p.out = map[wire.PSN]*fakeSeg{}
+		s.timedOut = true
 		dst := p
 		if !s.sw.stayOnBadPath {
 			p.bad = true
@@ -240,6 +237,21 @@ func (s *fakeSender) tick(now time.Time) {
 			s.transmit(dst, g, true, now)
 		}
 	}
+}
+
+// readLateAcks ends a late connection's stall once its tail-loss timer has
+// fired (the spurious timeout the stall is there to cause) or, failing
+// that, at lateUntil: the order of events, not the host's speed, decides
+// what the tester sees.
+func (s *fakeSender) readLateAcks(now time.Time) {
+	if !s.late || s.lateUntil.IsZero() || (!s.timedOut && now.Before(s.lateUntil)) {
+		return
+	}
+	s.late = false
+	for i := range s.unread {
+		s.onAck(&s.unread[i], now)
+	}
+	s.unread = nil
 }
 
 func (s *fakeSender) nextPath() *fakePath {
