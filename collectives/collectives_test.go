@@ -387,8 +387,9 @@ func TestBootstrapTurnsAwayOtherJob(t *testing.T) {
 	c.Close()
 	require.NoError(t, err)
 	require.Equal(t, frame{tag: jobTag("a")}, f)
-	// A rank of job b, turned away until its deadline, says so.
-	strayCtx, strayCancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// A rank of job b, turned away until its deadline, says so. The
+	// deadline must cover one dial and refusal on a loaded host.
+	strayCtx, strayCancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	_, err = exchange(strayCtx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test", Job: "b"}, []byte("stray"))
 	strayCancel()
 	require.ErrorContains(t, err, "another job")
