@@ -120,20 +120,10 @@ type attemptFunc func(ctx context.Context, e *Env) (Verdict, string, []repeat)
 // repeat ends the case at once; the case fails on repeats only when every
 // attempt repeated content.
 func untilNoRepeats(ctx context.Context, e *Env, attempt attemptFunc) (Verdict, string) {
-	var earlier []string
-	for i := 1; ; i++ {
+	return attempts(ctx, senderAttempts, func() (Verdict, string, bool) {
 		v, ev, reps := attempt(ctx, e)
-		if len(reps) == 0 {
-			if len(earlier) > 0 {
-				ev = fmt.Sprintf("%s (attempt %d; earlier attempts repeated content, as a spurious timeout may (§3.2): %s)", ev, i, strings.Join(earlier, "; "))
-			}
-			return v, ev
-		}
-		earlier = append(earlier, fmt.Sprintf("attempt %d: %s", i, ev))
-		if i == senderAttempts || ctx.Err() != nil {
-			return Fail, fmt.Sprintf("every one of %d attempts on a fresh connection repeated content the tester had acknowledged: %s", i, strings.Join(earlier, "; "))
-		}
-	}
+		return v, ev, len(reps) > 0
+	}, "repeated content, as a spurious timeout may (§3.2)", "repeated content the tester had acknowledged")
 }
 
 // timedAttempts is how many fresh connections a case that measures time
@@ -147,19 +137,30 @@ const timedAttempts = 3
 // most timedAttempts times; it fails with the evidence of every attempt.
 func retried(run func(context.Context, *Env) (Verdict, string)) func(context.Context, *Env) (Verdict, string) {
 	return func(ctx context.Context, e *Env) (Verdict, string) {
-		var earlier []string
-		for i := 1; ; i++ {
+		return attempts(ctx, timedAttempts, func() (Verdict, string, bool) {
 			v, ev := run(ctx, e)
-			if v != Fail {
-				if len(earlier) > 0 {
-					ev = fmt.Sprintf("%s (attempt %d; earlier attempts failed, as on a stalled host: %s)", ev, i, strings.Join(earlier, "; "))
-				}
-				return v, ev
+			return v, ev, v == Fail
+		}, "failed, as on a stalled host", "failed")
+	}
+}
+
+// attempts runs try, each time on a fresh connection, until an attempt is
+// conclusive or max of them were not. The evidence of a conclusive attempt
+// after inconclusive ones lists them, saying why they did not count; when
+// none was conclusive the case fails with every attempt's evidence.
+func attempts(ctx context.Context, max int, try func() (v Verdict, ev string, inconclusive bool), why, every string) (Verdict, string) {
+	var earlier []string
+	for i := 1; ; i++ {
+		v, ev, inconclusive := try()
+		if !inconclusive {
+			if len(earlier) > 0 {
+				ev = fmt.Sprintf("%s (attempt %d; earlier attempts %s: %s)", ev, i, why, strings.Join(earlier, "; "))
 			}
-			earlier = append(earlier, fmt.Sprintf("attempt %d: %s", i, ev))
-			if i == timedAttempts || ctx.Err() != nil {
-				return Fail, fmt.Sprintf("every one of %d attempts on a fresh connection failed: %s", i, strings.Join(earlier, "; "))
-			}
+			return v, ev
+		}
+		earlier = append(earlier, fmt.Sprintf("attempt %d: %s", i, ev))
+		if i == max || ctx.Err() != nil {
+			return Fail, fmt.Sprintf("every one of %d attempts on a fresh connection %s: %s", i, every, strings.Join(earlier, "; "))
 		}
 	}
 }
