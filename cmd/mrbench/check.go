@@ -118,20 +118,59 @@ func (in inputs) table(r int) []byte {
 // reduced is one period of the elementwise reduction of all the ranks'
 // input patterns: the expected output of all-reduce (and, shifted, of
 // reduce-scatter). It reduces in rank order with package reduce, which is
-// exact for these inputs, then divides once for OpAvg as the collectives do.
+// exact for these inputs, then divides once for an integer OpAvg as the
+// collectives do. A floating-point OpAvg scales every input by 1/n first,
+// as NCCL and the collectives do; its rounding then depends on the order of
+// the sum, so its outputs are compared within tolerance().
 func (in inputs) reduced() ([]byte, error) {
-	acc := in.table(0)
+	premul := in.preMul()
+	term := func(r int) ([]byte, error) {
+		t := in.table(r)
+		if premul {
+			return t, reduce.PreMultiply(t, t, in.dt, in.n)
+		}
+		return t, nil
+	}
+	acc, err := term(0)
+	if err != nil {
+		return nil, err
+	}
 	for r := 1; r < in.n; r++ {
-		if err := reduce.Reduce(acc, in.table(r), in.dt, in.op); err != nil {
+		t, err := term(r)
+		if err != nil {
+			return nil, err
+		}
+		if err := reduce.Reduce(acc, t, in.dt, in.op); err != nil {
 			return nil, err
 		}
 	}
-	if in.op == reduce.OpAvg {
+	if in.op == reduce.OpAvg && !premul {
 		if err := reduce.DivideBy(acc, in.dt, in.n); err != nil {
 			return nil, err
 		}
 	}
 	return acc, nil
+}
+
+// preMul reports whether the row averages a floating-point type, which
+// pre-multiplies and so is checked within tolerance().
+func (in inputs) preMul() bool { return in.reduces && reduce.PreMultiplies(in.dt, in.op) }
+
+// tolerance is how far an element of a reducing collective's output may
+// lie from reduced()'s: 0 (bit for bit) except for a floating-point
+// average, where both lie within reduce.PreMulSumTolerance of the exact
+// mean, whatever order each summed in.
+func (in inputs) tolerance() float64 {
+	if !in.preMul() {
+		return 0
+	}
+	var maxAbs float64
+	for r := range in.n {
+		for k := range valuePeriod {
+			maxAbs = max(maxAbs, math.Abs(in.value(r, k)))
+		}
+	}
+	return 2 * reduce.PreMulSumTolerance(in.dt, in.n, maxAbs)
 }
 
 // rotated returns table rotated left by off elements (of es bytes), so that
@@ -176,6 +215,26 @@ func countWrong(got, table []byte, es int, off int64) int64 {
 	return wrong
 }
 
+// countFar is countWrong within a tolerance: it counts the elements of got
+// farther than tol from the pattern fillPattern(table, off) would write
+// (bit for bit when tol is 0).
+func countFar(got, table []byte, dt reduce.DType, off int64, tol float64) int64 {
+	es := dt.Size()
+	if tol == 0 {
+		return countWrong(got, table, es, off)
+	}
+	pat := rotated(table, es, off)
+	var far int64
+	for len(got) > 0 {
+		n := min(len(pat), len(got))
+		if !bytes.Equal(got[:n], pat[:n]) {
+			far += reduce.CountFar(got[:n], pat[:n], dt, tol)
+		}
+		got = got[n:]
+	}
+	return far
+}
+
 // guardBytes is the size of the sentinel area after each receive region; a
 // collective that writes into it is counted as out of bounds.
 const guardBytes = 64
@@ -209,9 +268,9 @@ func checkOutput(c sched.Collective, l layout, recv []byte, in inputs, me, root 
 	blk := l.Count * int64(es)
 	switch c {
 	case sched.AllReduce:
-		return countWrong(recv, reduced, es, 0)
+		return countFar(recv, reduced, in.dt, 0, in.tolerance())
 	case sched.ReduceScatter:
-		return countWrong(recv, reduced, es, int64(me)*l.Count)
+		return countFar(recv, reduced, in.dt, int64(me)*l.Count, in.tolerance())
 	case sched.Broadcast:
 		return countWrong(recv, in.table(root), es, 0)
 	case sched.SendRecv:

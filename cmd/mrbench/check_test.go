@@ -81,6 +81,12 @@ func TestReducedTableExact(t *testing.T) {
 					}
 					putValue(want[k*dt.Size():], dt, acc)
 				}
+				if in.preMul() {
+					// The exact mean, to the type's precision, within the
+					// tolerance of pre-multiplied sums in any order.
+					assert.Zero(t, reduce.CountFar(got, want, dt, in.tolerance()), "%v %v n=%d", dt, op, n)
+					continue
+				}
 				assert.Equal(t, want, got, "%v %v n=%d", dt, op, n)
 			}
 		}
@@ -103,7 +109,8 @@ func wrapInt(dt reduce.DType, v float64) float64 {
 
 // TestReductionOrderDoesNotMatter: a correct all-reduce that adds the ranks
 // in reverse order (a ring, a tree or RCCL each have their own order) gives
-// exactly the expected output, also at rank counts where bfloat16's exact
+// the expected output, exactly for sums and within the check's tolerance
+// for pre-multiplied averages, also at rank counts where bfloat16's exact
 // integers run out.
 func TestReductionOrderDoesNotMatter(t *testing.T) {
 	for _, dt := range []reduce.DType{reduce.BFloat16, reduce.Float16, reduce.Float32} {
@@ -112,14 +119,18 @@ func TestReductionOrderDoesNotMatter(t *testing.T) {
 				in := inputs{dt: dt, op: op, n: n, reduces: true}
 				want, err := in.reduced()
 				require.NoError(t, err)
-				got := in.table(n - 1)
+				term := func(r int) []byte {
+					b := in.table(r)
+					if op == reduce.OpAvg {
+						require.NoError(t, reduce.PreMultiply(b, b, dt, n))
+					}
+					return b
+				}
+				got := term(n - 1)
 				for r := n - 2; r >= 0; r-- {
-					require.NoError(t, reduce.Reduce(got, in.table(r), dt, op))
+					require.NoError(t, reduce.Reduce(got, term(r), dt, op))
 				}
-				if op == reduce.OpAvg {
-					require.NoError(t, reduce.DivideBy(got, dt, n))
-				}
-				assert.Zero(t, countWrong(got, want, dt.Size(), 0), "%v %v n=%d", dt, op, n)
+				assert.Zero(t, countFar(got, want, dt, 0, in.tolerance()), "%v %v n=%d", dt, op, n)
 			}
 		}
 	}
@@ -173,4 +184,32 @@ func TestLayoutFor(t *testing.T) {
 	send, recv = inPlaceViews(sched.AllGather, l, buf, 3)
 	assert.Equal(t, &buf[48], &send[0])
 	assert.Len(t, recv, 64)
+}
+
+// TestAverageCheckCatchesMissingRank: the tolerance of pre-multiplied
+// averages still counts a result that lacks one rank's contribution as
+// wrong, for the float types and rank counts where the mean's steps (1/n)
+// stand clear of the rounding.
+func TestAverageCheckCatchesMissingRank(t *testing.T) {
+	for _, dt := range []reduce.DType{reduce.Float16, reduce.Float32, reduce.Float64} {
+		for _, n := range []int{2, 3, 5, 8} {
+			in := inputs{dt: dt, op: reduce.OpAvg, n: n, reduces: true}
+			want, err := in.reduced()
+			require.NoError(t, err)
+			got := in.table(0)
+			require.NoError(t, reduce.PreMultiply(got, got, dt, n))
+			for r := 1; r < n-1; r++ { // rank n-1 missing
+				b := in.table(r)
+				require.NoError(t, reduce.PreMultiply(b, b, dt, n))
+				require.NoError(t, reduce.Reduce(got, b, dt, reduce.OpSum))
+			}
+			nonzero := 0
+			for k := range valuePeriod {
+				if in.value(n-1, k) != 0 {
+					nonzero++
+				}
+			}
+			assert.EqualValues(t, nonzero, countFar(got, want, dt, 0, in.tolerance()), "%v n=%d", dt, n)
+		}
+	}
 }

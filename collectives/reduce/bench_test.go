@@ -6,35 +6,55 @@ import (
 	"time"
 )
 
-// BenchmarkSumVsCopy measures float32 sum bandwidth next to Go's copy on the same
-// buffers in the same run (the machines are noisy, so only the ratio is
-// comparable across runs). Bandwidth counts the bytes of dst per second.
-// Metrics: sum-GB/s, copy-GB/s and sum/copy (the goal is ≥ 0.7).
+// BenchmarkSumVsCopy measures the sum bandwidth of the four float types next
+// to Go's copy on the same buffers in the same run (the machines are noisy,
+// so only the ratio is comparable across runs). Bandwidth counts the bytes
+// of dst per second. Metrics: sum-GB/s, copy-GB/s and sum/copy (the goal
+// for float32 is ≥ 0.7).
 func BenchmarkSumVsCopy(b *testing.B) {
 	for _, size := range []int{1 << 20, 64 << 20} {
-		b.Run(fmt.Sprintf("%dMiB/kernels=%s", size>>20, KernelSet()), func(b *testing.B) {
-			dst, src := make([]byte, size), make([]byte, size)
-			for i := range src { // fault the pages in before timing
-				src[i] = 0x3f // float32 0x3f3f3f3f ≈ 0.75: no subnormals
-			}
-			copy(dst, src)
-			var tSum, tCopy time.Duration
-			b.ResetTimer()
+		for _, dt := range []DType{Float32, Float64, BFloat16, Float16} {
+			b.Run(fmt.Sprintf("%dMiB/%s/kernels=%s", size>>20, dt, KernelSet()), func(b *testing.B) {
+				dst, src := make([]byte, size), make([]byte, size)
+				for i := range src { // fault the pages in before timing
+					src[i] = 0x3f // 0x3f3f... is normal in every float type
+				}
+				copy(dst, src)
+				var tSum, tCopy time.Duration
+				b.ResetTimer()
+				for b.Loop() {
+					t0 := time.Now()
+					if err := Reduce(dst, src, dt, OpSum); err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					copy(dst, src)
+					tSum += t1.Sub(t0)
+					tCopy += time.Since(t1)
+				}
+				sum := float64(size) * float64(b.N) / tSum.Seconds() / 1e9
+				cp := float64(size) * float64(b.N) / tCopy.Seconds() / 1e9
+				b.ReportMetric(sum, "sum-GB/s")
+				b.ReportMetric(cp, "copy-GB/s")
+				b.ReportMetric(sum/cp, "sum/copy")
+			})
+		}
+	}
+}
+
+// BenchmarkPreMultiply reports the bandwidth (MB/s of dst) of the first
+// pass of a floating-point average at 1 MiB, in place.
+func BenchmarkPreMultiply(b *testing.B) {
+	const size = 1 << 20
+	buf := make([]byte, size)
+	for _, dt := range []DType{Float32, Float64, BFloat16, Float16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			b.SetBytes(size)
 			for b.Loop() {
-				t0 := time.Now()
-				if err := Reduce(dst, src, Float32, OpSum); err != nil {
+				if err := PreMultiply(buf, buf, dt, 3); err != nil {
 					b.Fatal(err)
 				}
-				t1 := time.Now()
-				copy(dst, src)
-				tSum += t1.Sub(t0)
-				tCopy += time.Since(t1)
 			}
-			sum := float64(size) * float64(b.N) / tSum.Seconds() / 1e9
-			cp := float64(size) * float64(b.N) / tCopy.Seconds() / 1e9
-			b.ReportMetric(sum, "sum-GB/s")
-			b.ReportMetric(cp, "copy-GB/s")
-			b.ReportMetric(sum/cp, "sum/copy")
 		})
 	}
 }

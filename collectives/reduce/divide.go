@@ -6,8 +6,9 @@ import (
 )
 
 // DivideBy finishes an average in place: every element of buf becomes buf[i] / n.
-// It is the second half of OpAvg (the first is an OpSum reduction over the n
-// ranks). Floats are divided and rounded once (half and bfloat16 through float32);
+// It is the second half of an integer OpAvg (the first is an OpSum reduction
+// over the n ranks); floating-point averages pre-multiply instead
+// (PreMultiply), but DivideBy takes floats too. Floats are divided and rounded once (half and bfloat16 through float32);
 // integers are divided with truncation toward zero, as NCCL's integer average
 // does. n must be at least 1; n == 1 leaves buf unchanged. DivideBy allocates
 // nothing.

@@ -13,10 +13,13 @@
 // bfloat16 are widened to float32, combined, and rounded back to nearest-even, so
 // a chain of reductions rounds once per step.
 //
-// Avg is not an elementwise operation: Reduce treats OpAvg as OpSum, and the
-// collective finishes with one DivideBy(buf, dt, nranks) over its result. Floats
-// are divided (the quotient is rounded once); integers are divided with truncation
-// toward zero, which matches NCCL's integer average (sum, then divide).
+// Avg is not an elementwise operation: Reduce treats OpAvg as OpSum. As in
+// NCCL, a floating-point average scales every rank's input by 1/nranks first
+// (PreMultiply; the scalar rounded to the type) and then sums, so that it
+// cannot overflow where the mean fits the type; its result depends on the
+// order of reduction through rounding, within PreMulSumTolerance. An integer
+// average sums and then divides once (DivideBy), with truncation toward zero,
+// which matches NCCL's integer average.
 //
 // Kernels: a scalar reference covers every pair (reference.go); fast paths cover
 // the hot pairs (float32/float64/int32/int64 sum, min and max, and the float

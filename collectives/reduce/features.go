@@ -10,6 +10,10 @@ import (
 // only read afterwards (tests flip it to compare both paths).
 var useAVX2 = haveAVX2Asm && cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2)
 
+// useF16C additionally selects the binary16 kernels, which convert with the
+// F16C instructions; like useAVX2 it is fixed at start-up.
+var useF16C = useAVX2 && cpuid.CPU.Supports(cpuid.F16C)
+
 // featureList is the order in which Features reports CPU features.
 var featureList = []struct {
 	id   cpuid.FeatureID
@@ -35,10 +39,14 @@ func Features() string {
 	return cpuid.CPU.BrandName + " | " + strings.Join(names, " ") + " | kernels=" + KernelSet()
 }
 
-// KernelSet names the kernels Reduce uses on this machine: "avx2" when the
-// assembly sums are active, "go" for the portable unrolled loops.
+// KernelSet names the kernels Reduce uses on this machine: "avx2+f16c" or
+// "avx2" when the assembly kernels are active (F16C adds the binary16 ones),
+// "go" for the portable unrolled loops.
 func KernelSet() string {
-	if useAVX2 {
+	switch {
+	case useF16C:
+		return "avx2+f16c"
+	case useAVX2:
 		return "avx2"
 	}
 	return "go"

@@ -56,6 +56,58 @@ func maxU32AVX2(dst, src unsafe.Pointer, n int)
 //go:noescape
 func minU32AVX2(dst, src unsafe.Pointer, n int)
 
+// The 16-bit float kernels: n is a multiple of 64 bytes (binary16, F16C) or
+// 32 (bfloat16, AVX2 integer rounding); either way a multiple of 128 works.
+
+//go:noescape
+func addF16F16C(dst, src unsafe.Pointer, n int)
+
+//go:noescape
+func mulF16F16C(dst, src unsafe.Pointer, n int)
+
+//go:noescape
+func addBF16AVX2(dst, src unsafe.Pointer, n int)
+
+//go:noescape
+func mulBF16AVX2(dst, src unsafe.Pointer, n int)
+
+// The scaling kernels set dst = src × s for n bytes (a multiple of 128), each
+// product rounded once to the element type (for the 16-bit types, through
+// float32, as the scalar path does); dst and src may be the same.
+
+//go:noescape
+func scaleF16F16C(dst, src unsafe.Pointer, n int, s float32)
+
+//go:noescape
+func scaleBF16AVX2(dst, src unsafe.Pointer, n int, s float32)
+
+//go:noescape
+func scaleF32AVX2(dst, src unsafe.Pointer, n int, s float32)
+
+//go:noescape
+func scaleF64AVX2(dst, src unsafe.Pointer, n int, s float64)
+
+// avx2Scale scales the first n bytes (a multiple of 128) of src into dst by s
+// with the kernel for dt and reports whether one exists.
+func avx2Scale(dt DType, d, s unsafe.Pointer, n int, f float64) bool {
+	switch dt {
+	case Float16:
+		if !useF16C {
+			return false
+		}
+		scaleF16F16C(d, s, n, float32(f))
+	case BFloat16:
+		scaleBF16AVX2(d, s, n, float32(f))
+	case Float32:
+		scaleF32AVX2(d, s, n, float32(f))
+	case Float64:
+		scaleF64AVX2(d, s, n, f)
+	default:
+		return false
+	}
+	return true
+}
+
 // avx2Reduce combines the first n bytes (a multiple of 128) of src into dst with
 // the assembly kernel for dt × op (op already elementwise) and reports whether one
 // exists. Float min/max have none on purpose: VMINPS/VMAXPS return the second
@@ -76,6 +128,13 @@ func avx2Reduce(dt DType, op Op, d, s unsafe.Pointer, n int) bool {
 			addF32AVX2(d, s, n)
 		case Float64:
 			addF64AVX2(d, s, n)
+		case Float16:
+			if !useF16C {
+				return false
+			}
+			addF16F16C(d, s, n)
+		case BFloat16:
+			addBF16AVX2(d, s, n)
 		default:
 			return false
 		}
@@ -85,6 +144,13 @@ func avx2Reduce(dt DType, op Op, d, s unsafe.Pointer, n int) bool {
 			mulF32AVX2(d, s, n)
 		case Float64:
 			mulF64AVX2(d, s, n)
+		case Float16:
+			if !useF16C {
+				return false
+			}
+			mulF16F16C(d, s, n)
+		case BFloat16:
+			mulBF16AVX2(d, s, n)
 		default:
 			return false
 		}

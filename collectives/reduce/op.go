@@ -16,7 +16,7 @@ const (
 	OpProd
 	OpMax
 	OpMin
-	OpAvg // sum, then DivideBy(nranks) once at the end
+	OpAvg // floats: PreMultiply by 1/nranks, then sum; integers: sum, then DivideBy(nranks)
 	numOps
 )
 
@@ -43,7 +43,8 @@ func (o Op) String() string {
 }
 
 // Elementwise returns the operation Reduce applies for o: OpSum for OpAvg (whose
-// division happens once, in DivideBy), o itself otherwise.
+// scaling happens once per input, in PreMultiply, or once at the end, in
+// DivideBy), o itself otherwise.
 func (o Op) Elementwise() Op {
 	if o == OpAvg {
 		return OpSum

@@ -29,3 +29,33 @@ func PutFloat(p []byte, dt DType, v float64) {
 		binary.LittleEndian.PutUint64(p, math.Float64bits(v))
 	}
 }
+
+// Float reads the element of type dt at the start of p (len(p) >= dt.Size(),
+// little-endian) widened to float64: the inverse of PutFloat for the values
+// it writes. Checks use it to compare floating-point results within a
+// tolerance.
+func Float(p []byte, dt DType) float64 {
+	switch dt {
+	case Int8:
+		return float64(int8(p[0]))
+	case Uint8:
+		return float64(p[0])
+	case Int32:
+		return float64(int32(binary.LittleEndian.Uint32(p)))
+	case Uint32:
+		return float64(binary.LittleEndian.Uint32(p))
+	case Int64:
+		return float64(int64(binary.LittleEndian.Uint64(p)))
+	case Uint64:
+		return float64(binary.LittleEndian.Uint64(p))
+	case Float16:
+		return float64(F16ToF32(binary.LittleEndian.Uint16(p)))
+	case BFloat16:
+		return float64(BF16ToF32(binary.LittleEndian.Uint16(p)))
+	case Float32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+	case Float64:
+		return math.Float64frombits(binary.LittleEndian.Uint64(p))
+	}
+	return math.NaN()
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
 )
 
 // ErrConfig is wrapped by every error Build returns for a bad Config.
@@ -163,6 +165,22 @@ func Build(cfg Config) (*Plan, error) {
 		p.Algorithm = ChooseAlgorithm(cfg.Collective, cfg.NRanks, cfg.GroupSize, bytes)
 	}
 	b := newBuilder(p)
+	if cfg.Collective.Reduces() && reduce.PreMultiplies(cfg.DType, cfg.Op) && cfg.NRanks > 1 {
+		b.preMul = true
+		// A floating-point average scales the input first. All-reduce and
+		// in-place calls scale it into BufRecv and run the in-place
+		// algorithm on that copy, which needs no more memory; an
+		// out-of-place reduce-scatter, whose output is too small to hold
+		// the input, scales it into scratch (buildRingReduceScatter).
+		if cfg.Collective == AllReduce || cfg.InPlace {
+			src := Range{Buf: BufRecv, Len: p.RecvBytes}
+			if !cfg.InPlace {
+				src.Buf = BufSend
+				p.InPlace = true // for the algorithm; restored below
+			}
+			b.preMultiply(Range{Buf: BufRecv, Len: p.RecvBytes}, src, chunkElems)
+		}
+	}
 	switch p.Algorithm {
 	case AlgoRing:
 		switch cfg.Collective {
@@ -190,6 +208,7 @@ func Build(cfg Config) (*Plan, error) {
 			buildP2P(b, chunkElems)
 		}
 	}
+	p.InPlace = cfg.InPlace
 	return p, nil
 }
 

@@ -18,6 +18,10 @@ type builder struct {
 	round int
 	// recvGate, when ≥ 0, is a step every receive added waits for.
 	recvGate int
+	// preMul is set for a floating-point average: the input is scaled by
+	// 1/NRanks before the algorithm sums it (Build adds those steps), so
+	// the algorithms' final scale steps are left out.
+	preMul bool
 }
 
 // access records one step's read or write of a range.
@@ -131,10 +135,22 @@ func (b *builder) copy(dst, src Range) int {
 }
 
 func (b *builder) scale(dst Range, n int) int {
-	if n <= 1 {
+	if n <= 1 || b.preMul {
 		return -1
 	}
 	return b.add(Step{Kind: KindScale, Dst: dst, Divisor: n})
+}
+
+// preMultiply adds the steps that set dst = src × 1/NRanks, in pieces of at
+// most chunk elements: later steps then wait only for the pieces they read.
+func (b *builder) preMultiply(dst, src Range, chunk int64) {
+	step := chunk * b.esize
+	for off := int64(0); off < dst.Len; off += step {
+		l := min(step, dst.Len-off)
+		b.add(Step{Kind: KindPreMul, Divisor: b.p.NRanks,
+			Dst: Range{Buf: dst.Buf, Off: dst.Off + off, Len: l},
+			Src: Range{Buf: src.Buf, Off: src.Off + off, Len: l}})
+	}
 }
 
 // rng makes a byte range from an element offset and count.

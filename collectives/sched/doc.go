@@ -25,7 +25,12 @@
 //	        neither. Every op is commutative, so an executor may compute
 //	        Dst op= other when Dst equals one operand.
 //	copy    Dst = Src (disjoint, equal lengths)
-//	scale   Dst /= Divisor elementwise (reduce.DivideBy), the end of an average
+//	scale   Dst /= Divisor elementwise (reduce.DivideBy), the end of an
+//	        integer average
+//	premul  Dst = Src × 1/Divisor elementwise (reduce.PreMultiply), the start
+//	        of a floating-point average, which sums the scaled inputs as
+//	        NCCL's pre-multiplied sum does; it runs in chunks, so the first
+//	        messages leave before the whole input is scaled
 //
 // Step.Round is the algorithm's step number (ring step, doubling round,
 // all-to-all shift, pipeline chunk). It orders nothing; simulators and traces

@@ -171,7 +171,7 @@ func (e *executor) deadlock() error {
 	return fmt.Errorf("%w: no step can run%s", ErrDeadlock, b.String())
 }
 
-// RunLocal executes a step that needs no peer (reduce, copy or scale) on a
+// RunLocal executes a step that needs no peer (reduce, copy, scale or premul) on a
 // rank's buffers, indexed by BufferID. Every executor shares it, so that the
 // in-memory reference and the transport executors compute alike. Send and
 // recv steps are not local; RunLocal rejects them.
@@ -194,6 +194,8 @@ func RunLocal(p *Plan, s *Step, bufs [3][]byte) error {
 		return nil
 	case KindScale:
 		return reduce.DivideBy(bytes(s.Dst), p.DType, s.Divisor)
+	case KindPreMul:
+		return reduce.PreMultiply(bytes(s.Dst), bytes(s.Src), p.DType, s.Divisor)
 	}
 	return fmt.Errorf("sched: %v is not a local step", s.Kind)
 }

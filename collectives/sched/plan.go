@@ -66,12 +66,18 @@ const (
 	KindReduce
 	// KindCopy copies Src to Dst (same length, no overlap).
 	KindCopy
-	// KindScale divides every element of Dst by Divisor (the end of an average).
+	// KindScale divides every element of Dst by Divisor (the end of an
+	// integer average).
 	KindScale
+	// KindPreMul sets Dst = Src × 1/Divisor elementwise, the factor and each
+	// product rounded to the plan's DType (reduce.PreMultiply): the start of a
+	// floating-point average, which then sums, as NCCL's does. Src equals Dst
+	// or does not overlap it.
+	KindPreMul
 	numKinds
 )
 
-var kindNames = [numKinds]string{"send", "recv", "reduce", "copy", "scale"}
+var kindNames = [numKinds]string{"send", "recv", "reduce", "copy", "scale", "premul"}
 
 func (k Kind) String() string {
 	if k >= numKinds {
@@ -93,14 +99,14 @@ type Step struct {
 	Dst     Range // recv, reduce, copy, scale: the bytes written
 	Src     Range // send, copy: the bytes read; reduce: first operand
 	Src2    Range // reduce: second operand
-	Divisor int   // scale: the divisor (the rank count of an average)
+	Divisor int   // scale, premul: the divisor (the rank count of an average)
 	Deps    []int // indices of earlier steps of the same plan, ascending
 }
 
 // Reads returns the ranges the step reads.
 func (s *Step) Reads() []Range {
 	switch s.Kind {
-	case KindSend, KindCopy:
+	case KindSend, KindCopy, KindPreMul:
 		return []Range{s.Src}
 	case KindReduce:
 		return []Range{s.Src, s.Src2}
@@ -113,7 +119,7 @@ func (s *Step) Reads() []Range {
 // Writes returns the range the step writes, if any.
 func (s *Step) Writes() (Range, bool) {
 	switch s.Kind {
-	case KindRecv, KindReduce, KindCopy, KindScale:
+	case KindRecv, KindReduce, KindCopy, KindScale, KindPreMul:
 		return s.Dst, true
 	}
 	return Range{}, false
@@ -131,6 +137,8 @@ func (s *Step) String() string {
 		return fmt.Sprintf("copy %s = %s", s.Dst, s.Src)
 	case KindScale:
 		return fmt.Sprintf("scale %s /= %d", s.Dst, s.Divisor)
+	case KindPreMul:
+		return fmt.Sprintf("premul %s = %s / %d", s.Dst, s.Src, s.Divisor)
 	}
 	return s.Kind.String()
 }

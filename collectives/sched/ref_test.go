@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
@@ -58,20 +59,47 @@ func fillInput(rng *rand.Rand, b []byte, dt reduce.DType, op reduce.Op) {
 }
 
 // reduceAll is the naive reference reduction: element by element over ranks
-// 0, 1, ..., n-1 in that order, then the division of avg.
+// 0, 1, ..., n-1 in that order, then the division of an integer avg; a
+// floating-point avg scales every input by 1/n first, as the plans do.
 func reduceAll(inputs [][]byte, dt reduce.DType, op reduce.Op) []byte {
-	out := append([]byte(nil), inputs[0]...)
+	n := len(inputs)
+	term := func(in []byte) []byte {
+		if !reduce.PreMultiplies(dt, op) {
+			return in
+		}
+		out := make([]byte, len(in))
+		if err := reduce.PreMultiply(out, in, dt, n); err != nil {
+			panic(err)
+		}
+		return out
+	}
+	out := append([]byte(nil), term(inputs[0])...)
 	for _, in := range inputs[1:] {
-		if err := reduce.Reduce(out, in, dt, op); err != nil {
+		if err := reduce.Reduce(out, term(in), dt, op); err != nil {
 			panic(err)
 		}
 	}
-	if op == reduce.OpAvg {
-		if err := reduce.DivideBy(out, dt, len(inputs)); err != nil {
+	if op == reduce.OpAvg && !reduce.PreMultiplies(dt, op) {
+		if err := reduce.DivideBy(out, dt, n); err != nil {
 			panic(err)
 		}
 	}
 	return out
+}
+
+// maxInput is the largest magnitude fillInput writes.
+const maxInput = 4
+
+// sameResult compares a rank's output with the reference: bit for bit, or,
+// for a floating-point average, whose rounding depends on the order the
+// algorithm sums in, within twice the bound each of them keeps to the exact
+// mean.
+func sameResult(cfg Config, got, want []byte) bool {
+	if !cfg.Collective.Reduces() || !reduce.PreMultiplies(cfg.DType, cfg.Op) {
+		return bytes.Equal(got, want)
+	}
+	tol := 2 * reduce.PreMulSumTolerance(cfg.DType, cfg.NRanks, maxInput)
+	return len(got) == len(want) && reduce.CountFar(got, want, cfg.DType, tol) == 0
 }
 
 // expected returns what each rank's output region must hold after the

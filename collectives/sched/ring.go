@@ -158,14 +158,28 @@ func buildRingReduceScatter(b *builder, chunk int64) {
 	for i := range n {
 		l.start[i], l.pieces[i] = int64(i)*cnt, pcs
 	}
-	in := b.input()
-	input := func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(in, off, k) }
+	in, inOff := b.input(), int64(0)
+	p.ScratchBytes = 2 * cnt * b.esize
+	if b.preMul && !p.InPlace {
+		// A floating-point average out of place: the input, scaled by
+		// 1/n, goes to scratch after the two partial-sum blocks, block by
+		// block and piece by piece, so the first messages wait for their
+		// own pieces only.
+		in, inOff = BufScratch, 2*cnt
+		p.ScratchBytes += int64(n) * cnt * b.esize
+		for blk := range n {
+			for _, pc := range pcs {
+				off := int64(blk)*cnt + pc.off
+				b.preMultiply(b.rng(BufScratch, inOff+off, pc.len), b.rng(BufSend, off, pc.len), pc.len)
+			}
+		}
+	}
+	input := func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(in, inOff+off, k) }
 	outOff := int64(0)
 	if p.InPlace {
 		outOff = int64(p.Rank) * cnt
 	}
 	final := func(pc piece) Range { return b.rng(BufRecv, outOff+pc.off, pc.len) }
-	p.ScratchBytes = 2 * cnt * b.esize
 	landing := func(s, _ int, pc piece) Range { return b.rng(BufScratch, int64(s%2)*cnt+pc.off, pc.len) }
 	result := func(s, blk int, pc piece) Range {
 		if s == n-2 {

@@ -3,6 +3,8 @@ package sched
 import (
 	"errors"
 	"fmt"
+
+	"github.com/metaroce/metaroce/collectives/reduce"
 )
 
 // ErrPlan is wrapped by every structural error Validate reports.
@@ -20,8 +22,8 @@ type msgKey struct {
 //   - every range lies inside its buffer, is element-aligned, and in-place
 //     plans never address BufSend;
 //   - dependencies point to earlier steps only;
-//   - reduce operands either equal the destination or do not overlap it, and
-//     a copy's source does not overlap its destination;
+//   - reduce and pre-multiply operands either equal the destination or do
+//     not overlap it, and a copy's source does not overlap its destination;
 //   - peers are other ranks, channels exist, and the sequence numbers on each
 //     (peer, channel, direction) count 0, 1, 2, ... in step order;
 //   - every send has exactly one receive with the same (src, dst, channel,
@@ -137,6 +139,16 @@ func validatePlan(p *Plan, sends, recvs map[msgKey]int64) error {
 		case KindScale:
 			if s.Divisor < 1 {
 				return fail("divisor %d", s.Divisor)
+			}
+		case KindPreMul:
+			if s.Divisor < 1 {
+				return fail("divisor %d", s.Divisor)
+			}
+			if s.Src.Len != s.Dst.Len || (s.Src != s.Dst && s.Src.Overlaps(s.Dst)) {
+				return fail("lengths differ or ranges partially overlap")
+			}
+			if !reduce.PreMultiplies(p.DType, p.Op) {
+				return fail("pre-multiply in a %s %s plan", p.DType, p.Op)
 			}
 		}
 	}
