@@ -24,7 +24,10 @@
 // Kernels: a scalar reference covers every pair (reference.go); fast paths cover
 // the hot pairs (float32/float64/int32/int64 sum, min and max, and the float
 // products) with unrolled loops over the byte buffers reinterpreted as typed
-// slices, and an AVX2 assembly loop for the sums where the CPU has AVX2
-// (selected once at start-up with cpuid). The fast paths are checked against the
-// reference bit for bit.
+// slices, and AVX2 assembly where the CPU has it (selected once at start-up
+// with cpuid): the integer and float sums, the float products, the integer
+// min and max, half sum and product through F16C, bfloat16 sum and product
+// widened by a shift and rounded to nearest even with integer vector
+// operations, and PreMultiply for the four float types. The fast paths are
+// checked against the reference bit for bit (NaN payloads aside).
 package reduce
