@@ -1,8 +1,11 @@
 package udp
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
+	"github.com/metaroce/metaroce/transport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,4 +42,63 @@ func TestSecretNeedsRoomForTrailer(t *testing.T) {
 	e, err = Listen(Config{Addrs: lo, MaxDatagram: 580})
 	require.NoError(t, err)
 	require.NoError(t, e.Close())
+}
+
+// TestRefusedDialFailsFastWithSecret: an acceptor that refuses a connection
+// (here: the dialer has one plane, the acceptor two) tells the dialer at
+// once, with a secret as without (with one, the dialer's connection closes
+// right after it is established). The refusal used to close the connection
+// before its HELLO_ACK left, so the CLOSE found no keys to be sealed with:
+// the dialer waited out HandshakeTimeout with advice about filtered UDP,
+// and the acceptor logged every HELLO retry's seal failures.
+func TestRefusedDialFailsFastWithSecret(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	for _, sec := range [][]byte{nil, secret} {
+		var logs atomicLines
+		b, err := Listen(Config{Addrs: []netipAddr{mustAddr("127.0.0.1"), mustAddr("127.0.0.2")}, Secret: sec, Seed: 2, Logf: logs.add})
+		require.NoError(t, err)
+		a, err := Listen(Config{Addrs: lo, Secret: sec, Seed: 1, Core: transport.Config{HandshakeTimeout: 60 * transport.Second}})
+		require.NoError(t, err)
+		c, err := a.Dial(testCtx(t), b.Addrs()[:1])
+		if sec != nil && err == nil {
+			// With a secret the refusal follows the HELLO_ACK: the
+			// connection closes as soon as it is up.
+			select {
+			case <-c.closed:
+				err = c.err
+			case <-testCtx(t).Done():
+			}
+		}
+		require.Error(t, err)
+		require.NotErrorIs(t, err, transport.ErrHandshakeTimeout, "secret %v: the refusal did not reach the dialer", sec != nil)
+		require.ErrorContains(t, err, "closed")
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+		require.Zero(t, b.Stats().TxDrops, "secret %v: the acceptor could not seal its refusal", sec != nil)
+		require.LessOrEqual(t, logs.count(), 4, "secret %v: %v", sec != nil, logs.all())
+	}
+}
+
+// atomicLines collects log lines from an endpoint's goroutines.
+type atomicLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *atomicLines) add(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *atomicLines) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lines)
+}
+
+func (l *atomicLines) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
 }

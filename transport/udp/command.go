@@ -220,6 +220,21 @@ func (e *Endpoint) connGone(c *Conn, err error) {
 	}
 }
 
+// refuse closes a connection the core accepted. Without a secret the CLOSE
+// reaches the dialer during its handshake, and its Dial fails. With one,
+// the dialer can open nothing of the connection's before its HELLO_ACK,
+// whose sealing installs the keys here too: the close then waits until
+// the turn's transmit pass has sent the HELLO_ACK, and the dialer's
+// connection closes right after it is established, instead of its Dial
+// waiting out HandshakeTimeout (laterRefuse).
+func (e *Endpoint) refuse(id transport.ConnID) {
+	if e.auth == nil {
+		e.core.Close(e.now(), id)
+		return
+	}
+	e.laterRefuse = append(e.laterRefuse, id)
+}
+
 // onAccepted makes a Conn for a connection a peer opened and queues it for
 // Accept, or refuses it when the peer's addresses are unusable or the queue
 // is full.
@@ -227,7 +242,7 @@ func (e *Endpoint) onAccepted(ev transport.Event) {
 	p := e.peers.byID[ev.Remote]
 	if p == nil || p.transient || len(p.addrs) != len(e.addrs) {
 		e.logf("udp: refusing connection %d: the peer's HELLO carried no usable per-plane addresses for %d planes", ev.Conn, len(e.addrs))
-		e.core.Close(e.now(), ev.Conn)
+		e.refuse(ev.Conn)
 		return
 	}
 	c := newConn(e, p.addrs)
@@ -238,6 +253,6 @@ func (e *Endpoint) onAccepted(ev transport.Event) {
 	case e.accepts <- c:
 	default:
 		e.logf("udp: refusing connection from %v: %d accepted connections wait for Accept", p.addrs, acceptQueueLen)
-		e.core.Close(e.now(), c.id)
+		e.refuse(c.id)
 	}
 }

@@ -29,6 +29,11 @@ type Endpoint struct {
 	// laterForget holds the connections, closed during this loop turn,
 	// whose keys the authenticator forgets after the transmit pass.
 	laterForget []uint32
+	// laterRefuse holds accepted connections this turn refuses with a
+	// secret. They are closed after the transmit pass, so that the
+	// HELLO_ACK leaves first: sealing it installs the keys that the CLOSE
+	// telling the dialer is sealed with (see refuse).
+	laterRefuse []transport.ConnID
 	epoch       time.Time
 
 	// drive is held by whoever runs a turn of the datapath: the event loop,

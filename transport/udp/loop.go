@@ -117,7 +117,7 @@ func (e *Endpoint) turnIn(ready []int32) (transport.Time, bool) {
 			e.timer.fired()
 			continue
 		}
-		if e.readSocket(tag, now) > 0 {
+		if e.readSocket(tag, e.now()) > 0 {
 			busy = true
 		}
 	}
@@ -137,6 +137,17 @@ func (e *Endpoint) turnIn(ready []int32) (transport.Time, bool) {
 // after turnIn leaves the core's output waiting for the next turn.
 func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool) {
 	sent, more := e.transmit(now)
+	if len(e.laterRefuse) > 0 {
+		// The refused connections' HELLO_ACKs are out: close them, and
+		// send the CLOSEs now rather than at the next turn.
+		now = e.now()
+		for _, id := range e.laterRefuse {
+			e.core.Close(now, id)
+		}
+		e.laterRefuse = e.laterRefuse[:0]
+		n, m := e.transmit(now)
+		sent, more = sent+n, more || m
+	}
 	for _, id := range e.laterRelease {
 		e.peers.release(id)
 	}
@@ -153,7 +164,9 @@ func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool)
 	if busy || sent > 0 {
 		e.lastBusy = now
 	}
-	return now, more
+	// The turn may have taken a while (a full socket, a long read): timers
+	// are armed, and judged due, against when it ended.
+	return e.now(), more
 }
 
 // nextWake is when the loop must next run a turn by itself: the core's next

@@ -62,6 +62,12 @@ func (t *peerTable) known(addrs []netip.AddrPort, blob []byte) *peer {
 	return p
 }
 
+// lastSource reports whether src is the source fromSource saw last, which
+// it answers without a lookup.
+func (t *peerTable) lastSource(src netip.AddrPort) bool {
+	return t.last != nil && t.last.addrs[0] == src
+}
+
 // fromSource returns the transient RemoteID of source address src, creating
 // it (and evicting the stalest entry when the table is full).
 func (t *peerTable) fromSource(src netip.AddrPort, now transport.Time) transport.RemoteID {

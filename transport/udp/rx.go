@@ -52,7 +52,10 @@ func (e *Endpoint) readSocket(tag int32, now transport.Time) int {
 	msgs := e.rx.msgs[:min(max(rxRoundBytes/per, 4), len(e.rx.msgs))]
 	for round := 0; round < rxRounds; round++ {
 		if round > 0 {
-			e.transmit(e.now())
+			// Later rounds start later: hand the core the time they
+			// arrived by, never an older one than it has seen.
+			now = e.now()
+			e.transmit(now)
 		}
 		got, err := s.ReadBatch(msgs)
 		if err != nil {
@@ -86,23 +89,33 @@ func (e *Endpoint) handle(now transport.Time, src netip.AddrPort, plane uint8, e
 	if e.auth != nil {
 		plain, err := e.auth.Open(data)
 		if err != nil {
-			e.counters.authDrops.Add(1)
-			e.authErrorf("dropped a datagram from %v: %v", src, err)
+			e.authErrorf(e.counters.authDrops.Add(1), err, "dropped a datagram from %v: %v", src, err)
 			return
 		}
 		data = plain
 	} else if len(data) >= 4 && wire.Flags(binary.BigEndian.Uint16(data[2:]))&wire.FlagAuth != 0 {
 		// A sealed packet on an endpoint without a secret: the spec says
 		// drop it (docs/spec.md §5.2), and it would not parse anyway.
-		e.counters.authDrops.Add(1)
-		e.authErrorf("dropped an authenticated datagram from %v: this endpoint has no secret", src)
+		e.authErrorf(e.counters.authDrops.Add(1), nil, "dropped an authenticated datagram from %v: this endpoint has no secret", src)
 		return
 	}
 	var from transport.RemoteID
-	if len(data) >= 2 && wire.Opcode(data[1]) == wire.OpHello {
+	switch {
+	case len(data) >= 2 && wire.Opcode(data[1]) == wire.OpHello:
 		from = e.helloPeer(now, src, data)
-	} else {
+	case e.peers.lastSource(src):
 		from = e.peers.fromSource(src, now)
+	default:
+		// The core needs the sender's address only to answer a HELLO or a
+		// packet for a connection it does not know (docs/spec.md §3.3). A
+		// packet for a live connection takes that connection's peer, so
+		// that the transient table, which evicts by a scan, holds only
+		// the sources of strays and not every port of every peer.
+		if c := e.conns[transport.ConnID(wire.PeekDstConn(data))]; c != nil {
+			from = c.rid
+		} else {
+			from = e.peers.fromSource(src, now)
+		}
 	}
 	pl := e.core.HandleDatagram(now, transport.Datagram{From: from, Plane: plane, ECN: ecn, Data: data})
 	if !pl.OK {

@@ -3,6 +3,7 @@ package udp
 import (
 	"errors"
 	"net/netip"
+	"syscall"
 
 	"github.com/metaroce/metaroce/transport"
 	"github.com/metaroce/metaroce/transport/auth"
@@ -37,7 +38,19 @@ type txState struct {
 	queues  []txQueue
 	dirty   []int32
 	now     transport.Time // the time transmit asked the core at
+	// noGSO holds the destinations whose route refused a GSO send for its
+	// segment size (a route MTU below the interface's): their datagrams
+	// leave one by one, which the kernel fragments where it must. It is
+	// cleared when it reaches maxNoGSO entries.
+	noGSO map[netip.AddrPort]struct{}
+	// sendErrs counts refused sends, one per event (not per segment), to
+	// throttle their log lines; sealErrs counts datagrams that could not be
+	// sealed, likewise.
+	sendErrs, sealErrs uint64
 }
+
+// maxNoGSO bounds txState.noGSO.
+const maxNoGSO = 4096
 
 func (t *txState) init(nsocks, maxDatagram int) {
 	const slot = 1 << 16
@@ -52,6 +65,7 @@ func (t *txState) init(nsocks, maxDatagram int) {
 		t.queues[i].msgs = make([]sockio.Msg, 0, txSlots)
 	}
 	t.dirty = make([]int32, 0, nsocks)
+	t.noGSO = make(map[netip.AddrPort]struct{})
 }
 
 // transmit moves the core's datagrams to the sockets. It returns how many it
@@ -107,7 +121,12 @@ func (e *Endpoint) queue(tx *transport.Transmit) {
 	}
 	tag := plane*ports + ent
 	q := &e.tx.queues[tag]
-	if k := len(q.msgs); k > 0 && e.socks[tag].GSO() {
+	gso := e.socks[tag].GSO()
+	if gso && len(e.tx.noGSO) > 0 {
+		_, refused := e.tx.noGSO[dst]
+		gso = !refused
+	}
+	if k := len(q.msgs); k > 0 && gso {
 		m := &q.msgs[k-1]
 		if m.Addr == dst && canAppend(m, size) {
 			if m.Seg == 0 {
@@ -133,7 +152,7 @@ func (e *Endpoint) queue(tx *transport.Transmit) {
 			e.tx.used--
 		}
 	}()
-	if len(payload) > 0 && e.auth == nil && (2*size > gsoLimit || !e.socks[tag].GSO()) {
+	if len(payload) > 0 && e.auth == nil && (2*size > gsoLimit || !gso) {
 		// No second segment could join this datagram: let the kernel
 		// gather the payload from the message itself instead of copying
 		// it next to the header. The message stays lent until its send
@@ -170,7 +189,8 @@ func (e *Endpoint) put(m *sockio.Msg, hdr int, payload []byte) {
 		if err != nil {
 			// Dropped like a loss on the wire; the core recovers it.
 			e.counters.txDrops.Add(1)
-			e.authErrorf("sealing: %v", err)
+			e.tx.sealErrs++
+			e.authErrorf(e.tx.sealErrs, err, "sealing: %v", err)
 			return
 		}
 		n = len(s)
@@ -178,12 +198,20 @@ func (e *Endpoint) put(m *sockio.Msg, hdr int, payload []byte) {
 	m.N += n
 }
 
-// authErrorf logs an authentication failure, the first few and then one in
-// 1024, so that a misconfigured peer cannot flood the log.
-func (e *Endpoint) authErrorf(format string, args ...any) {
-	if n := e.counters.authDrops.Load(); n < 8 || n%1024 == 0 {
-		e.logf("udp: authentication: "+format+" (every rank needs the same METAROCE_SECRET)", args...)
+// authErrorf logs an authentication failure, the n-th of its kind: the
+// first few and then one in 1024, so that a misconfigured peer cannot flood
+// the log. Only the failures a different secret causes carry the hint
+// about METAROCE_SECRET; a missing key or a replay is what late packets of
+// a closed connection meet.
+func (e *Endpoint) authErrorf(n uint64, err error, format string, args ...any) {
+	if n > 8 && n%1024 != 0 {
+		return
 	}
+	hint := ""
+	if err == nil || errors.Is(err, auth.ErrTag) || errors.Is(err, auth.ErrUnsealed) {
+		hint = " (every rank needs the same METAROCE_SECRET)"
+	}
+	e.logf("udp: authentication: "+format+hint, args...)
 }
 
 // flush hands every pending batch to the kernel and frees the send buffers.
@@ -217,6 +245,15 @@ func (e *Endpoint) flush() {
 				s.WaitWritable(1)
 				continue
 			}
+			if errors.Is(err, sockio.ErrGSORefused) {
+				// The route's MTU is below this message's segments:
+				// send them one by one (the kernel fragments a single
+				// datagram where a GSO send is refused), and stop
+				// coalescing for this destination.
+				e.refuseGSO(msgs[0].Addr, err)
+				msgs = append(splitSegments(&msgs[0]), msgs[1:]...)
+				continue
+			}
 			e.counters.sendErrors.Add(uint64(msgs[0].Segments()))
 			e.sendErrorf(msgs[0].Addr, err)
 			msgs = msgs[1:]
@@ -239,9 +276,38 @@ func (e *Endpoint) tapSent(msgs []sockio.Msg) {
 	}
 }
 
-// sendErrorf logs a refused send, at most once per 1024 errors.
+// sendErrorf logs a refused send: the first, then one in 1024.
 func (e *Endpoint) sendErrorf(dst netip.AddrPort, err error) {
-	if e.counters.sendErrors.Load()%1024 == 1 {
-		e.logf("udp: send to %v: %v", dst, err)
+	e.tx.sendErrs++
+	if e.tx.sendErrs%1024 == 1 {
+		hint := ""
+		if errors.Is(err, syscall.EMSGSIZE) {
+			hint = " (a datagram larger than the path allows: lower the maximum datagram size)"
+		}
+		e.logf("udp: send to %v: %v%s (%d refused sends so far)", dst, err, hint, e.tx.sendErrs)
 	}
+}
+
+// refuseGSO records that dst's route refused a GSO send, and says so once.
+func (e *Endpoint) refuseGSO(dst netip.AddrPort, err error) {
+	if _, ok := e.tx.noGSO[dst]; ok {
+		return
+	}
+	if len(e.tx.noGSO) >= maxNoGSO {
+		clear(e.tx.noGSO)
+	}
+	e.tx.noGSO[dst] = struct{}{}
+	e.logf("udp: %v refused coalesced datagrams (%v); sending to it one datagram at a time", dst, err)
+}
+
+// splitSegments returns m's segments as single-datagram messages that share
+// m's buffer. It allocates, on a path taken once per destination.
+func splitSegments(m *sockio.Msg) []sockio.Msg {
+	n := m.Segments()
+	out := make([]sockio.Msg, n)
+	for i := range n {
+		seg := m.Segment(i)
+		out[i] = sockio.Msg{Buf: seg, N: len(seg), Addr: m.Addr}
+	}
+	return out
 }

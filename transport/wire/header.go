@@ -111,6 +111,15 @@ func PeekOpcode(b []byte) Opcode {
 	return Opcode(b[1])
 }
 
+// PeekDstConn returns the destination connection id of a datagram without
+// validating anything else, or 0 (no connection) when b is too short.
+func PeekDstConn(b []byte) uint32 {
+	if len(b) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(b[4:])
+}
+
 // expect checks that b holds a header of opcode op and parses it.
 func expect(h *Header, op Opcode, b []byte) error {
 	if _, err := ParseHeader(h, b); err != nil {

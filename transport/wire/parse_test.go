@@ -150,6 +150,10 @@ func TestHeaderFields(t *testing.T) {
 		wire.PeekOpcode([]byte{9, 3}) != wire.OpData {
 		t.Error("PeekOpcode")
 	}
+	h := testHeader()
+	if b := h.Append(nil); wire.PeekDstConn(b) != h.DstConn || wire.PeekDstConn(b[:7]) != 0 {
+		t.Error("PeekDstConn")
+	}
 }
 
 type bodyCase struct {

@@ -34,6 +34,10 @@ var ErrShortBuffer = errors.New("sockio: buffer too short")
 // MaxSegments segments or more than 65507 bytes with Seg set.
 var ErrTooManySegments = errors.New("sockio: GSO message too large")
 
+// ErrGSORefused is wrapped by WriteBatch's error when the kernel refused a
+// GSO message for the size of its segments; see WriteBatch.
+var ErrGSORefused = errors.New("sockio: GSO send refused")
+
 // mmsghdr is struct mmsghdr of 64-bit Linux.
 type mmsghdr struct {
 	hdr unix.Msghdr
@@ -75,9 +79,12 @@ func (s *recvScratch) init() {
 // WriteBatch sends msgs in as few system calls as it can and returns how many
 // messages it handed to the kernel. A message with Seg set goes out as one GSO
 // entry where the kernel offers GSO, else as one entry per segment. On error,
-// the first n messages were sent; a segmented message that was only partly sent
-// when the error hit counts as sent (its tail is lost, as on a lossy link).
-// EAGAIN is reported as ErrWouldBlock.
+// the first n messages were sent and message n was not, or only in part (a
+// message split into single datagrams may have lost its tail). EAGAIN is
+// reported as ErrWouldBlock. A GSO entry the kernel refuses for its size
+// (EMSGSIZE or EINVAL: segments larger than the route's MTU, which a single
+// datagram would pass by fragmenting) is reported as ErrGSORefused, so that
+// the caller can send that message's segments one by one.
 func (c *Conn) WriteBatch(msgs []Msg) (int, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
@@ -97,13 +104,21 @@ func (c *Conn) WriteBatch(msgs []Msg) (int, error) {
 				continue
 			}
 			if errno != 0 {
-				if errno == unix.EIO && c.gso && off == 0 {
+				// sendmmsg fails only when it sent nothing: entry off
+				// failed, and every entry before it went out.
+				failed := s.owner[off]
+				gsoEntry := c.gso && s.hdrs[off].hdr.Controllen > 0
+				if errno == unix.EIO && gsoEntry {
 					// The device cannot checksum GSO segments: fall back
 					// to one datagram per segment from now on.
 					c.gso = false
+					done = failed
 					goto refill
 				}
-				return doneAfter(s, msgs, done, off), sendErr(errno, doneAfter(s, msgs, done, off))
+				if (errno == unix.EMSGSIZE || errno == unix.EINVAL) && gsoEntry {
+					return failed, fmt.Errorf("%w: sendmmsg at message %d: %w", ErrGSORefused, failed, errno)
+				}
+				return failed, sendErr(errno, failed)
 			}
 			off += int(r1)
 		}
@@ -111,15 +126,6 @@ func (c *Conn) WriteBatch(msgs []Msg) (int, error) {
 	refill:
 	}
 	return done, nil
-}
-
-// doneAfter counts messages fully or partly sent when the first off entries
-// of the current batch, which starts at message done, went out.
-func doneAfter(s *sendScratch, msgs []Msg, done, off int) int {
-	if off == 0 {
-		return done
-	}
-	return s.owner[off-1] + 1
 }
 
 func sendErr(errno unix.Errno, n int) error {
