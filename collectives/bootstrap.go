@@ -32,6 +32,9 @@ type Bootstrap struct {
 	// data. The check needs both sides to know their job; a rank or a
 	// rank 0 with an unknown identity is not checked.
 	Job string
+
+	// joined, when set, is called by rank 0 as each rank joins (tests).
+	joined func(rank int)
 }
 
 // jobTag is what the rendezvous frames carry of Bootstrap.Job: its 64-bit
@@ -104,8 +107,15 @@ func exchange(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
 // A rendezvous frame is, big-endian: magic u32, rank u32, ranks u32, job tag
 // u64 (jobTag), entries u32, then each entry as length u32 and bytes. A
 // rank's hello has one entry, its blob; rank 0's answer has every rank's,
-// or none with 0 ranks when it turns the rank away (another job).
-const frameHeader = 24
+// or none with 0 ranks when it turns the rank away (another job), or one,
+// the reason as text, with abortRanks ranks when it gives the rendezvous
+// up (a rank with another rank count, a rank number twice), so that the
+// ranks already waiting fail with the cause rather than a closed
+// connection.
+const (
+	frameHeader = 24
+	abortRanks  = 1<<32 - 1
+)
 
 func writeFrame(w io.Writer, rank, nranks int, tag uint64, blobs ...[]byte) error {
 	buf := binary.BigEndian.AppendUint32(nil, bootMagic)
@@ -251,20 +261,32 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			continue
 		}
 		rank, nranks, got := f.rank, f.nranks, f.blobs
+		var bad error
 		switch {
 		case nranks != b.NRanks:
-			c.Close()
-			return nil, fmt.Errorf("collectives: bootstrap: rank %d from %v believes the job has %d ranks, rank 0 has %d", rank, c.RemoteAddr(), nranks, b.NRanks)
+			bad = fmt.Errorf("rank %d from %v believes the job has %d ranks, rank 0 has %d", rank, c.RemoteAddr(), nranks, b.NRanks)
 		case rank <= 0 || rank >= b.NRanks:
-			c.Close()
-			return nil, fmt.Errorf("collectives: bootstrap: %v claims rank %d outside 1..%d", c.RemoteAddr(), rank, b.NRanks-1)
+			bad = fmt.Errorf("%v claims rank %d outside 1..%d", c.RemoteAddr(), rank, b.NRanks-1)
 		case conns[rank] != nil:
+			bad = fmt.Errorf("rank %d joined twice (second from %v): check the launcher's rank assignment", rank, c.RemoteAddr())
+		}
+		if bad != nil {
+			// Tell the offender and every rank already waiting why, best
+			// effort: each is closed either way.
+			for _, w := range append([]net.Conn{c}, conns...) {
+				if w != nil {
+					_ = writeFrame(w, 0, abortRanks, tag, []byte(bad.Error()))
+				}
+			}
 			c.Close()
-			return nil, fmt.Errorf("collectives: bootstrap: rank %d joined twice (second from %v): check the launcher's rank assignment", rank, c.RemoteAddr())
+			return nil, fmt.Errorf("collectives: bootstrap: %w", bad)
 		}
 		conns[rank] = c
 		blobs[rank] = got[0]
 		have++
+		if b.joined != nil {
+			b.joined(rank)
+		}
 	}
 	for r := 1; r < b.NRanks; r++ {
 		if err := writeFrame(conns[r], 0, b.NRanks, tag, blobs...); err != nil {
@@ -357,6 +379,9 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte) ([][]by
 			err = ctx.Err()
 		}
 		return nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (some ranks may not have started, or rank 0 runs another version of metaroce): %w", b.Rank, b.Root, err)
+	}
+	if f.nranks == abortRanks && len(f.blobs) == 1 {
+		return nil, fmt.Errorf("collectives: bootstrap: rank %d: rank 0 at %s gave the rendezvous up: %s", b.Rank, b.Root, f.blobs[0])
 	}
 	if f.nranks == 0 || !sameJob(tag, f.tag) {
 		return nil, fmt.Errorf("%w (job tag %016x here, %016x there)", errOtherJob, tag, f.tag)

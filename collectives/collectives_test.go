@@ -355,6 +355,56 @@ func TestBootstrapNamesMissingRanks(t *testing.T) {
 	require.Error(t, <-done)
 }
 
+// TestBootstrapAbortReachesWaitingRanks: when rank 0 gives the rendezvous
+// up (here a rank that believes the job has another size), the ranks that
+// already joined and the offender learn why, rather than a closed
+// connection.
+func TestBootstrapAbortReachesWaitingRanks(t *testing.T) {
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rootErr := make(chan error, 1)
+	joined := make(chan struct{})
+	go func() {
+		b := Bootstrap{Rank: 0, NRanks: 4, Root: root, Source: "test", joined: func(int) { close(joined) }}
+		_, err := exchange(ctx, b, []byte("zero"))
+		rootErr <- err
+	}()
+	waiting := make(chan error, 1)
+	go func() {
+		// Rank 1 joins first, by hand, to see the frame it is sent.
+		var c net.Conn
+		for c == nil && ctx.Err() == nil {
+			c, _ = (&net.Dialer{}).DialContext(ctx, "tcp", root)
+		}
+		if c == nil {
+			waiting <- ctx.Err()
+			return
+		}
+		defer c.Close()
+		if err := writeFrame(c, 1, 4, 0, []byte("one")); err != nil {
+			waiting <- err
+			return
+		}
+		f, err := readFrame(c, 4)
+		if err == nil && f.nranks == abortRanks && len(f.blobs) == 1 {
+			err = fmt.Errorf("aborted: %s", f.blobs[0])
+		}
+		waiting <- err
+	}()
+	select {
+	case <-joined:
+	case err := <-waiting:
+		t.Fatalf("rank 1 did not join: %v", err)
+	}
+	_, err = exchange(ctx, Bootstrap{Rank: 2, NRanks: 5, Root: root, Source: "test"}, []byte("two"))
+	require.ErrorContains(t, err, "gave the rendezvous up")
+	require.ErrorContains(t, err, "believes the job has 5 ranks, rank 0 has 4")
+	require.ErrorContains(t, <-waiting, "believes the job has 5 ranks")
+	require.ErrorContains(t, <-rootErr, "believes the job has 5 ranks")
+}
+
 // TestRootPort: the default rendezvous port stays in its span, below the
 // ephemeral range, and spreads jobs over the whole span, odd and even
 // offsets alike.
