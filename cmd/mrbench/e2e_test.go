@@ -71,6 +71,9 @@ func TestEndToEndLocal(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(string(csvText)), "\n")
 			assert.Len(t, lines, 1+8)
 			assert.Equal(t, strings.Join(csvHeader, ","), lines[0])
+			for _, l := range lines[1:] {
+				assert.True(t, strings.HasSuffix(l, ",ok"), "row without its table's status: %s", l)
+			}
 
 			f, err := os.Open(pngPath)
 			require.NoError(t, err)

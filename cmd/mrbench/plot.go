@@ -27,8 +27,9 @@ func plotFormat(path string) string {
 }
 
 // writePlot draws bus bandwidth (GB/s, out-of-place) against message size
-// (bytes, log scale) with one line per table, i.e. per transport, and saves
-// it as PNG or SVG according to path's extension.
+// (bytes, log scale) with one line per table, i.e. per transport, and per
+// data type and operation where a table holds several (-d all, -o all), and
+// saves it as PNG or SVG according to path's extension.
 func writePlot(path string, title string, tables []Table) error {
 	if plotFormat(path) == "" {
 		return fmt.Errorf("plot %q: want a .png or .svg file name", path)
@@ -43,21 +44,17 @@ func writePlot(path string, title string, tables []Table) error {
 	p.Legend.Left = true
 	var args []any
 	for _, t := range tables {
-		var pts plotter.XYs
-		for _, r := range t.Rows {
-			if r.Bytes <= 0 {
-				continue // log scale
-			}
-			pts = append(pts, plotter.XY{X: float64(r.Bytes), Y: r.OutOfPlace.BusBW})
-		}
-		if len(pts) == 0 {
-			continue
-		}
 		label := t.Transport
 		if t.Backend != backendHost && t.Backend != "" {
 			label = t.Backend
 		}
-		args = append(args, label, pts)
+		for _, s := range seriesOf(t.Rows) {
+			name := label
+			if s.name != "" {
+				name += " " + s.name
+			}
+			args = append(args, name, s.pts)
+		}
 	}
 	if len(args) == 0 {
 		return fmt.Errorf("plot %q: no rows to plot", path)
@@ -96,4 +93,43 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 		return plot.LogTicks{}.Ticks(min, max)
 	}
 	return ticks
+}
+
+// series is one line of a plot: a table's rows of one data type and
+// operation.
+type series struct {
+	name string // "" when the table has one kind of row
+	pts  plotter.XYs
+}
+
+// seriesOf splits rows by data type and operation, in order of first
+// appearance, naming each series by what differs between them.
+func seriesOf(rows []Row) []series {
+	type key struct{ typ, op string }
+	var order []key
+	byKey := map[key]plotter.XYs{}
+	types, ops := map[string]bool{}, map[string]bool{}
+	for _, r := range rows {
+		if r.Bytes <= 0 {
+			continue // log scale
+		}
+		k := key{r.Type, r.RedOp}
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], plotter.XY{X: float64(r.Bytes), Y: r.OutOfPlace.BusBW})
+		types[r.Type], ops[r.RedOp] = true, true
+	}
+	out := make([]series, 0, len(order))
+	for _, k := range order {
+		var parts []string
+		if len(types) > 1 {
+			parts = append(parts, k.typ)
+		}
+		if len(ops) > 1 {
+			parts = append(parts, k.op)
+		}
+		out = append(out, series{name: strings.Join(parts, " "), pts: byKey[k]})
+	}
+	return out
 }
