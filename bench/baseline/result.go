@@ -7,9 +7,16 @@ import (
 
 // Throughput is the outcome of one bulk transfer.
 type Throughput struct {
-	SentBytes int64         // payload bytes handed to the kernel
-	RecvBytes int64         // payload bytes the receiver got
-	Elapsed   time.Duration // from the first send to the last byte received
+	// SentBytes is the payload, in bytes, handed to the kernel.
+	SentBytes int64
+	// RecvBytes is the payload, in bytes, the receiver got.
+	RecvBytes int64
+	// Elapsed is the time the payload took to arrive, read on the
+	// receiver's clock. For TCP (MeasureTCP, SinkTCP) it runs from the
+	// first read that returned data to the last one, so that connection
+	// set-up is never part of the figure; for UDP (MeasureUDP) from just
+	// before the sender opens its socket to the last datagram received.
+	Elapsed time.Duration
 }
 
 // Gbps is received payload in gigabits (1e9 bits) per second.
@@ -35,9 +42,15 @@ func (t Throughput) String() string {
 
 // Latency summarises round-trip times.
 type Latency struct {
-	Rounds   int
-	Mean     time.Duration
+	// Rounds is the number of round trips summarised.
+	Rounds int
+	// Mean is their arithmetic mean, truncated to the nanosecond.
+	Mean time.Duration
+	// P50 and P99 are nearest-rank percentiles: the smallest round trip
+	// that at least 50 (99) percent of the rounds do not exceed. With
+	// fewer than 100 rounds P99 is the maximum.
 	P50, P99 time.Duration
+	// Min and Max are the fastest and the slowest round trip.
 	Min, Max time.Duration
 }
 
@@ -51,11 +64,20 @@ func summarize(rtts []time.Duration) Latency {
 	for _, d := range rtts {
 		sum += d
 	}
-	at := func(q float64) time.Duration { return rtts[min(int(q*float64(len(rtts))), len(rtts)-1)] }
+	n := len(rtts)
 	return Latency{
-		Rounds: len(rtts), Mean: sum / time.Duration(len(rtts)),
-		P50: at(0.50), P99: at(0.99), Min: rtts[0], Max: rtts[len(rtts)-1],
+		Rounds: n, Mean: sum / time.Duration(n),
+		P50: rtts[nearestRank(50, n)-1], P99: rtts[nearestRank(99, n)-1],
+		Min: rtts[0], Max: rtts[n-1],
 	}
+}
+
+// nearestRank is the 1-based rank of the p-th percentile (0 < p <= 100) of n
+// sorted samples by the nearest-rank method, ceil(p/100 * n), at least 1. It
+// computes in integers: in floating point 0.07*100 is 7.000000000000001,
+// whose ceiling would be one rank too high.
+func nearestRank(p, n int) int {
+	return max((p*n+99)/100, 1)
 }
 
 func (l Latency) String() string {

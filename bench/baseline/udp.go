@@ -110,7 +110,8 @@ func (s *UDPSink) Close() error { return errors.Join(s.poller.Close(), s.conn.Cl
 
 // BlastUDP sends total payload bytes (rounded up to whole datagrams) from a
 // socket on local to dst as fast as the socket takes them, and returns the
-// bytes sent. It stops early when ctx is done.
+// bytes sent. When ctx is done before everything is sent it stops and
+// returns the bytes sent so far with an error naming dst and ctx's cause.
 func BlastUDP(ctx context.Context, local, dst netip.AddrPort, cfg UDPConfig, total int64) (int64, error) {
 	if err := cfg.check(); err != nil {
 		return 0, err
@@ -150,12 +151,17 @@ func BlastUDP(ctx context.Context, local, dst netip.AddrPort, cfg UDPConfig, tot
 			return sent, err
 		}
 	}
+	if sent < total {
+		return sent, fmt.Errorf("baseline: peer %v: sent %d of %d bytes: %w", dst, sent, total, context.Cause(ctx))
+	}
 	return sent, nil
 }
 
 // MeasureUDP runs a sink and a blaster on loopback (127.0.0.1) and returns the
 // throughput of total payload bytes. After the blaster finishes it waits for
-// the sink to go quiet (no datagram for 50 ms) or to have everything.
+// the sink to go quiet (no datagram for 50 ms) or to have everything. When
+// ctx is done before that, the figures are partial, and MeasureUDP returns
+// them with an error.
 func MeasureUDP(ctx context.Context, cfg UDPConfig, total int64) (Throughput, error) {
 	lo := netip.MustParseAddrPort("127.0.0.1:0")
 	sink, err := NewUDPSink(lo, cfg.GSO)
@@ -170,8 +176,14 @@ func MeasureUDP(ctx context.Context, cfg UDPConfig, total int64) (Throughput, er
 	sent, err := BlastUDP(ctx, lo, sink.Addr(), cfg, total)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for err == nil && ctx.Err() == nil && sink.Bytes() < sent {
-		<-tick.C // poll the sink's counters
+	for err == nil && sink.Bytes() < sent {
+		select {
+		case <-tick.C: // poll the sink's counters
+		case <-ctx.Done():
+			err = fmt.Errorf("baseline: sink %v: waiting for the last of %d bytes, got %d: %w",
+				sink.Addr(), sent, sink.Bytes(), context.Cause(ctx))
+			continue
+		}
 		last := sink.LastReceive()
 		if !last.IsZero() && time.Since(last) > 50*time.Millisecond {
 			break

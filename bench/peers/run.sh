@@ -8,10 +8,10 @@
 # all-to-all size/time*(n-1)/n). The machine is noisy: read the ratios, and
 # use --rounds to take medians over interleaved rounds.
 #
-# Needs: go, and for the peers Debian's openmpi-bin and libopenmpi-dev
-# (installed when missing and run as root) and python3-torch (large: only
-# installed with --install). A peer whose tools are missing is reported as
-# skipped; the table still has the others.
+# Needs: go, and for the peers Debian's openmpi-bin, libopenmpi-dev, gcc
+# and libc6-dev (installed when missing and run as root) and python3-torch
+# (large: only installed with --install). A peer whose tools are missing, or
+# fail to install, is reported as skipped; the table still has the others.
 set -euo pipefail
 
 usage() {
@@ -112,13 +112,16 @@ warmup_for() {
 }
 
 # Debian packages: Open MPI when missing, python3-torch only with --install.
+# mpicc is a wrapper around gcc, which libopenmpi-dev does not pull in (nor,
+# installed without recommends, libc's headers): a fresh Debian 12 needs
+# both named.
 want=()
 mpi_ready() {
 	command -v mpirun >/dev/null && command -v mpicc >/dev/null &&
 		echo '#include <mpi.h>' | mpicc -x c -E - >/dev/null 2>&1
 }
 if ! mpi_ready; then
-	want+=(openmpi-bin libopenmpi-dev)
+	want+=(openmpi-bin libopenmpi-dev gcc libc6-dev)
 fi
 python=""
 for py in python3 /usr/bin/python3; do
@@ -130,11 +133,16 @@ done
 if [ -z "$python" ] && [ "$install" = 1 ]; then
 	want+=(python3-torch)
 fi
+# A fresh image has no package lists: update them first. A failed update or
+# install is reported and the run goes on; the peers it was for are then
+# skipped below, as the header promises.
 if [ ${#want[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 		note "installing ${want[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get update >"$work/apt.log" 2>&1 ||
+			note "apt-get update failed (trying the install anyway): $(tail -c 300 "$work/apt.log")"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want[@]}" >"$work/apt.log" 2>&1 ||
-			{ cat "$work/apt.log" >&2; echo "run.sh: apt-get install ${want[*]} failed" >&2; exit 1; }
+			note "apt-get install ${want[*]} failed, the peers that need them are skipped: $(tail -c 300 "$work/apt.log")"
 		if [ -z "$python" ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
 			python=/usr/bin/python3
 		fi

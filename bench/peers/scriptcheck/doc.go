@@ -7,6 +7,9 @@
 // in a directory of their own because Go refuses a package directory holding
 // C sources without cgo.)
 //
-// The tests check that the script parses and rejects bad arguments, that
-// the C benchmark compiles where mpicc exists, and that the Python one parses.
+// The tests check that the script parses and rejects bad arguments, that on
+// a fresh machine it refreshes the package lists before installing and
+// carries on, the peers skipped, when an install fails (apt-get and the rest
+// are stubs there), that the C benchmark compiles where mpicc exists, and
+// that the Python one parses.
 package scriptcheck

@@ -1,8 +1,11 @@
 package scriptcheck
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,4 +67,66 @@ func TestGlooBenchParses(t *testing.T) {
 	code := "import ast,sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])"
 	out, err := exec.Command(py, "-c", code, filepath.Join("..", "gloo_bench.py")).CombinedOutput()
 	require.NoError(t, err, "python3: %s", out)
+}
+
+// TestScriptInstallFailureSkipsPeers runs run.sh as on a fresh Debian 12
+// with no MPI: `id -u` says root, and apt-get, go and every other tool the
+// script calls up to its table are stubs or links in a directory that is
+// the whole PATH. The script must refresh the package lists before
+// installing, ask for gcc (mpicc wraps it), and, when the update or the
+// install fails, say so and go on to report Open MPI as skipped instead of
+// ending the run.
+func TestScriptInstallFailureSkipsPeers(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	bin := t.TempDir()
+	for _, tool := range []string{"awk", "cat", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "tail"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("%s not found", tool)
+		}
+		require.NoError(t, os.Symlink(p, filepath.Join(bin, tool)))
+	}
+	stub := func(name, body string) {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	}
+	stub("id", `echo 0`)
+	stub("go", `exit 0`) // the build of mrbench, which this run never starts
+	stub("apt-get", `echo "$*" >>"$APT_LOG"
+case "$1" in
+update) exit "$UPDATE_RC" ;;
+*) exit "$INSTALL_RC" ;;
+esac`)
+	for _, c := range []struct{ update, install int }{{0, 100}, {100, 100}, {0, 0}} {
+		t.Run(fmt.Sprintf("update=%d,install=%d", c.update, c.install), func(t *testing.T) {
+			aptLog := filepath.Join(t.TempDir(), "apt.log")
+			cmd := exec.Command(bash, script, "--peers", "ompi ompi-tcp", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
+			cmd.Env = []string{
+				"PATH=" + bin, "TMPDIR=" + t.TempDir(), "APT_LOG=" + aptLog,
+				fmt.Sprintf("UPDATE_RC=%d", c.update), fmt.Sprintf("INSTALL_RC=%d", c.install),
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, "run.sh ended the run; stderr:\n%s", stderr.String())
+			logged, err := os.ReadFile(aptLog)
+			require.NoError(t, err, "apt-get never ran; stderr:\n%s", stderr.String())
+			calls := strings.Split(strings.TrimSpace(string(logged)), "\n")
+			require.Len(t, calls, 2, "apt-get calls: %q", calls)
+			require.Equal(t, "update", calls[0], "apt-get calls: %q", calls)
+			require.True(t, strings.HasPrefix(calls[1], "install "), "apt-get calls: %q", calls)
+			require.Contains(t, strings.Fields(calls[1]), "gcc", "apt-get calls: %q", calls)
+			if c.update != 0 {
+				require.Contains(t, stderr.String(), "apt-get update failed")
+			}
+			if c.install != 0 {
+				require.Contains(t, stderr.String(), "apt-get install")
+				require.Contains(t, stderr.String(), "failed")
+			}
+			require.Contains(t, stderr.String(), "Open MPI skipped")
+			require.Contains(t, string(out), "busbw", "the table's header")
+		})
+	}
 }
