@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -156,7 +158,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		fs.BoolVar(&o.Verbose, n, false, "print per-peer and per-path counters after each table")
 	}
 	for _, n := range []string{"T", "timeout"} {
-		fs.Var(secondsFlag{&o.Timeout}, n, "deadline of each collective and of connection setup: a duration (30s, 2m) or seconds (default 1m0s)")
+		fs.Var(secondsFlag{&o.Timeout}, n, "deadline of each collective and of connection setup: a duration (30s, 2m) or seconds")
 	}
 	checkCompat := registerCompat(fs)
 	strVar(&backend, backendHost, "host (collectives over MetaRoCE/TCP) or rccl (RCCL/NCCL on GPU buffers)", "backend")
@@ -235,7 +237,7 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 		if _, rerr := reduce.ParseOp(coll); rerr == nil {
 			bad("--op %q: --op selects the collective here (allreduce, alltoall, ...); the reduction is -o %s", coll, coll)
 		} else {
-			bad("--op %q: %v", coll, err)
+			bad("--op %q: unknown collective (want one of allreduce reducescatter allgather alltoall broadcast sendrecv)", coll)
 		}
 	} else if o.Collective == sched.P2P {
 		bad("--op p2p: not a benchmark collective (use sendrecv)")
@@ -304,7 +306,84 @@ every process joins one job and rank 0 prints. Flags follow nccl-tests (-b -e
 -f -i -n -w -c -d -o -a -z -r); note that --op selects the collective, while
 nccl-tests' long --op (the reduction) is -o here.
 
-Flags:
+Flags (aliases share a line):
 `)
-	fs.PrintDefaults()
+	printFlags(w, fs)
+	fmt.Fprint(w, `
+mrbench sim -h lists the simulator's scenarios and their flags.
+
+Exit status: 0 when every table ran and checked out; 1 when a run failed or
+produced wrong results; 2 on bad usage, found before anything runs; 130
+when interrupted (the tables so far are still written to --json and --csv).
+`)
+}
+
+// printFlags prints fs's flags as flag.PrintDefaults does, but with the
+// names that share one variable and usage text (aliases such as -n and
+// --iters) on one line, one-letter names with one dash and longer ones with
+// two.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	type group struct {
+		names []string
+		f     *flag.Flag
+	}
+	var groups []*group
+	byUsage := map[string]*group{}
+	fs.VisitAll(func(f *flag.Flag) {
+		// Aliases set one variable: group by its address where the
+		// flag's value is a pointer, else by the usage text.
+		key := f.Usage + "\x00" + f.DefValue
+		if v := reflect.ValueOf(f.Value); v.Kind() == reflect.Pointer {
+			key = fmt.Sprint(v.Pointer())
+		}
+		if g := byUsage[key]; g != nil {
+			g.names = append(g.names, f.Name)
+			return
+		}
+		g := &group{names: []string{f.Name}, f: f}
+		byUsage[key] = g
+		groups = append(groups, g)
+	})
+	for _, g := range groups {
+		sort.SliceStable(g.names, func(i, j int) bool { return len(g.names[i]) < len(g.names[j]) })
+		var b strings.Builder
+		b.WriteString(" ")
+		for i, n := range g.names {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			if len(n) == 1 {
+				b.WriteString(" -" + n)
+			} else {
+				b.WriteString(" --" + n)
+			}
+		}
+		kind, usage := flag.UnquoteUsage(g.f)
+		if kind != "" {
+			b.WriteString(" " + kind)
+		}
+		b.WriteString("\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if !isZeroDefault(g.f) {
+			quoted := false
+			if gt, ok := g.f.Value.(flag.Getter); ok {
+				_, quoted = gt.Get().(string)
+			}
+			if quoted {
+				fmt.Fprintf(&b, " (default %q)", g.f.DefValue)
+			} else {
+				fmt.Fprintf(&b, " (default %v)", g.f.DefValue)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+}
+
+// isZeroDefault reports whether f's default is its type's zero value, which
+// PrintDefaults leaves unsaid.
+func isZeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "0s":
+		return true
+	}
+	return false
 }

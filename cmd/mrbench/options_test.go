@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -105,4 +106,18 @@ func TestNCCLTestsOnlyFlags(t *testing.T) {
 		_, err := parseOptions(strings.Fields(args), io.Discard)
 		assert.ErrorContains(t, err, want, args)
 	}
+}
+
+// TestHelpGroupsAliases: -h prints each flag once with its aliases, each
+// default once, the exit statuses and the pointer to the simulator's help.
+func TestHelpGroupsAliases(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseOptions([]string{"-h"}, &out)
+	require.ErrorIs(t, err, errHelp)
+	text := out.String()
+	for _, want := range []string{"  -n, --iters int\n", "  -c, --check int\n", "  -T, --timeout value\n", "Exit status:", "mrbench sim -h"} {
+		assert.Contains(t, text, want)
+	}
+	assert.Equal(t, 1, strings.Count(text, "(default 1m0s)"))
+	assert.NotContains(t, text, "\n  -iters")
 }

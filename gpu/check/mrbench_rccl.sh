@@ -9,7 +9,7 @@
 #                 all-reduce) and stop; needs no mrbench.
 #
 # Environment (all optional):
-#   MRBENCH          mrbench binary                    (default: ./mrbench, else mrbench on PATH)
+#   MRBENCH          mrbench binary                    (default: build/mrbench, else mrbench on PATH)
 #   MRBENCH_ARGS     extra mrbench arguments           (default: -b 4K -e 64M -f 4 --op allreduce -c 1)
 #   METAROCE_PLUGIN  metaroce net plugin .so for the preflight (default: none, NCCL sockets)
 #   OUT_DIR          where logs go                     (default: ./mrbench-rccl-out)
@@ -113,7 +113,7 @@ cat "$OUT_DIR"/preflight-rank0.log
 [ "$TORCH_ONLY" = 1 ] && exit 0
 
 # mrbench with the rccl backend.
-MRBENCH=${MRBENCH:-./mrbench}
+MRBENCH=${MRBENCH:-build/mrbench}
 [ -x "$MRBENCH" ] || MRBENCH=$(command -v mrbench || true)
 [ -n "$MRBENCH" ] || die "mrbench not found: build it (go build ./cmd/mrbench) or set MRBENCH"
 read -r -a EXTRA <<<"${MRBENCH_ARGS:--b 4K -e 64M -f 4 --op allreduce -c 1}"
