@@ -75,8 +75,8 @@ conformance-iut: build ## Conformance suite against mrpeer as a separate process
 soak: ## Mixed collectives for DURATION under faults (SOAKFLAGS="--netlab --plugin": nftables faults on a netns fabric, plugin rounds); fails on corruption, missed failures or leaks
 	$(GO) run ./cmd/mrsoak -duration $(DURATION) -v $(SOAKFLAGS)
 
-bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, one table
-	bench/peers/run.sh --rounds 3
+bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, one table (the one in docs/results.md)
+	bench/peers/run.sh --rounds 3 --iters 20 --warmup 5
 
 mpirun-check: build ## mrbench as a 4-process Open MPI job (skips without mpirun)
 	sh cmd/mrbench/testdata/mpirun.sh $(BUILD)/mrbench
@@ -88,4 +88,4 @@ clean: ## Remove build outputs
 	rm -rf $(BUILD)
 
 help: ## List targets
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-zA-Z_-]+):.*## (.*)/\1\t\2/' | expand -t 12
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-zA-Z_-]+):.*## (.*)/\1\t\2/' | expand -t 17
