@@ -13,8 +13,6 @@ import (
 	"github.com/metaroce/metaroce/net-plugin/internal/core"
 )
 
-func unsafePointer(p *C.char) unsafe.Pointer { return unsafe.Pointer(p) }
-
 // guard recovers a panic in an export and turns it into ncclInternalError;
 // every export defers it so that no Go panic unwinds into NCCL.
 func guard(op string, rc *C.ncclResult_t) {
@@ -55,13 +53,16 @@ func metaroce_net_init(abi C.int, commID C.uint64_t, ctx *C.uintptr_t) (rc C.ncc
 	defer guard("init", &rc)
 	h, err := plugin.Init(int(abi), uint64(commID))
 	*ctx = C.uintptr_t(h)
+	applyThreads()
 	return ret("init", err)
 }
 
 //export metaroce_net_init_legacy
 func metaroce_net_init_legacy(abi C.int) (rc C.ncclResult_t) {
 	defer guard("init", &rc)
-	return ret("init", plugin.InitLegacy(int(abi)))
+	err := plugin.InitLegacy(int(abi))
+	applyThreads()
+	return ret("init", err)
 }
 
 //export metaroce_net_finalize
@@ -253,13 +254,35 @@ func metaroce_net_close_listen(comm C.uintptr_t) (rc C.ncclResult_t) {
 	return ret("closeListen", plugin.CloseListen(core.Handle(comm)))
 }
 
+// metaroce_net_last_error copies the text of the most recent failure into
+// buf (n bytes, NUL-terminated, truncated to fit) and returns its full
+// length in bytes, like snprintf. It returns 0 should anything panic.
+//
 //export metaroce_net_last_error
-func metaroce_net_last_error(buf *C.char, n C.size_t) C.size_t {
-	msg := core.LastError()
-	if buf != nil && n > 0 {
-		out := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
-		k := copy(out[:len(out)-1], msg)
-		out[k] = 0
+func metaroce_net_last_error(buf *C.char, n C.size_t) (size C.size_t) {
+	defer func() {
+		if recover() != nil {
+			size = 0
+		}
+	}()
+	return C.size_t(copyCString(unsafe.Pointer(buf), uint64(n), core.LastError()))
+}
+
+// copyCString writes msg into the C buffer buf of n bytes as a
+// NUL-terminated string, truncated to n-1 bytes, and returns len(msg). At
+// most len(msg)+1 bytes are touched, whatever n says, so a caller passing a
+// huge n (SIZE_MAX for "large enough") neither overflows int nor makes a
+// slice larger than the copy.
+func copyCString(buf unsafe.Pointer, n uint64, msg string) int {
+	if buf == nil || n == 0 {
+		return len(msg)
 	}
-	return C.size_t(len(msg))
+	k := len(msg)
+	if n-1 < uint64(k) {
+		k = int(n - 1)
+	}
+	out := unsafe.Slice((*byte)(buf), k+1)
+	copy(out, msg[:k])
+	out[k] = 0
+	return len(msg)
 }

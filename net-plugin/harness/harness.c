@@ -7,8 +7,9 @@
 //   LIBRARY   path or SONAME given to dlopen(RTLD_NOW|RTLD_LOCAL); "STATIC"
 //             means dlopen(NULL) (NCCL_NET_PLUGIN=STATIC_PLUGIN)
 //   VERSION   ABI version to use (6..12); default: newest exported, like NCCL
-//   SCENARIO  data | kill | oversize | garbage | bench
-// Output: "RESULT key=value ..." lines on stdout; plugin logs on stderr.
+//   SCENARIO  data | kill | oversize | garbage | lateenv | bench
+// Output: "RESULT key=value ..." lines on stdout; plugin logs on stderr,
+// filtered as NCCL filters them (NCCL_DEBUG, NCCL_DEBUG_SUBSYS).
 // Exit status 0 on success. Every wait has a deadline.
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,8 +53,46 @@ static void die(const char* fmt, ...) {
   exit(1);
 }
 
+/* debug_level parses NCCL_DEBUG as NCCL does: unset or unknown is NONE. */
+static int debug_level(void) {
+  static const char* names[] = {"VERSION", "WARN", "INFO", "ABORT", "TRACE"};
+  const char* v = getenv("NCCL_DEBUG");
+  for (int i = 0; v && i < 5; i++)
+    if (strcasecmp(v, names[i]) == 0) return NCCL_LOG_VERSION + i;
+  return NCCL_LOG_NONE;
+}
+
+/* debug_mask parses NCCL_DEBUG_SUBSYS as NCCL does: a comma list of
+ * subsystem names, inverted by a leading '^'; unset or empty gives NCCL's
+ * default, INIT,BOOTSTRAP,ENV. */
+static unsigned long debug_mask(void) {
+  static const struct { const char* name; unsigned long bit; } subsys[] = {
+    {"INIT", NCCL_INIT}, {"COLL", NCCL_COLL}, {"P2P", NCCL_P2P}, {"SHM", NCCL_SHM}, {"NET", NCCL_NET},
+    {"GRAPH", NCCL_GRAPH}, {"TUNING", NCCL_TUNING}, {"ENV", NCCL_ENV}, {"ALLOC", NCCL_ALLOC},
+    {"CALL", NCCL_CALL}, {"PROXY", NCCL_PROXY}, {"NVLS", NCCL_NVLS}, {"BOOTSTRAP", NCCL_BOOTSTRAP},
+    {"REG", NCCL_REG}, {"PROFILE", NCCL_PROFILE}, {"RAS", NCCL_RAS}, {"DESTROY", NCCL_DESTROY},
+    {"ALLOC_HOST", NCCL_ALLOC_HOST}, {"ALL", ~0UL},
+  };
+  const char* v = getenv("NCCL_DEBUG_SUBSYS");
+  if (!v || !*v) return NCCL_INIT | NCCL_BOOTSTRAP | NCCL_ENV;
+  int invert = v[0] == '^';
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", v + invert);
+  unsigned long mask = 0;
+  char* save = NULL;
+  for (char* tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+    for (size_t i = 0; i < sizeof subsys / sizeof subsys[0]; i++)
+      if (strcasecmp(tok, subsys[i].name) == 0) mask |= subsys[i].bit;
+  return invert ? ~mask : mask;
+}
+
+/* logger is the ncclDebugLogger_t handed to init. It drops what NCCL's
+ * ncclDebugLog drops: a level above NCCL_DEBUG, or flags sharing no bit
+ * with the NCCL_DEBUG_SUBSYS mask, WARN included. The variables are read
+ * at every call, so that a scenario may change them. */
 static void logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
-  (void)flags; (void)file; (void)line;
+  (void)file; (void)line;
+  if ((int)level > debug_level() || (flags & debug_mask()) == 0) return;
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "harness[%s] plugin-log level=%d: ", role, (int)level);
@@ -90,13 +130,18 @@ static void load(const char* path, int forced) {
 
 static void* ctx;
 
-static void p_init(void) {
+/* p_init_rc is the version's init; it returns its result. */
+static ncclResult_t p_init_rc(void) {
   switch (ver) {
-    case 12: CHECK(T12->init(&ctx, 0x1234, &(ncclNetCommConfig_v12_t){-1}, logger, NULL)); break;
-    case 11: CHECK(T11->init(&ctx, 0x1234, &(ncclNetCommConfig_v11_t){-1}, logger, NULL)); break;
-    case 10: CHECK(T10->init(logger, NULL)); break;
-    default: CHECK(T9->init(logger)); break; /* same signature v6..v9 */
+    case 12: return T12->init(&ctx, 0x1234, &(ncclNetCommConfig_v12_t){-1}, logger, NULL);
+    case 11: return T11->init(&ctx, 0x1234, &(ncclNetCommConfig_v11_t){-1}, logger, NULL);
+    case 10: return T10->init(logger, NULL);
+    default: return T9->init(logger); /* same signature v6..v9 */
   }
+}
+
+static void p_init(void) {
+  CHECK(p_init_rc());
   if (ver >= 11 && ctx == NULL) die("init returned a NULL context");
   int n = 0;
   CHECK(T12->devices(&n));
@@ -434,6 +479,40 @@ static void run_garbage(void) {
   if (p_isend((void*)0x77, NULL, 0, 0, NULL, &req) == ncclSuccess || req != NULL) die("isend on a garbage comm");
 }
 
+/* ---- environment set after load ----
+ * NCCL applies ~/.nccl.conf, /etc/nccl.conf and NCCL_CONF_FILE with
+ * setenv, and Python launchers set os.environ, after the library may have
+ * been loaded (LD_PRELOAD, or an earlier dlopen that was never undone).
+ * The plugin must read METAROCE_* and NCCL_DEBUG* at init, from the C
+ * environment. */
+
+static void run_lateenv(void) {
+  /* A Go c-shared library finishes starting its runtime in the background
+   * after dlopen returns; an exported Go function returns only once it is
+   * done. Call one first, so that the setenv calls below come after the
+   * library's start-up, never during it. */
+  size_t (*last_error)(char*, size_t) = (size_t (*)(char*, size_t))dlsym(lib, "metaroce_net_last_error");
+  if (!last_error) die("no metaroce_net_last_error symbol: %s", dlerror());
+  (void)last_error(NULL, 0);
+  const char* be = getenv("METAROCE_BACKEND");
+  char* keep = be ? strdup(be) : NULL;
+  /* NCCL's defaults for the failure: WARN, default subsystems. */
+  setenv("NCCL_DEBUG", "WARN", 1);
+  unsetenv("NCCL_DEBUG_SUBSYS");
+  setenv("METAROCE_BACKEND", "bogus", 1);
+  ncclResult_t r = p_init_rc();
+  printf("RESULT lateenv-bogus rc=%d\n", (int)r);
+  if (r != ncclInvalidUsage) die("init with METAROCE_BACKEND=bogus set after load returned %d, want ncclInvalidUsage (%d)", (int)r, (int)ncclInvalidUsage);
+  /* A working backend, and the INFO init line through NCCL's filter. */
+  if (keep) setenv("METAROCE_BACKEND", keep, 1); else unsetenv("METAROCE_BACKEND");
+  free(keep);
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
+  p_init();
+  p_props();
+  p_finalize();
+}
+
 /* ---- benchmark: 8 x 512 KiB in flight, and small-message latency ----
  * The polling loops yield the CPU after a pass without progress, so that on
  * a small host the two spinning harness threads leave the plugin's
@@ -529,11 +608,17 @@ int main(int argc, char** argv) {
   pid_t child = -1;
   if (argc > 3 && strcmp(argv[a], "-r") == 0) { sendRole = 1; sendFds[0] = atoi(argv[a + 1]); sendFds[1] = atoi(argv[a + 2]); a += 3; }
   if (argc > a + 1 && strcmp(argv[a], "-v") == 0) { forced = atoi(argv[a + 1]); a += 2; }
-  if (argc - a != 2) { fprintf(stderr, "usage: %s [-v VERSION] LIBRARY data|kill|oversize|garbage|bench\n", argv[0]); return 2; }
+  if (argc - a != 2) { fprintf(stderr, "usage: %s [-v VERSION] LIBRARY data|kill|oversize|garbage|lateenv|bench\n", argv[0]); return 2; }
   const char* path = argv[a];
   const char* sc = argv[a + 1];
   setvbuf(stdout, NULL, _IOLBF, 0);
 
+  if (strcmp(sc, "lateenv") == 0) {
+    load(path, forced);
+    run_lateenv();
+    printf("RESULT ok version=%d\n", ver);
+    return 0;
+  }
   if (strcmp(sc, "garbage") == 0) {
     load(path, forced);
     p_init();

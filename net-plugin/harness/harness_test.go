@@ -84,12 +84,20 @@ func TestMain(m *testing.M) {
 }
 
 // run executes the harness with a deadline and returns stdout, stderr and
-// the exit error.
+// the exit error. The harness logs as NCCL does at NCCL_DEBUG=WARN with the
+// default NCCL_DEBUG_SUBSYS (an inherited one is dropped), so that a
+// message that NCCL would hide is missing from stderr too.
 func run(t testing.TB, env []string, args ...string) (string, string, error) {
 	t.Helper()
 	_, _, h := build(t)
 	cmd := exec.Command(h, args...)
-	cmd.Env = append(append(os.Environ(), "METAROCE_IFNAMES==lo", "NCCL_DEBUG=WARN"), env...)
+	var inherited []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NCCL_DEBUG_SUBSYS=") {
+			inherited = append(inherited, kv)
+		}
+	}
+	cmd.Env = append(append(inherited, "METAROCE_IFNAMES==lo", "NCCL_DEBUG=WARN"), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -212,5 +220,29 @@ func TestGarbageHandles(t *testing.T) {
 				t.Fatalf("%s v%s: %v\n%s\n%s", be, v, err, out, errOut)
 			}
 		}
+	}
+}
+
+// TestEnvironmentSetAfterLoad: variables the process sets with setenv after
+// the library was loaded (NCCL's nccl.conf files, a Python launcher) are
+// honoured at init: METAROCE_BACKEND=bogus fails init with
+// ncclInvalidUsage, and its WARN passes NCCL's filter at NCCL_DEBUG=WARN
+// with default subsystems; then NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT
+// brings the plugin's INFO init line.
+func TestEnvironmentSetAfterLoad(t *testing.T) {
+	_, lib, _ := build(t)
+	for _, v := range []string{"12", "6"} {
+		t.Run("v"+v, func(t *testing.T) {
+			out, errOut, err := run(t, withBackend("udp"), "-v", v, lib, "lateenv")
+			if err != nil || !strings.Contains(out, "RESULT lateenv-bogus rc=5") || !strings.Contains(out, "RESULT ok version="+v) {
+				t.Fatalf("harness: %v\n%s\n%s", err, out, errOut)
+			}
+			if !strings.Contains(errOut, `level=2: NET/MetaRoCE : init failed: METAROCE_BACKEND="bogus"`) {
+				t.Fatalf("the init failure's WARN did not pass NCCL's filter:\n%s", errOut)
+			}
+			if !strings.Contains(errOut, "level=3: NET/MetaRoCE : MetaRoCE net plugin") {
+				t.Fatalf("NCCL_DEBUG=INFO set after load did not bring the init line:\n%s", errOut)
+			}
+		})
 	}
 }

@@ -68,12 +68,7 @@ func pluginOver(t *testing.T, b backend.Backend) (p *Plugin, sc, rc Handle) {
 	name := "test-" + strings.ToLower(t.Name()) // METAROCE_BACKEND is matched in lower case
 	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
 	t.Cleanup(func() { delete(Backends, name) })
-	p = New(func(k string) string {
-		if k == "METAROCE_BACKEND" {
-			return name
-		}
-		return ""
-	})
+	p = New(envMap(map[string]string{"METAROCE_BACKEND": name}))
 	ctx, err := p.Init(12, 1)
 	require.NoError(t, err)
 	handle := make([]byte, backend.HandleSize)

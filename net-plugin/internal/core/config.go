@@ -9,7 +9,23 @@ import (
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 	"github.com/metaroce/metaroce/net-plugin/internal/tcpnet"
 	"github.com/metaroce/metaroce/net-plugin/internal/udpnet"
+	"github.com/metaroce/metaroce/transport/auth"
 )
+
+// LookupEnv looks an environment variable up, with os.LookupEnv's contract:
+// ok is false when the variable is unset. The c-shared library passes one
+// that calls the C library's getenv: Go's os package reads a copy of the
+// environment taken when the runtime started, which misses every setenv
+// made afterwards (NCCL applies ~/.nccl.conf, /etc/nccl.conf and
+// NCCL_CONF_FILE with setenv; Python programs set os.environ before
+// init_process_group). Tests pass a map lookup.
+type LookupEnv func(name string) (value string, ok bool)
+
+// get returns the variable's value, "" when unset.
+func (l LookupEnv) get(name string) string {
+	v, _ := l(name)
+	return v
+}
 
 // Config is the plugin configuration, read from METAROCE_* variables.
 type Config struct {
@@ -28,6 +44,11 @@ type Config struct {
 	MaxPeers int
 	// Threads is the Go scheduler's thread count, GOMAXPROCS (METAROCE_THREADS, 2).
 	Threads int
+	// Secret is the udp backend's shared secret for per-packet
+	// authentication (METAROCE_SECRET, at least auth.MinSecretLen bytes);
+	// nil when unset. It is read here, through LookupEnv, and handed to the
+	// datapath, which would otherwise read it with os.LookupEnv.
+	Secret []byte
 }
 
 // DefaultBackend is METAROCE_BACKEND when unset: the MetaRoCE datapath.
@@ -37,14 +58,22 @@ const DefaultBackend = "udp"
 // shares the host with NCCL's own busy-polling proxy threads.
 const DefaultThreads = 2
 
-// ConfigFromEnv reads the configuration through getenv, rejecting malformed
+// ConfigFromEnv reads the configuration through lookup, rejecting malformed
 // values with an error that names the variable.
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
+func ConfigFromEnv(lookup LookupEnv) (Config, error) {
+	getenv := lookup.get
 	c := Config{Backend: DefaultBackend, Socks: tcpnet.DefaultConfig.Socks, Timeout: tcpnet.DefaultConfig.Timeout, Threads: DefaultThreads}
 	if v := strings.TrimSpace(getenv("METAROCE_BACKEND")); v != "" {
 		c.Backend = strings.ToLower(v)
 	}
 	c.IfNames = getenv("METAROCE_IFNAMES")
+	if s := getenv(auth.EnvSecret); s != "" {
+		// The value itself is never part of a message.
+		if len(s) < auth.MinSecretLen {
+			return c, fmt.Errorf("%s has %d bytes, want at least %d; generate one with `head -c 32 /dev/urandom | base64` and give every rank the same value: %w", auth.EnvSecret, len(s), auth.MinSecretLen, backend.ErrInvalidUsage)
+		}
+		c.Secret = []byte(s)
+	}
 	ints := []struct {
 		name     string
 		min, max int
@@ -76,7 +105,7 @@ var Backends = map[string]func(Config) (backend.Backend, error){
 		return tcpnet.New(tcpnet.Config{IfNames: c.IfNames, Socks: c.Socks, Timeout: c.Timeout})
 	},
 	"udp": func(c Config) (backend.Backend, error) {
-		return udpnet.New(udpnet.Config{IfNames: c.IfNames, Timeout: c.Timeout, MaxPeers: c.MaxPeers, Logf: func(format string, args ...any) {
+		return udpnet.New(udpnet.Config{IfNames: c.IfNames, Timeout: c.Timeout, MaxPeers: c.MaxPeers, Secret: c.Secret, Logf: func(format string, args ...any) {
 			Logf(LogInfo, SubsysNet, format, args...)
 		}})
 	},

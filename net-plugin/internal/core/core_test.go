@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 )
+
+// envMap is a LookupEnv over kv: a variable is set when it is a key.
+func envMap(kv map[string]string) LookupEnv {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+}
 
 func TestTableHandles(t *testing.T) {
 	tb := newTable[int](KindSend, 2)
@@ -59,19 +64,28 @@ func TestCodeMapping(t *testing.T) {
 }
 
 func TestConfigFromEnv(t *testing.T) {
-	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	env := envMap
 	c, err := ConfigFromEnv(env(nil))
-	if err != nil || c.Backend != "udp" || c.Threads != DefaultThreads || c.Socks != 2 {
+	if err != nil || c.Backend != "udp" || c.Threads != DefaultThreads || c.Socks != 2 || c.Secret != nil {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = ConfigFromEnv(env(map[string]string{"METAROCE_THREADS": "4", "METAROCE_TCP_SOCKS": "8", "METAROCE_BACKEND": "TCP", "METAROCE_MAX_PEERS": "100000"}))
 	if err != nil || c.Threads != 4 || c.Socks != 8 || c.Backend != "tcp" || c.MaxPeers != 100000 {
 		t.Fatalf("set: %+v %v", c, err)
 	}
-	for _, bad := range []map[string]string{{"METAROCE_THREADS": "0"}, {"METAROCE_TCP_SOCKS": "9"}, {"METAROCE_TIMEOUT_MS": "soon"}, {"METAROCE_MAX_PEERS": "8"}} {
+	for _, bad := range []map[string]string{{"METAROCE_THREADS": "0"}, {"METAROCE_TCP_SOCKS": "9"}, {"METAROCE_TIMEOUT_MS": "soon"}, {"METAROCE_MAX_PEERS": "8"}, {"METAROCE_SECRET": "short-secret"}} {
 		if _, err := ConfigFromEnv(env(bad)); !errors.Is(err, backend.ErrInvalidUsage) {
 			t.Fatalf("%v: %v", bad, err)
 		}
+	}
+	// METAROCE_SECRET is read through the lookup (not os.LookupEnv, which
+	// the datapath would use) and never echoed in an error.
+	const secret = "0123456789abcdef-job-secret"
+	if c, err := ConfigFromEnv(env(map[string]string{"METAROCE_SECRET": secret})); err != nil || string(c.Secret) != secret {
+		t.Fatalf("secret: %q %v", c.Secret, err)
+	}
+	if _, err := ConfigFromEnv(env(map[string]string{"METAROCE_SECRET": "tiny-secret"})); err == nil || strings.Contains(err.Error(), "tiny-secret") {
+		t.Fatalf("short secret: %v", err)
 	}
 	p := New(env(map[string]string{"METAROCE_BACKEND": "carrier-pigeon"}))
 	if _, err := p.Init(12, 1); !errors.Is(err, backend.ErrInvalidUsage) {
@@ -122,6 +136,74 @@ func TestWarnReachesNCCL(t *testing.T) {
 	}
 }
 
+// ncclShows is NCCL's ncclDebugLog filter: a message is printed when its
+// level is within NCCL_DEBUG and its flags share a bit with the
+// NCCL_DEBUG_SUBSYS mask, WARN included.
+func ncclShows(debug Level, mask uint64, level Level, flags uint64) bool {
+	return level <= debug && flags&mask != 0
+}
+
+// TestLogFlagsPassNCCLFilter: WARN and VERSION messages reach NCCL's logger
+// with NCCL_ALL as flags, as NCCL's own WARN() does, so that NCCL prints
+// them at NCCL_DEBUG=WARN with the default NCCL_DEBUG_SUBSYS; INFO keeps
+// its subsystem bits, which NCCL_DEBUG_SUBSYS selects.
+func TestLogFlagsPassNCCLFilter(t *testing.T) {
+	defer ConfigureLog("", "", nil)
+	type entry struct {
+		level Level
+		flags uint64
+	}
+	var got []entry
+	ConfigureLog("INFO", "NET", func(l Level, flags uint64, _ string) { got = append(got, entry{l, flags}) })
+	Fail("connect", fmt.Errorf("peer 10.0.0.3 refused: %w", backend.ErrRemote))
+	Logf(LogVersion, SubsysInit, "version line")
+	Logf(LogInfo, SubsysNet, "info line")
+	want := []entry{{LogWarn, SubsysAll}, {LogVersion, SubsysAll}, {LogInfo, SubsysNet}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("logger received (level, flags) %v, want %v", got, want)
+	}
+	mask := ParseDebugSubsys("") // NCCL_DEBUG_SUBSYS unset
+	if !ncclShows(LogWarn, mask, got[0].level, got[0].flags) {
+		t.Errorf("NCCL at NCCL_DEBUG=WARN with default subsystems drops the WARN (flags %#x)", got[0].flags)
+	}
+	if ncclShows(LogInfo, mask, got[2].level, got[2].flags) {
+		t.Errorf("a NET INFO line passes NCCL's default subsystems")
+	}
+}
+
+// TestEnvironmentReadAtInit: the log filter and the configuration come
+// from the plugin's LookupEnv at the first init, not from what the
+// environment said when the library (and this package) was loaded.
+func TestEnvironmentReadAtInit(t *testing.T) {
+	defer ConfigureLog("", "", nil)
+	var lines []string
+	ConfigureLog("", "", func(_ Level, _ uint64, msg string) { lines = append(lines, msg) })
+	name := "test-" + strings.ToLower(t.Name())
+	Backends[name] = func(Config) (backend.Backend, error) { return &nopBackend{}, nil }
+	t.Cleanup(func() { delete(Backends, name) })
+	env := map[string]string{}
+	p := New(envMap(env))
+	// Set after New, as NCCL's setenv of ~/.nccl.conf lands after load.
+	env["METAROCE_BACKEND"] = name
+	env["METAROCE_THREADS"] = "3"
+	env["NCCL_DEBUG"] = "INFO"
+	env["NCCL_DEBUG_SUBSYS"] = "NET"
+	ctx, err := p.Init(12, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Finalize(ctx)
+	if !Enabled(LogInfo, SubsysNet) || Enabled(LogInfo, SubsysEnv) {
+		t.Error("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=NET set before init not applied")
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "MetaRoCE net plugin") || !strings.Contains(lines[0], "backend nop") {
+		t.Errorf("init lines %q, want the INFO line naming backend nop", lines)
+	}
+	if cfg, ok := p.Config(); !ok || cfg.Threads != 3 {
+		t.Errorf("Config() = %+v, %v; want METAROCE_THREADS=3", cfg, ok)
+	}
+}
+
 func FuzzParseDebugSubsys(f *testing.F) {
 	for _, s := range []string{"", "INIT,NET", "^NET", "ALL", "bogus,,net", "^ ", "^  ^NET"} {
 		f.Add(s)
@@ -148,6 +230,20 @@ func poll(t *testing.T, what string, step func() bool) {
 	}
 }
 
+// reserved returns n bytes of inaccessible address space (PROT_NONE,
+// nothing committed), unmapped at the end of the test: a buffer larger
+// than any allocation the test could afford, which the race detector's
+// pointer checks accept because it is a real mapping.
+func reserved(t *testing.T, n int) []byte {
+	t.Helper()
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_NONE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		t.Fatalf("reserving %d bytes of address space: %v", n, err)
+	}
+	t.Cleanup(func() { _ = syscall.Munmap(b) })
+	return b
+}
+
 // TestTwoPluginsLoopback runs a receiver and a sender plugin instance (as
 // two processes would) over each backend and checks that every handle is
 // released at the end.
@@ -161,15 +257,7 @@ func TestTwoPluginsLoopback(t *testing.T) {
 // backend be, as two processes of a job would.
 func loopbackPlugins(t *testing.T, be string) (rp, sp *Plugin, rctx, sctx Handle) {
 	t.Helper()
-	env := func(k string) string {
-		switch k {
-		case "METAROCE_IFNAMES":
-			return "=lo"
-		case "METAROCE_BACKEND":
-			return be
-		}
-		return ""
-	}
+	env := envMap(map[string]string{"METAROCE_IFNAMES": "=lo", "METAROCE_BACKEND": be})
 	rp, sp = New(env), New(env)
 	rctx, err := rp.Init(12, 1)
 	if err != nil {
@@ -228,9 +316,9 @@ func twoPlugins(t *testing.T, be string) {
 		t.Fatal(err)
 	}
 	// A message whose size test() could not report as an int is refused
-	// before anything touches its bytes (a view over one byte, never read).
-	var one byte
-	huge := unsafe.Slice(&one, backend.MaxMessage+1)
+	// before anything touches its bytes: the buffer is address space
+	// reserved with PROT_NONE, so a read or write of it would fault.
+	huge := reserved(t, backend.MaxMessage+1)
 	if h, err := sp.Isend(sc, huge, 7); h != 0 || Code(err) != InvalidArgument {
 		t.Fatalf("isend of 2 GiB: handle %#x, %v (code %v), want invalid argument", h, err, Code(err))
 	}

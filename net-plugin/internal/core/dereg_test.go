@@ -66,3 +66,18 @@ func TestDeregMrAbortsCommInFlight(t *testing.T) {
 	require.NoError(t, p.DeregMr(sc, s2))
 	require.Equal(t, 2, b.aborts)
 }
+
+// TestDeregMrWrongCommKeepsRegistration: deregMr naming another comm than
+// the registration's is refused and leaves the registration in place, so
+// that the rightful deregMr still succeeds.
+func TestDeregMrWrongCommKeepsRegistration(t *testing.T) {
+	p, sc, rc := pluginOver(t, &nopBackend{})
+	mem := make([]byte, 64)
+	mh, err := p.RegMr(rc, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), PtrHost)
+	require.NoError(t, err)
+	err = p.DeregMr(sc, mh)
+	require.Equal(t, InternalError, Code(err), "deregMr on the wrong comm: %v", err)
+	require.ErrorContains(t, err, "registered on")
+	require.NoError(t, p.DeregMr(rc, mh), "the registration must survive a refused deregMr")
+	require.Equal(t, InternalError, Code(p.DeregMr(rc, mh)), "double deregMr accepted")
+}

@@ -81,8 +81,9 @@ func ParseDebugSubsys(s string) uint64 {
 }
 
 // LogSink receives formatted messages; the C layer installs one that calls
-// NCCL's ncclDebugLogger_t.
-type LogSink func(level Level, subsys uint64, msg string)
+// NCCL's ncclDebugLogger_t. flags is the ncclDebugLogSubSys mask handed to
+// NCCL with the message (see flagsFor).
+type LogSink func(level Level, flags uint64, msg string)
 
 type logState struct {
 	level  Level
@@ -90,9 +91,28 @@ type logState struct {
 	sink   LogSink // nil: write to stderr
 }
 
+// logger is the filter and sink in use. It starts with NCCL's defaults
+// (NCCL_DEBUG unset: nothing shown; default subsystems) and no sink. The
+// filter is not read from the environment when the library is loaded:
+// NCCL applies ~/.nccl.conf, /etc/nccl.conf and NCCL_CONF_FILE with
+// setenv after the process started, so Plugin.Init reads it (SetLogFilter)
+// through the plugin's LookupEnv.
 var logger atomic.Pointer[logState]
 
-func init() { ConfigureLog(os.Getenv("NCCL_DEBUG"), os.Getenv("NCCL_DEBUG_SUBSYS"), nil) }
+func init() { logger.Store(&logState{level: LogNone, subsys: defaultSubsys}) }
+
+// update replaces the log state with a modified copy, atomically with
+// respect to concurrent updates.
+func update(modify func(*logState)) {
+	for {
+		old := logger.Load()
+		st := *old
+		modify(&st)
+		if logger.CompareAndSwap(old, &st) {
+			return
+		}
+	}
+}
 
 // ConfigureLog sets the filter (NCCL_DEBUG / NCCL_DEBUG_SUBSYS values) and
 // the sink. NCCL filters again on its side; filtering here only avoids
@@ -101,6 +121,16 @@ func init() { ConfigureLog(os.Getenv("NCCL_DEBUG"), os.Getenv("NCCL_DEBUG_SUBSYS
 func ConfigureLog(level, subsys string, sink LogSink) {
 	logger.Store(&logState{level: ParseDebugLevel(level), subsys: ParseDebugSubsys(subsys), sink: sink})
 }
+
+// SetLogFilter sets the filter from NCCL_DEBUG and NCCL_DEBUG_SUBSYS
+// values, keeping the sink.
+func SetLogFilter(level, subsys string) {
+	l, m := ParseDebugLevel(level), ParseDebugSubsys(subsys)
+	update(func(st *logState) { st.level, st.subsys = l, m })
+}
+
+// SetLogSink sets the sink (nil: stderr), keeping the filter.
+func SetLogSink(sink LogSink) { update(func(st *logState) { st.sink = sink }) }
 
 // Enabled reports whether a message at level for subsys would be shown:
 // WARN and below always when the level allows, INFO and TRACE only for
@@ -114,6 +144,19 @@ func Enabled(level Level, subsys uint64) bool {
 		return false
 	}
 	return true
+}
+
+// flagsFor returns the ncclDebugLogSubSys bits passed to NCCL's logger with
+// a message at level. NCCL drops every message, WARN included, whose flags
+// share no bit with NCCL_DEBUG_SUBSYS (default INIT,BOOTSTRAP,ENV), and its
+// own WARN and VERSION lines pass NCCL_ALL for that reason; so do ours, or a
+// failure would be invisible at NCCL_DEBUG=WARN with default subsystems.
+// INFO and TRACE keep their subsystem so that NCCL_DEBUG_SUBSYS selects them.
+func flagsFor(level Level, subsys uint64) uint64 {
+	if level == LogWarn || level == LogVersion {
+		return SubsysAll
+	}
+	return subsys
 }
 
 // Logf formats and emits a message if Enabled. Messages go to NCCL's logger
@@ -130,7 +173,7 @@ func Logf(level Level, subsys uint64, format string, args ...any) {
 	}
 	msg := fmt.Sprintf(format, args...)
 	if st.sink != nil {
-		st.sink(level, subsys, msg)
+		st.sink(level, flagsFor(level, subsys), msg)
 		return
 	}
 	tag := map[Level]string{LogVersion: "VERSION", LogWarn: "WARN", LogInfo: "INFO", LogAbort: "ABORT", LogTrace: "TRACE"}[level]

@@ -94,7 +94,7 @@ type pending struct {
 // Plugin is one plugin instance. The process uses a single global instance
 // (Global); tests create their own.
 type Plugin struct {
-	getenv func(string) string
+	lookup LookupEnv
 
 	mu     sync.Mutex // guards the fields below and serialises init/finalize
 	refs   int        // live Init contexts plus the legacy (≤ v10) init
@@ -113,10 +113,11 @@ type Plugin struct {
 	pending map[string]pending // listen handle bytes -> connect in progress
 }
 
-// New returns an uninitialised plugin reading its configuration via getenv.
-func New(getenv func(string) string) *Plugin {
+// New returns an uninitialised plugin reading its configuration, and the
+// log filter, via lookup when it is first initialised.
+func New(lookup LookupEnv) *Plugin {
 	return &Plugin{
-		getenv:  getenv,
+		lookup:  lookup,
 		ctxs:    newTable[uint64](KindCtx, maxCtx),
 		listens: newTable[backend.Listener](KindListen, maxListen),
 		sends:   newTable[backend.SendConn](KindSend, maxComms),
@@ -159,11 +160,16 @@ func (p *Plugin) InitLegacy(abi int) error {
 	return nil
 }
 
+// setupLocked reads the environment and creates the backend, on the first
+// init and again after an init that failed. The environment is read here,
+// not when the library is loaded, so that variables set after the process
+// started (NCCL's configuration files, a Python launcher) count.
 func (p *Plugin) setupLocked(abi int) error {
 	if p.be != nil {
 		return nil
 	}
-	cfg, err := ConfigFromEnv(p.getenv)
+	SetLogFilter(p.lookup.get("NCCL_DEBUG"), p.lookup.get("NCCL_DEBUG_SUBSYS"))
+	cfg, err := ConfigFromEnv(p.lookup)
 	if err != nil {
 		return err
 	}
@@ -210,6 +216,14 @@ func (p *Plugin) Finalize(ctx Handle) error {
 		p.dialMu.Unlock()
 	}
 	return nil
+}
+
+// Config returns the configuration the plugin was initialised with; ok is
+// false before the first successful init.
+func (p *Plugin) Config() (cfg Config, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg, p.be != nil
 }
 
 // Refs returns the number of live initialisations (for tests and logs).
@@ -390,12 +404,15 @@ func (p *Plugin) RegMr(comm Handle, base, size uintptr, typ int) (Handle, error)
 // comm down by deregistering its buffers, freeing them, and only then
 // closing the comm, so a transfer still in flight at deregMr would write
 // into freed memory. An orderly teardown has nothing in flight by then.
+//
+// A handle passed with another comm than the one it was registered on is
+// refused and stays registered: the check comes before the removal.
 func (p *Plugin) DeregMr(comm, mh Handle) error {
-	m, ok := p.mrs.remove(mh)
-	if !ok {
+	m, live, removed := p.mrs.removeIf1(mh, func(m mr) bool { return m.comm == comm })
+	if !live {
 		return internalf("deregMr of unknown memory handle %#x", uint64(mh))
 	}
-	if m.comm != comm {
+	if !removed {
 		return internalf("deregMr of memory handle %#x on comm %#x, registered on %#x", uint64(mh), uint64(comm), uint64(m.comm))
 	}
 	lo, hi := m.base, m.base+m.size

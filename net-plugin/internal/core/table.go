@@ -99,18 +99,29 @@ func (t *table[T]) get(h Handle) (T, bool) {
 
 // remove deletes a live handle and returns its value.
 func (t *table[T]) remove(h Handle) (T, bool) {
+	v, _, removed := t.removeIf1(h, func(T) bool { return true })
+	return v, removed
+}
+
+// removeIf1 deletes the live handle h if its value satisfies pred, in one
+// critical section, so that a refused removal leaves the entry in place.
+// v is h's value whenever live is true; removed reports the deletion.
+func (t *table[T]) removeIf1(h Handle, pred func(T) bool) (v T, live, removed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var zero T
 	s, ok := t.lookup(h)
 	if !ok {
-		return zero, false
+		return v, false, false
 	}
-	v := s.val
+	v = s.val
+	if !pred(v) {
+		return v, true, false
+	}
+	var zero T
 	s.val, s.used = zero, false
 	t.free = append(t.free, h.idx())
 	t.n--
-	return v, true
+	return v, true, true
 }
 
 // removeIf deletes every entry whose value satisfies pred.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -17,7 +18,9 @@ import (
 const refusedBackoff = 100 * time.Millisecond
 
 // dialer opens the sockets of one connection in background goroutines; Step
-// only collects their results.
+// only collects their results, so connect never blocks. Each socket goes
+// through connect, hello, and the listener's answer; it counts as
+// connected only once the listener accepted it.
 type dialer struct {
 	h      listenHandle
 	cancel context.CancelFunc
@@ -25,7 +28,7 @@ type dialer struct {
 
 	mu    sync.Mutex
 	socks []*net.TCPConn
-	n     int   // sockets connected so far
+	n     int   // sockets the listener accepted so far
 	err   error // first failure
 	taken bool  // Step returned the connection
 }
@@ -49,14 +52,16 @@ func (d *dialer) dialOne(ctx context.Context, cfg Config, idx int, id uint64) {
 		c, err := nd.DialContext(ctx, "tcp", d.h.Addr.String())
 		if err == nil {
 			tc := c.(*net.TCPConn)
-			_ = tc.SetWriteDeadline(time.Now().Add(cfg.Timeout))
-			if _, err = tc.Write(hb); err == nil {
-				_ = tc.SetWriteDeadline(time.Time{})
+			if err = d.handshake(ctx, tc, hb, idx); err == nil {
 				tuneSocket(tc, cfg.Timeout)
 				d.finish(idx, tc, nil)
 				return
 			}
 			_ = tc.Close()
+			if errors.Is(err, backend.ErrRemote) {
+				d.finish(idx, nil, err) // the listener's verdict, which names the peer
+				return
+			}
 		}
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			select {
@@ -69,6 +74,37 @@ func (d *dialer) dialOne(ctx context.Context, cfg Config, idx int, id uint64) {
 		d.finish(idx, nil, fmt.Errorf("tcpnet: connecting to peer %v (socket %d of %d): %w; is the peer alive and %v reachable from here?", d.h.Addr, idx+1, d.h.Socks, err, d.h.Addr.Addr()))
 		return
 	}
+}
+
+// handshake writes the hello on tc and reads the listener's answer. It runs
+// in dialOne's goroutine; ctx ending (Abort, or the connect timeout)
+// interrupts it at once by expiring the socket's deadlines. A refusal is
+// returned as an ErrRemote error that names the peer.
+func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx int) error {
+	stop := context.AfterFunc(ctx, func() { _ = tc.SetDeadline(time.Unix(1, 0)) })
+	_, err := tc.Write(hb)
+	var verdict [1]byte
+	if err == nil {
+		_, err = io.ReadFull(tc, verdict[:])
+	}
+	if !stop() {
+		return ctx.Err() // the deadlines were, or are being, expired
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("the peer closed the socket without answering the hello (not a MetaRoCE tcp listener of this version?)")
+	}
+	if err != nil {
+		return err
+	}
+	switch verdict[0] {
+	case helloAccepted:
+		return nil
+	case helloStale:
+		return fmt.Errorf("tcpnet: peer %v rejected socket %d of %d: no listener there has this handle's nonce, so the listen handle is stale (its listener closed and the port was reused) or from another job: %w", d.h.Addr, idx+1, d.h.Socks, backend.ErrRemote)
+	case helloRefused:
+		return fmt.Errorf("tcpnet: peer %v refused socket %d of %d: its listener is closing, or has %d connections half set up: %w", d.h.Addr, idx+1, d.h.Socks, maxPendingConns, backend.ErrRemote)
+	}
+	return fmt.Errorf("tcpnet: peer %v answered the hello of socket %d of %d with %#02x: not a MetaRoCE tcp listener of this version: %w", d.h.Addr, idx+1, d.h.Socks, verdict[0], backend.ErrRemote)
 }
 
 func (d *dialer) finish(idx int, c *net.TCPConn, err error) {

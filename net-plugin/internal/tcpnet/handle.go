@@ -11,8 +11,13 @@ import (
 // handleMagic marks a listen handle produced by this backend.
 var handleMagic = [4]byte{'M', 'R', 'T', 'C'}
 
-// handleVersion is the layout version of the listen handle.
-const handleVersion = 1
+// handleVersion is the version of the listen handle's layout and of the
+// connection handshake, carried by the handle and by every hello: a dialer
+// only speaks to listeners of its own version, and says so when the
+// versions differ. Version 2: the listener answers each hello with one
+// byte (see helloAccepted); version 1 dialers counted a socket connected
+// once its hello was written.
+const handleVersion = 2
 
 // Handle layout (offsets in bytes, integers big-endian). Bytes past
 // handleLen are zero and ignored, so NCCL may keep them as scratch.

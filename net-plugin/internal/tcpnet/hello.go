@@ -12,6 +12,23 @@ var helloMagic = [4]byte{'M', 'R', 'T', 'S'}
 // magic(4) version(1) index(1) socks(1) zero(1) nonce(8) connID(8).
 const helloLen = 24
 
+// The listener's answer to a hello: one byte on the same socket. The dialer
+// counts a socket connected only once it reads helloAccepted, so that a
+// stale or foreign handle fails connect, naming the peer, instead of a
+// later send or receive.
+const (
+	// helloAccepted: the socket joined its connection.
+	helloAccepted byte = 0x01
+	// helloStale: the hello's nonce (or socket count) is not this
+	// listener's: the handle is stale (its listener closed and another
+	// took the port) or comes from another job.
+	helloStale byte = 0x02
+	// helloRefused: the listener is closing, already holds
+	// maxPendingConns connections half set up, or has this socket's slot
+	// filled.
+	helloRefused byte = 0x03
+)
+
 // hello is the first message on every socket of a connection. It lets the
 // listener group sockets into connections and put each in its slot.
 type hello struct {

@@ -66,8 +66,11 @@ func (l *listener) acceptLoop() {
 	}
 }
 
-// greet reads the hello of one socket (bounded by cfg.Timeout) and files it
-// under its connection; the last socket completes the connection.
+// greet reads the hello of one socket (bounded by cfg.Timeout), answers it
+// (helloAccepted, helloStale or helloRefused) and files the socket under
+// its connection; the last socket completes the connection. A socket
+// whose first bytes are not a hello of this version is closed unanswered:
+// its other end is no dialer of this version and expects no answer.
 func (l *listener) greet(c *net.TCPConn) {
 	var buf [helloLen]byte
 	_ = c.SetReadDeadline(time.Now().Add(l.cfg.Timeout))
@@ -76,46 +79,79 @@ func (l *listener) greet(c *net.TCPConn) {
 		_ = c.Close()
 		return
 	}
-	if _, err := parseHello(&h, buf[:]); err != nil || h.Nonce != l.nonce || h.Socks != l.cfg.Socks {
-		_ = c.Close() // a stranger or a stale handle: not ours
+	if _, err := parseHello(&h, buf[:]); err != nil {
+		_ = c.Close()
+		return
+	}
+	if h.Nonce != l.nonce || h.Socks != l.cfg.Socks {
+		l.refuse(c, helloStale)
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	tuneSocket(c, l.cfg.Timeout)
 
+	complete, verdict := l.file(c, h)
+	if verdict != helloAccepted {
+		l.refuse(c, verdict)
+		return
+	}
+	// The answer goes out after the socket is filed, so that it is never
+	// accepted and then dropped. If it cannot be written the dialer is
+	// gone; its connection fails like one whose sender died, when used.
+	_ = l.answer(c, helloAccepted)
+	if complete == nil {
+		return
+	}
+	rc := newRecvConn(complete)
+	select {
+	case l.ready <- rc:
+	case <-l.done:
+		_ = rc.Close()
+	}
+}
+
+// file puts socket c (whose hello is h) into its connection's slot. It
+// returns helloAccepted, with the connection's sockets when c was the
+// last one missing, or the refusal to send.
+func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdict byte) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	socks, ok := l.pending[h.ConnID]
 	if !ok {
 		if l.closed || len(l.pending) >= maxPendingConns {
-			l.mu.Unlock()
-			_ = c.Close()
-			return
+			return nil, helloRefused
 		}
 		s := make([]*net.TCPConn, h.Socks)
 		socks = &s
 		l.pending[h.ConnID] = socks
 	}
 	if (*socks)[h.Index] != nil {
-		l.mu.Unlock()
-		_ = c.Close()
-		return
+		return nil, helloRefused
 	}
 	(*socks)[h.Index] = c
 	for _, s := range *socks {
 		if s == nil {
-			l.mu.Unlock()
-			return
+			return nil, helloAccepted
 		}
 	}
 	delete(l.pending, h.ConnID)
-	l.mu.Unlock()
+	return *socks, helloAccepted
+}
 
-	rc := newRecvConn(*socks)
-	select {
-	case l.ready <- rc:
-	case <-l.done:
-		_ = rc.Close()
-	}
+// answer writes the one-byte answer to a hello, bounded by cfg.Timeout.
+func (l *listener) answer(c *net.TCPConn, verdict byte) error {
+	_ = c.SetWriteDeadline(time.Now().Add(l.cfg.Timeout))
+	_, err := c.Write([]byte{verdict})
+	_ = c.SetWriteDeadline(time.Time{})
+	return err
+}
+
+// refuse answers a hello with a refusal and closes the socket. The hello
+// has been read in full, so the close sends a FIN after the answer rather
+// than a reset that could overtake it.
+func (l *listener) refuse(c *net.TCPConn, verdict byte) {
+	_ = l.answer(c, verdict)
+	_ = c.Close()
 }
 
 // Accept returns a connection if one is complete; it never blocks.

@@ -75,6 +75,7 @@ func (d *device) endpointLocked() (*udp.Endpoint, error) {
 		Addrs:         d.addrs,
 		PortsPerPlane: cfg.PortsPerPlane,
 		Seed:          cfg.Seed,
+		Secret:        cfg.Secret,
 		Logf:          cfg.Logf,
 		Core: transport.Config{
 			IdleTimeout:      transport.Time(cfg.Timeout),

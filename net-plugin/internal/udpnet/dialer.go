@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 )
@@ -20,9 +21,16 @@ type dialer struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has finished
 
-	sc    *sendConn // result; valid after done
-	err   error
-	taken bool // Step or Abort consumed the result (caller's goroutine)
+	sc  *sendConn // result; valid after done
+	err error
+
+	// mu guards taken and aborted: Step runs on NCCL's thread that
+	// connects (core.Connect, outside the plugin's locks) while Abort may
+	// run at the same time on the thread that finalizes the last context,
+	// and exactly one of them may own the result.
+	mu      sync.Mutex
+	taken   bool // Step or Abort consumed the result
+	aborted bool // Abort consumed it
 }
 
 func (d *device) dial(h listenHandle) *dialer {
@@ -122,6 +130,11 @@ func (dl *dialer) Step() (backend.SendConn, error) {
 	default:
 		return nil, nil
 	}
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	if dl.aborted {
+		return nil, fmt.Errorf("udpnet: connecting to %s was aborted (the plugin was finalized meanwhile): %w", peerKey(dl.h.Addrs), backend.ErrInternal)
+	}
 	if dl.taken {
 		return nil, fmt.Errorf("udpnet: connection to %s already returned: %w", peerKey(dl.h.Addrs), backend.ErrInternal)
 	}
@@ -137,8 +150,10 @@ func (dl *dialer) Step() (backend.SendConn, error) {
 func (dl *dialer) Abort() {
 	dl.cancel()
 	<-dl.done
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
 	if !dl.taken {
-		dl.taken = true
+		dl.taken, dl.aborted = true, true
 		if dl.sc != nil {
 			_ = dl.sc.Close()
 		}

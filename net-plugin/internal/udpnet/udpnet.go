@@ -31,6 +31,13 @@ type Config struct {
 	// Seed seeds the datapath's random choices; 0 (production) draws one
 	// from crypto/rand. Tests set it for repeatable runs.
 	Seed uint64
+	// Secret turns on per-packet authentication with this shared secret
+	// (at least 16 bytes, the same on every rank; see transport/udp's
+	// Config.Secret). Nil leaves the choice to the datapath, which then
+	// reads METAROCE_SECRET with os.LookupEnv; the plugin reads the
+	// variable itself and passes it here, so that a value set after the
+	// process started counts.
+	Secret []byte
 	// Logf receives diagnostics (dropped control messages, forced closes,
 	// datapath messages); nil discards them.
 	Logf func(format string, args ...any)

@@ -1,0 +1,202 @@
+package tcpnet
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+	"github.com/metaroce/metaroce/net-plugin/internal/backend/backendtest"
+)
+
+// stepUntilDone polls d until it returns a connection or an error.
+func stepUntilDone(t *testing.T, d backend.Dialer) (backend.SendConn, error) {
+	t.Helper()
+	var sc backend.SendConn
+	var err error
+	backendtest.PollUntil(t, "connect", func() bool {
+		sc, err = d.Step()
+		return sc != nil || err != nil
+	})
+	return sc, err
+}
+
+// TestForeignHandleRejectedAtConnect: a handle whose nonce is not the
+// listener's (stale, from another job) fails connect with ncclRemoteError's
+// category and a message naming the peer and the cause, instead of a
+// connection whose sockets the listener silently dropped.
+func TestForeignHandleRejectedAtConnect(t *testing.T) {
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: 5 * time.Second})
+	noErr(t, err)
+	l, err := b.Listen(0)
+	noErr(t, err)
+	defer l.Close()
+	var h listenHandle
+	_, err = parseListenHandle(&h, l.Handle())
+	noErr(t, err)
+	h.Nonce++ // same address and port, another listener's identity
+	foreign, err := h.Append(nil)
+	noErr(t, err)
+	d, err := b.Dial(0, foreign)
+	noErr(t, err)
+	defer d.Abort()
+	sc, err := stepUntilDone(t, d)
+	if sc != nil {
+		t.Fatal("connect with a foreign handle succeeded")
+	}
+	if !errors.Is(err, backend.ErrRemote) || !strings.Contains(err.Error(), h.Addr.String()) || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("error %v: want ErrRemote naming %v and a stale handle", err, h.Addr)
+	}
+	if rc, err := l.Accept(); rc != nil || err != nil {
+		t.Fatalf("the listener produced a connection (%v, %v) from a foreign handle", rc, err)
+	}
+}
+
+// fakeListener accepts one socket on loopback, reads its hello and hands
+// it to the test, which answers as it likes.
+func fakeListener(t *testing.T, socks int) (handle []byte, conns <-chan net.Conn) {
+	t.Helper()
+	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	noErr(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	h := listenHandle{Addr: ln.Addr().(*net.TCPAddr).AddrPort(), Socks: socks, Nonce: 42}
+	hb, err := h.Append(nil)
+	noErr(t, err)
+	ch := make(chan net.Conn, socks)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var buf [helloLen]byte
+			var hl hello
+			if _, err := io.ReadFull(c, buf[:]); err != nil {
+				_ = c.Close()
+				continue
+			}
+			if _, err := parseHello(&hl, buf[:]); err != nil || hl.Nonce != 42 {
+				_ = c.Close()
+				continue
+			}
+			ch <- c
+		}
+	}()
+	return hb, ch
+}
+
+// TestSocketCountsOnlyOnceAccepted: the dialer does not report the
+// connection while the listener has read the hello but not answered it,
+// reports it once it answered, and fails with the verdict's reason on a
+// refusal.
+func TestSocketCountsOnlyOnceAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		verdict byte
+		want    string // "" = connected
+	}{
+		{"accepted", helloAccepted, ""},
+		{"stale", helloStale, "stale"},
+		{"refused", helloRefused, "closing"},
+		{"garbage", 0x7f, "not a MetaRoCE tcp listener"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hb, conns := fakeListener(t, 1)
+			b, err := New(Config{IfNames: "=lo", Socks: 1, Timeout: 5 * time.Second})
+			noErr(t, err)
+			d, err := b.Dial(0, hb)
+			noErr(t, err)
+			defer d.Abort()
+			c := <-conns // the hello has arrived; the dialer now waits for the answer
+			defer c.Close()
+			if sc, err := d.Step(); sc != nil || err != nil {
+				t.Fatalf("Step before the listener answered: %v, %v; want not ready", sc, err)
+			}
+			if _, err := c.Write([]byte{tc.verdict}); err != nil {
+				t.Fatal(err)
+			}
+			sc, err := stepUntilDone(t, d)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = sc.Close()
+				return
+			}
+			if !errors.Is(err, backend.ErrRemote) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "127.0.0.1:") {
+				t.Fatalf("error %v: want ErrRemote naming the peer and %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestAbortDuringHandshake: Abort returns without waiting for the connect
+// timeout while a listener holds the hello unanswered.
+func TestAbortDuringHandshake(t *testing.T) {
+	hb, conns := fakeListener(t, 1)
+	b, err := New(Config{IfNames: "=lo", Socks: 1, Timeout: time.Hour})
+	noErr(t, err)
+	d, err := b.Dial(0, hb)
+	noErr(t, err)
+	c := <-conns
+	defer c.Close()
+	aborted := make(chan struct{})
+	go func() { d.Abort(); close(aborted) }()
+	select {
+	case <-aborted:
+	case <-time.After(backendtest.Deadline):
+		t.Fatal("Abort waited for the listener's answer")
+	}
+	if sc, err := d.Step(); sc != nil || err == nil {
+		t.Fatalf("Step after Abort: %v, %v", sc, err)
+	}
+}
+
+// TestListenerAnswersEveryHello: the listener answers each hello: a foreign
+// nonce is stale, sockets are accepted until maxPendingConns connections
+// are half set up, and beyond that, or for a slot already filled, the
+// answer is a refusal.
+func TestListenerAnswersEveryHello(t *testing.T) {
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: 5 * time.Second})
+	noErr(t, err)
+	l, err := b.Listen(0)
+	noErr(t, err)
+	defer l.Close()
+	var h listenHandle
+	_, err = parseListenHandle(&h, l.Handle())
+	noErr(t, err)
+	ask := func(hl hello) byte {
+		t.Helper()
+		c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(h.Addr))
+		noErr(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		hb, err := hl.Append(nil)
+		noErr(t, err)
+		_, err = c.Write(hb)
+		noErr(t, err)
+		var v [1]byte
+		_, err = io.ReadFull(c, v[:])
+		noErr(t, err)
+		return v[0]
+	}
+	eq(t, helloStale, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce + 1, ConnID: 1}))
+	eq(t, helloStale, ask(hello{Index: 0, Socks: 1, Nonce: h.Nonce, ConnID: 1}))
+	for id := range uint64(maxPendingConns) {
+		eq(t, helloAccepted, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce, ConnID: id + 1}))
+	}
+	eq(t, helloRefused, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce, ConnID: maxPendingConns + 1}))
+	eq(t, helloRefused, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce, ConnID: 1}))
+	// The second socket of a half set up connection completes it.
+	eq(t, helloAccepted, ask(hello{Index: 1, Socks: 2, Nonce: h.Nonce, ConnID: 1}))
+	var rc backend.RecvConn
+	backendtest.PollUntil(t, "accept", func() bool {
+		rc, err = l.Accept()
+		noErr(t, err)
+		return rc != nil
+	})
+	noErr(t, rc.Close())
+}
