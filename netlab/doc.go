@@ -22,6 +22,12 @@
 // directly inside their namespaces, so their names (p<p> on hosts, h and a<i>
 // on s1, h and b<i> on s2) never collide between labs.
 //
+// Every lab records its owner, the process that built it, in a marker file
+// under OwnerDir, written before the first namespace and removed by Close
+// after the last. New first deletes the labs whose owner has exited without
+// Close (a crash, SIGKILL), and Cleanup deletes the labs of one exact prefix
+// that no live process owns; neither touches a lab in use.
+//
 // Building a lab needs root, iproute2 and nftables; Available says which is
 // missing so that tests can skip with a clear message.
 package netlab

@@ -76,15 +76,35 @@ func New(cfg Config) (*Lab, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	var suffix [3]byte
-	if _, err := rand.Read(suffix[:]); err != nil {
-		return nil, fmt.Errorf("netlab: random suffix: %w", err)
+	me, err := self()
+	if err != nil {
+		return nil, err
 	}
+	// The remains of runs that died without Close (a crash, SIGKILL)
+	// would otherwise pile up; failing to reap them does not stop this
+	// lab from being built, and the next New tries again.
+	reapDead(OwnerDir, me)
 	l := &Lab{
-		id:     prefix + hex.EncodeToString(suffix[:]),
 		planes: cfg.Planes,
 		links:  cfg.Links,
 		rules:  make([]planeRules, cfg.Planes),
+	}
+	// The marker goes in before the first namespace, so that no reaper or
+	// Cleanup ever sees this lab's namespaces without their live owner.
+	// A marker of the same ID (a random collision) makes us draw again.
+	for try := 0; ; try++ {
+		var suffix [suffixHex / 2]byte
+		if _, err := rand.Read(suffix[:]); err != nil {
+			return nil, fmt.Errorf("netlab: random suffix: %w", err)
+		}
+		l.id = prefix + hex.EncodeToString(suffix[:])
+		err := writeOwner(OwnerDir, l.id, me)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || try == 3 {
+			return nil, err
+		}
 	}
 	if err := l.build(cfg); err != nil {
 		return nil, errors.Join(err, l.Close())
@@ -303,9 +323,11 @@ func (l *Lab) buildPlane(p int) error {
 	return l.applyRules(p)
 }
 
-// Close deletes every namespace of the lab, and with them its links and rules.
-// It is idempotent, safe on a partly built lab, and skips namespaces that are
-// already gone.
+// Close deletes every namespace of the lab, and with them its links and rules,
+// and then the lab's owner marker. It is idempotent, safe on a partly built
+// lab, and skips namespaces that are already gone. When a namespace cannot be
+// deleted, it and the marker stay: a later Close tries again, and so does
+// the first New after this process has exited.
 func (l *Lab) Close() error {
 	l.mu.Lock()
 	made := l.made
@@ -313,40 +335,61 @@ func (l *Lab) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	var errs []error
+	var left []string
 	for i := len(made) - 1; i >= 0; i-- {
 		if _, err := os.Stat("/run/netns/" + made[i]); errors.Is(err, fs.ErrNotExist) {
-			continue // already deleted, by Cleanup for example
+			continue // already deleted
 		}
 		if _, err := run("", "ip", "netns", "del", made[i]); err != nil {
 			errs = append(errs, err)
+			left = append([]string{made[i]}, left...)
 		}
 	}
-	return errors.Join(errs...)
+	if len(left) > 0 {
+		l.mu.Lock()
+		l.made = append(left, l.made...)
+		l.mu.Unlock()
+		return errors.Join(errs...)
+	}
+	return removeOwner(OwnerDir, l.id)
 }
 
-// Cleanup deletes every namespace whose name starts with prefix: the remains
-// of labs from crashed runs. The prefix must be a valid lab prefix, so that an
-// empty or odd string cannot delete unrelated namespaces. It returns the names
-// deleted.
+// Cleanup deletes the labs with exactly this prefix that no live process
+// owns: the remains of runs that crashed or were killed. A lab matches when
+// its namespace names have the form New gives them, prefix followed by the
+// random suffix and a role (-h1, -h2, -s1p<P>, -s2p<P>), so Cleanup("mrl")
+// never touches a lab of prefix "mrlq", nor any namespace netlab did not
+// name. A lab whose owner (recorded in OwnerDir) still runs, this process
+// included, is left alone: close it with Close. A lab without an owner
+// marker (from a netlab older than the markers) counts as abandoned. The
+// prefix must be a valid lab prefix. It returns the namespaces deleted.
 func Cleanup(prefix string) ([]string, error) {
 	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	me, err := self()
+	if err != nil {
 		return nil, err
 	}
 	names, err := listNamespaces()
 	if err != nil {
 		return nil, err
 	}
+	ids := map[string]bool{}
+	for _, n := range names {
+		if p, id, ok := parseLabName(n); ok && p == prefix {
+			ids[id] = true
+		}
+	}
 	var deleted []string
 	var errs []error
-	for _, n := range names {
-		if !strings.HasPrefix(n, prefix) {
+	for id := range ids {
+		if ownerOf(OwnerDir, id, me) == ownerAlive {
 			continue
 		}
-		if _, err := run("", "ip", "netns", "del", n); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		deleted = append(deleted, n)
+		d, err := deleteLab(OwnerDir, id, names)
+		deleted = append(deleted, d...)
+		errs = append(errs, err)
 	}
 	return deleted, errors.Join(errs...)
 }

@@ -2,7 +2,10 @@ package netlab
 
 import (
 	"errors"
+	"io/fs"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,7 +34,8 @@ func newLab(t *testing.T, cfg Config) *Lab {
 // flowStats is what the receiver saw from one source port.
 type flowStats struct{ got, ce int }
 
-// traffic is a sender pool on h1 and a receiver on h2, both on one plane.
+// traffic is a sender pool on one host and a receiver on the other, both
+// on one plane.
 type traffic struct {
 	rx    *sockio.Conn
 	pool  *sockio.Pool
@@ -44,16 +48,24 @@ const (
 	flowCount = 64
 )
 
+// newTraffic sends from h1 to h2, the direction the fault rules act on.
 func newTraffic(t *testing.T, lab *Lab, plane int, cfg sockio.Config) *traffic {
 	t.Helper()
+	return newTrafficFrom(t, lab, plane, 1, cfg)
+}
+
+// newTrafficFrom sends from host `from` (1 or 2) to the other host.
+func newTrafficFrom(t *testing.T, lab *Lab, plane, from int, cfg sockio.Config) *traffic {
+	t.Helper()
+	to := 3 - from
 	tr := &traffic{plane: plane}
-	must(t, lab.Run(2, func() (err error) {
-		tr.rx, err = sockio.Open(sockio.Config{Local: netip.AddrPortFrom(lab.Host(2).Addr(plane), rxPort)})
+	must(t, lab.Run(to, func() (err error) {
+		tr.rx, err = sockio.Open(sockio.Config{Local: netip.AddrPortFrom(lab.Host(to).Addr(plane), rxPort)})
 		return err
 	}))
 	t.Cleanup(func() { tr.rx.Close() })
-	must(t, lab.Run(1, func() (err error) {
-		cfg.Local = netip.AddrPortFrom(lab.Host(1).Addr(plane), basePort)
+	must(t, lab.Run(from, func() (err error) {
+		cfg.Local = netip.AddrPortFrom(lab.Host(from).Addr(plane), basePort)
 		tr.pool, err = sockio.OpenPool(cfg, flowCount)
 		return err
 	}))
@@ -242,6 +254,22 @@ func TestFabric(t *testing.T) {
 		}
 	})
 
+	// s1's forward hook also carries the h2→h1 direction, out of its host
+	// port: loss on every spine link must leave it alone, as the fault
+	// rules act on h1→h2 only (acknowledgements travel h2→h1).
+	t.Run("all-link loss spares h2 to h1", func(t *testing.T) {
+		back := newTrafficFrom(t, lab, 0, 2, sockio.Config{})
+		must(t, lab.SetLoss(Link{0, AllLinks}, 50))
+		defer func() { must(t, lab.SetLoss(Link{0, AllLinks}, 0)) }()
+		if got, _ := sum(back.send(t, per)); got != sent {
+			t.Errorf("h2 to h1 under 50%% loss on every link: %d of %d arrived, want all", got, sent)
+		}
+		// 1280 datagrams at 50 %: losing none has probability 2^-1280.
+		if got, _ := sum(tr.send(t, per)); got == sent {
+			t.Errorf("h1 to h2 under 50%% loss on every link: all %d arrived", sent)
+		}
+	})
+
 	t.Run("link flap", func(t *testing.T) {
 		link := Link{0, 3}
 		must(t, lab.SetLinkDown(link, true))
@@ -313,31 +341,82 @@ func TestCloseAndCleanup(t *testing.T) {
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}
-	lab, err := New(Config{Planes: 1, Links: 2})
+	lab, err := New(Config{Planes: 1, Links: 2, Prefix: testPrefix("c")})
 	must(t, err)
+	if _, err := os.Stat(filepath.Join(OwnerDir, lab.ID())); err != nil {
+		t.Fatalf("owner marker of a live lab: %v", err)
+	}
 	must(t, lab.Close())
 	must(t, lab.Close()) // idempotent
-	names, err := listNamespaces()
-	must(t, err)
-	for _, n := range names {
-		if strings.HasPrefix(n, lab.ID()) {
-			t.Fatalf("namespace %s left behind", n)
-		}
+	if left := labNamespaces(t, lab.ID()); len(left) > 0 {
+		t.Fatalf("namespaces left behind: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(OwnerDir, lab.ID())); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("owner marker left behind: %v", err)
 	}
 	if err := lab.SetLoss(Link{0, 0}, 1); err == nil {
 		t.Fatal("closed lab accepted a rule")
 	}
+}
 
-	// A crashed run leaves namespaces behind; Cleanup removes them.
-	const prefix = "mrlcln"
-	stale, err := New(Config{Planes: 1, Links: 1, Prefix: prefix})
-	must(t, err)
+// TestCleanupSparesLiveAndOtherLabs: Cleanup(prefix) deletes the lab of a
+// process that exited without Close, and neither a lab of the same prefix
+// whose owner still runs nor a lab whose prefix merely starts with prefix.
+func TestCleanupSparesLiveAndOtherLabs(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	prefix := testPrefix("k")
+	live := newLab(t, Config{Planes: 1, Links: 1, Prefix: prefix})
+	longer := newLab(t, Config{Planes: 1, Links: 1, Prefix: prefix + "z"})
+	orphan := orphanLab(t, prefix)
+	t.Cleanup(func() { Cleanup(prefix) }) // should the test fail before Cleanup
+
 	deleted, err := Cleanup(prefix)
 	must(t, err)
-	want := []string{stale.ID() + "-h1", stale.ID() + "-h2", stale.ID() + "-s1p0", stale.ID() + "-s2p0"}
 	slices.Sort(deleted)
+	want := []string{orphan + "-h1", orphan + "-h2", orphan + "-s1p0", orphan + "-s2p0"}
 	if !slices.Equal(deleted, want) {
 		t.Fatalf("deleted %v, want %v", deleted, want)
 	}
-	must(t, stale.Close()) // already gone: nothing left to do
+	if _, err := os.Stat(filepath.Join(OwnerDir, orphan)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("owner marker of the deleted lab left behind: %v", err)
+	}
+	for _, l := range []*Lab{live, longer} {
+		if got := labNamespaces(t, l.ID()); len(got) != 4 {
+			t.Fatalf("lab %s lost namespaces to Cleanup(%q): %v left", l.ID(), prefix, got)
+		}
+	}
+}
+
+// TestNewReapsDeadOwners: building a lab deletes the labs whose owner
+// exited without Close, as a killed run leaves them.
+func TestNewReapsDeadOwners(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	prefix := testPrefix("r")
+	orphan := orphanLab(t, prefix)
+	t.Cleanup(func() { Cleanup(prefix) }) // should the test fail before New
+	newLab(t, Config{Planes: 1, Links: 1, Prefix: prefix})
+	if left := labNamespaces(t, orphan); len(left) > 0 {
+		t.Fatalf("New left the dead owner's namespaces: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(OwnerDir, orphan)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("New left the dead owner's marker: %v", err)
+	}
+}
+
+// labNamespaces lists the namespaces of lab id.
+func labNamespaces(t *testing.T, id string) []string {
+	t.Helper()
+	names, err := listNamespaces()
+	must(t, err)
+	var out []string
+	for _, n := range names {
+		if _, nid, ok := parseLabName(n); ok && nid == id {
+			out = append(out, n)
+		}
+	}
+	return out
 }

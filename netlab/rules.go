@@ -40,7 +40,10 @@ func (r *planeRules) render() string {
 		rule(`oifname "a%d" drop`, i)
 	}
 	if r.lossAll > 0 {
-		rule("numgen random mod 10000 < %d drop", basisPoints(r.lossAll))
+		// s1 also forwards the h2→h1 direction (out of its host port
+		// "h"); matching the spine ports "a0", "a1", … keeps the loss on
+		// h1→h2 as on a single link, so acknowledgements are not lost.
+		rule(`oifname "a*" numgen random mod 10000 < %d drop`, basisPoints(r.lossAll))
 	}
 	for _, i := range keys(r.loss) {
 		rule(`oifname "a%d" numgen random mod 10000 < %d drop`, i, basisPoints(r.loss[i]))
@@ -129,7 +132,8 @@ func (l *Lab) Rules(plane int) string {
 
 // SetLoss drops pct percent (0..100, resolution 0.01) of the packets that s1
 // forwards onto link, chosen at random by the kernel; link.Index AllLinks
-// applies it to every link of the plane. 0 removes the rule.
+// applies it to every spine link of the plane. Like every fault rule it acts
+// on the h1→h2 direction only. 0 removes the rule.
 func (l *Lab) SetLoss(link Link, pct float64) error {
 	if pct < 0 || pct > 100 {
 		return fmt.Errorf("netlab: loss %v%% out of range 0..100", pct)

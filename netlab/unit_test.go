@@ -19,7 +19,7 @@ table inet metaroce {
 	chain faults {
 		type filter hook forward priority 0; policy accept;
 		oifname "a2" drop
-		numgen random mod 10000 < 150 drop
+		oifname "a*" numgen random mod 10000 < 150 drop
 		oifname "a0" numgen random mod 10000 < 1 drop
 		oifname "a1" numgen random mod 10000 < 1000 drop
 		oifname "a3" limit rate over 100 mbytes/second drop

@@ -1,8 +1,9 @@
 // Package soak runs the MetaRoCE collectives for a long time under changing
 // faults and checks that they stay correct: every result is compared with a
-// reference computed element by element, failures must surface as errors
-// within the communicator's deadline, and the process must hold no more
-// goroutines or file descriptors after the run than before it.
+// reference computed element by element (exact for up to MaxRanks ranks),
+// failures must surface as errors within the communicator's deadline, and
+// the process must hold no more goroutines or file descriptors after the
+// run than before it.
 //
 // The run is a sequence of rounds. Within a round the ranks run the same
 // random sequence of collectives, element types, operations and sizes,
@@ -14,7 +15,9 @@
 //     endpoint opens: no fault, random datagram loss (several rates),
 //     blackholed source ports, or the death of one rank part-way through,
 //     after which every surviving rank must report an error rather than
-//     hang.
+//     hang: one that names a dead or closed peer, at the dead rank's last
+//     collective or later (any other error, or an earlier one, is counted
+//     as unexpected).
 //   - Netlab rounds (Options.Netlab, root and nftables) run two ranks, one
 //     in each host of a namespace fabric with four ECMP spine links
 //     (package netlab), and inject real faults with nftables and link

@@ -147,6 +147,12 @@ func pluginRound(ctx context.Context, rep *Report, opt Options, k *pluginKit) {
 		rep.fault("plugin sender killed")
 	}
 	out, errOut, err := k.run(ctx, scenario)
+	if ctx.Err() != nil {
+		// The run was interrupted and the harness killed with it: its
+		// failure says nothing about the plugin (Report.Interrupted).
+		opt.Logf("plugin round %d (%s): interrupted", rep.PluginRounds, scenario)
+		return
+	}
 	v := judgeHarness(scenario, out, err)
 	rep.PluginMessages += v.messages
 	switch {

@@ -9,7 +9,8 @@ import (
 
 // Report is what a run did and found. Corrupted, Unexpected, MissedKills,
 // PluginFailures, PluginMissedKills and the leaks must all be zero for a
-// healthy build.
+// healthy build, and the run must have checked something and not have been
+// interrupted (see Healthy).
 type Report struct {
 	// Mode is "driver" (faults injected by the datapath's test options on
 	// in-process ranks) or "netlab" (faults injected by nftables and link
@@ -35,10 +36,16 @@ type Report struct {
 	// were running (netlab mode).
 	MidRoundFaults int
 
-	Surfaced    int // errors reported by survivors of kill rounds (expected)
+	// Surfaced counts the survivors of kill rounds that reported the dead
+	// rank as expected: an error naming a dead or closed peer, at the
+	// victim's last op or later.
+	Surfaced    int
 	MissedKills int // survivors of a kill round that saw no error
-	Unexpected  int // errors in rounds without a kill
-	Corrupted   int // results that differ from the reference
+	// Unexpected counts errors no fault explains: any error in a round
+	// without a kill, and in a kill round any other kind of error, or one
+	// at an op before the victim's last.
+	Unexpected int
+	Corrupted  int // results that differ from the reference
 
 	// Plugin rounds: the NCCL net plugin driven by the C harness in two
 	// processes over loopback (udp backend).
@@ -57,13 +64,37 @@ type Report struct {
 	// Notes say what the run could not do as asked (no root for netlab,
 	// no gcc for the plugin) and what it did instead.
 	Notes []string
+	// Interrupted is set when the run's context ended (a signal, a
+	// deadline) before the run did: the round it cut short was not
+	// judged, and errors it caused are not counted as Unexpected.
+	Interrupted bool
 }
 
-// Healthy reports whether the run found nothing wrong.
-func (r *Report) Healthy() bool {
-	return r.Corrupted == 0 && r.Unexpected == 0 && r.MissedKills == 0 &&
-		r.PluginFailures == 0 && r.PluginMissedKills == 0 &&
-		r.GoroutinesAfter <= r.GoroutinesBefore && r.FDsAfter <= r.FDsBefore
+// Healthy reports whether the run checked something and found nothing
+// wrong: at least one operation or plugin message verified, no error
+// without a fault to explain it, every kill surfaced, nothing corrupted or
+// leaked, and not interrupted. A run that did no work (a duration too short
+// for one round) proves nothing and is not healthy.
+func (r *Report) Healthy() bool { return len(r.problems()) == 0 }
+
+// problems lists why the run is not healthy, in words; empty when it is.
+func (r *Report) problems() []string {
+	var p []string
+	add := func(bad bool, what string) {
+		if bad {
+			p = append(p, what)
+		}
+	}
+	add(r.Ops == 0 && r.PluginMessages == 0, "nothing was checked (no operation or plugin message verified)")
+	add(r.Interrupted, "interrupted")
+	add(r.Corrupted > 0, "corrupted results")
+	add(r.Unexpected > 0, "unexpected errors")
+	add(r.MissedKills > 0, "missed kills")
+	add(r.PluginFailures > 0, "plugin failures")
+	add(r.PluginMissedKills > 0, "plugin missed kills")
+	add(r.GoroutinesAfter > r.GoroutinesBefore, "goroutines leaked")
+	add(r.FDsAfter > r.FDsBefore, "file descriptors leaked")
+	return p
 }
 
 func (r *Report) String() string {
@@ -90,6 +121,9 @@ func (r *Report) String() string {
 		"  goroutines %d -> %d, open fds %d -> %d, healthy %v",
 		r.Surfaced, r.MissedKills, r.Unexpected, r.Corrupted,
 		r.GoroutinesBefore, r.GoroutinesAfter, r.FDsBefore, r.FDsAfter, r.Healthy())
+	if p := r.problems(); len(p) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(p, ", "))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n  note: %s", n)
 	}

@@ -16,15 +16,17 @@ import (
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
 	"github.com/metaroce/metaroce/netlab"
+	"github.com/metaroce/metaroce/transport"
 )
 
 // Options parameterise a soak run. Zero fields take the defaults.
 type Options struct {
 	// Duration is how long new rounds are started; the last round runs to
-	// its end. Default 10 s.
+	// its end. Default (zero) 10 s; negative is an error.
 	Duration time.Duration
-	// Ranks is the number of in-process ranks of driver-level rounds.
-	// Default 4. Netlab rounds always run 2 ranks, one per lab host.
+	// Ranks is the number of in-process ranks of driver-level rounds,
+	// 2..MaxRanks (the reference is exact up to MaxRanks). Default (zero)
+	// 4. Netlab rounds always run 2 ranks, one per lab host.
 	Ranks int
 	// Seed seeds every random choice; the same seed gives the same rounds.
 	// Default 1.
@@ -58,11 +60,22 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// check refuses options that no default can stand for.
+func (o Options) check() error {
+	if o.Duration < 0 {
+		return fmt.Errorf("soak: negative Duration %v", o.Duration)
+	}
+	if o.Ranks != 0 && (o.Ranks < 2 || o.Ranks > MaxRanks) {
+		return fmt.Errorf("soak: %d ranks, want 2..%d (the reference is exact up to %d)", o.Ranks, MaxRanks, MaxRanks)
+	}
+	return nil
+}
+
 func (o Options) withDefaults() Options {
-	if o.Duration <= 0 {
+	if o.Duration == 0 {
 		o.Duration = 10 * time.Second
 	}
-	if o.Ranks <= 0 {
+	if o.Ranks == 0 {
 		o.Ranks = 4
 	}
 	if o.Seed == 0 {
@@ -140,9 +153,15 @@ func plan(rng *rand.Rand, n, maxCount int) []op {
 func pow2(x float64) float64 { return math.Exp2(x) }
 
 // Run soaks for opt.Duration (or until ctx ends) and returns the report.
-// It returns an error only when a round cannot start at all (the lab or
-// the plugin does not build, a fault cannot be injected).
+// It returns an error only when the options are invalid or a round cannot
+// start at all (the lab or the plugin does not build, a fault cannot be
+// injected). When ctx ends first, the round under way stops, the report
+// says Interrupted, and whatever was built (lab, plugin) is torn down
+// before Run returns.
 func Run(ctx context.Context, opt Options) (*Report, error) {
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
 	opt = opt.withDefaults()
 	rep := &Report{Mode: "driver"}
 	var fab *fabric
@@ -155,6 +174,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			}
 			defer fab.close()
 			rep.Mode = "netlab"
+			opt.Logf("netlab: fabric %s built (%d spine links)", fab.lab.ID(), netlabLinks)
 		}
 	}
 	var kit *pluginKit
@@ -189,11 +209,13 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		}
 		if err != nil {
 			rep.Elapsed = time.Since(start)
+			rep.Interrupted = ctx.Err() != nil
 			return rep, err
 		}
 		coll++
 	}
 	rep.Elapsed = time.Since(start)
+	rep.Interrupted = ctx.Err() != nil
 	rep.GoroutinesAfter, rep.FDsAfter = settle(rep.GoroutinesBefore, rep.FDsBefore)
 	return rep, nil
 }
@@ -246,7 +268,54 @@ type rankResult struct {
 	ops, bytes uint64
 	corrupted  int
 	err        error
+	failedOp   int // index of the op that returned err; -1 when err came before the first op
 	stats      []collectives.PeerStats
+}
+
+// verdict is how one rank's outcome of a round counts in the report.
+type verdict int
+
+const (
+	verdictFine        verdict = iota // no error, none due (or the victim)
+	verdictSurfaced                   // a survivor of a kill round reported the dead rank
+	verdictMissed                     // a survivor of a kill round saw no error
+	verdictUnexpected                 // an error no fault of the round explains
+	verdictInterrupted                // the run's context ended under the rank
+)
+
+// deadPeer reports whether err is how a rank learns that a peer left: the
+// connection to it closed (the leaving rank's communicator closed it, or a
+// rank that gave up before closed its own) or went silent for the idle
+// timeout. Errors wrap these core errors through the collective's and the
+// datapath's, which add the ranks and addresses (udp.PeerError).
+func deadPeer(err error) bool {
+	return errors.Is(err, transport.ErrClosed) || errors.Is(err, transport.ErrPeerDead)
+}
+
+// judge classifies rank r's result x in a round. In a kill round (kill set)
+// victim left before op killAt. A survivor's error is the expected one
+// only when it names a dead peer and came at op killAt-1 or later: op
+// killAt-1 is the victim's last, and a survivor may still wait for the
+// acknowledgements of what it sent the victim in it when the victim
+// closes. Any other error (another kind, or an op before, where only a
+// fault such as loss can have caused it) is unexpected. ctxErr is the
+// run's context error, nil while it runs: once the context has ended, a
+// rank's error may be the cancellation itself or its echo (a peer that
+// gave up closed its connections), so a round cut short is not judged.
+func judge(kill bool, victim, killAt, r int, x rankResult, launchFailed bool, ctxErr error) verdict {
+	switch {
+	case kill && r == victim:
+		return verdictFine
+	case ctxErr != nil:
+		return verdictInterrupted
+	case x.err == nil && kill && !launchFailed:
+		return verdictMissed
+	case x.err == nil:
+		return verdictFine
+	case kill && x.failedOp >= killAt-1 && deadPeer(x.err):
+		return verdictSurfaced
+	}
+	return verdictUnexpected
 }
 
 // round runs the collectives of one round as spec says.
@@ -299,7 +368,7 @@ func round(ctx context.Context, rep *Report, opt Options, spec roundSpec, seed u
 	}
 	launchErr := spec.launch(ctx, n, cfg, func(c *collectives.Comm) error {
 		r := c.Rank()
-		var out rankResult
+		out := rankResult{failedOp: -1}
 		defer func() {
 			mu.Lock()
 			res[r] = out
@@ -324,6 +393,7 @@ func round(ctx context.Context, rep *Report, opt Options, spec roundSpec, seed u
 			got, want, err := runOp(ctx, c, o)
 			if err != nil {
 				out.err = fmt.Errorf("op %d (%v): %w", i, o, err)
+				out.failedOp = i
 				break
 			}
 			out.ops++
@@ -344,7 +414,7 @@ func round(ctx context.Context, rep *Report, opt Options, spec roundSpec, seed u
 		// round's expected failures do not cut the survivors short.
 		return nil
 	})
-	if launchErr != nil {
+	if launchErr != nil && ctx.Err() == nil {
 		// Setup failed (rendezvous, handshakes): the fault setting must not
 		// prevent a job from starting, so this is unexpected too.
 		rep.Unexpected++
@@ -363,16 +433,24 @@ func round(ctx context.Context, rep *Report, opt Options, spec roundSpec, seed u
 			rep.ECNMarks += p.Conn.ECNMarks
 			rep.CERecv += p.Conn.CERecv
 		}
-		switch {
-		case r == victim:
-		case spec.kill && x.err != nil:
+		switch judge(spec.kill, victim, killAt, r, x, launchErr != nil, ctx.Err()) {
+		case verdictSurfaced:
 			rep.Surfaced++
-		case spec.kill && launchErr == nil:
+			opt.Logf("round %d: rank %d surfaced rank %d's exit: %v", rep.Rounds, r, victim, x.err)
+		case verdictMissed:
 			rep.MissedKills++
 			rep.note(fmt.Sprintf("round %d: rank %d saw no error after rank %d left at op %d", rep.Rounds, r, victim, killAt))
-		case x.err != nil:
+		case verdictUnexpected:
 			rep.Unexpected++
-			rep.note(fmt.Sprintf("round %d (%s): rank %d: %v", rep.Rounds, spec.name, r, x.err))
+			if spec.kill {
+				rep.note(fmt.Sprintf("round %d (%s): rank %d, with rank %d leaving at op %d: %v", rep.Rounds, spec.name, r, victim, killAt, x.err))
+			} else {
+				rep.note(fmt.Sprintf("round %d (%s): rank %d: %v", rep.Rounds, spec.name, r, x.err))
+			}
+		case verdictInterrupted:
+			if x.err != nil {
+				opt.Logf("round %d (%s): rank %d interrupted: %v", rep.Rounds, spec.name, r, x.err)
+			}
 		}
 	}
 	opt.Logf("round %d (%s): ops %d, corrupted %d, unexpected %d, surfaced %d",
@@ -387,7 +465,7 @@ func round(ctx context.Context, rep *Report, opt Options, spec roundSpec, seed u
 func runOp(ctx context.Context, c *collectives.Comm, o op) (got, want []byte, err error) {
 	n, r := c.Size(), c.Rank()
 	in, out := inOutCounts(o.coll, n, o.count)
-	send := input(o.dt, o.salt, r, in)
+	send := input(o.dt, o.red, o.salt, r, in)
 	recv := make([]byte, out*o.dt.Size())
 	root := int(o.salt) % n
 	switch o.coll {

@@ -1,6 +1,15 @@
 // Command mrconform runs the MetaRoCE conformance suite against an
 // implementation under test and reports TAP, a table and optionally JUnit
-// XML. It exits 1 when a mandatory case fails and 2 on bad usage.
+// XML.
+//
+// Exit status: 0 when every mandatory case passed (and the JUnit report,
+// if asked for, was written); 1 when a mandatory case failed, the IUT could
+// not be brought up (its process did not answer, the in-process datapath
+// could not listen) or the JUnit report could not be written; 2 on bad
+// usage, found before anything runs (unknown flags, not exactly one of
+// --self, --iut and --addr, a bad address, format or case id, a
+// non-positive --timeout, an --iut program that does not exist, a --junit
+// file that cannot be created). -h prints the usage and exits 0.
 //
 //	mrconform --self                     judge this module's UDP datapath, in-process
 //	mrconform --iut "build/mrpeer"       judge a process speaking the control contract
@@ -10,11 +19,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -22,38 +33,61 @@ import (
 	"github.com/metaroce/metaroce/conformance/udpiut"
 )
 
+// Exit statuses (see the package documentation).
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// usageTail follows the flag list in -h output.
+const usageTail = `
+Exit status: 0 every mandatory case passed; 1 a mandatory case failed, the
+IUT could not be brought up, or the JUnit report could not be written;
+2 bad usage, found before anything runs.
+`
+
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // run is main without the process: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mrconform", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: mrconform (--self | --iut COMMAND | --addr IP:PORT) [flags]")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), usageTail)
+	}
 	self := fs.Bool("self", false, "start this module's UDP datapath in-process as the IUT")
 	iutCmd := fs.String("iut", "", "command line (split at blanks) of an IUT process speaking the control contract on stdin/stdout")
 	addr := fs.String("addr", "", "UDP address (ip:port) of the IUT; without a control channel only control-free cases run")
 	seed := fs.Uint64("seed", 1, "seed of connection ids, tokens and payloads")
-	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the whole run")
+	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the whole run (positive)")
 	format := fs.String("format", "tap,markdown", "reports on stdout, comma-separated: tap, human, markdown")
 	junit := fs.String("junit", "", "also write JUnit XML to this file")
 	only := fs.String("cases", "", "comma-separated case ids to run (default: all)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "mrconform: "+format+"\n", a...)
+		return exitUsage
 	}
 	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "mrconform: unexpected arguments %q\n", fs.Args())
-		return 2
+		return usage("unexpected arguments %q", fs.Args())
 	}
 	formats := strings.Split(*format, ",")
 	for _, f := range formats {
 		if f != "tap" && f != "human" && f != "markdown" {
-			fmt.Fprintf(stderr, "mrconform: --format %q: want tap, human or markdown\n", f)
-			return 2
+			return usage("--format %q: want tap, human or markdown", f)
 		}
 	}
 	cases, err := selectCases(*only)
 	if err != nil {
-		fmt.Fprintln(stderr, "mrconform:", err)
-		return 2
+		return usage("%v", err)
 	}
 	n := 0
 	for _, set := range []bool{*self, *iutCmd != "", *addr != ""} {
@@ -62,9 +96,38 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if n != 1 {
-		fmt.Fprintln(stderr, "mrconform: give exactly one of --self, --iut or --addr")
-		return 2
+		return usage("give exactly one of --self, --iut or --addr")
 	}
+	if *timeout <= 0 {
+		// A run without time fails every case, which would blame the IUT
+		// for the command line.
+		return usage("--timeout %v: want a positive duration, such as 90s", *timeout)
+	}
+	argv := strings.Fields(*iutCmd)
+	var ap netip.AddrPort
+	switch {
+	case *iutCmd != "" && len(argv) == 0:
+		return usage("--iut: empty command")
+	case *iutCmd != "":
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			return usage("--iut: %v", err)
+		}
+	case *addr != "":
+		if ap, err = netip.ParseAddrPort(*addr); err != nil {
+			return usage("--addr %q: %v", *addr, err)
+		}
+	}
+	// The report file is created before the run, so that a path that
+	// cannot be written is a usage error now rather than a lost report
+	// after minutes of cases.
+	var junitFile *os.File
+	if *junit != "" {
+		if junitFile, err = os.Create(*junit); err != nil {
+			return usage("--junit: %v", err)
+		}
+		defer junitFile.Close()
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	var iut conformance.IUT
@@ -72,25 +135,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *self:
 		u, err := udpiut.Listen(*seed)
 		if err != nil {
-			fmt.Fprintln(stderr, "mrconform:", err)
-			return 2
+			fmt.Fprintln(stderr, "mrconform: starting the in-process IUT:", err)
+			return exitFail
 		}
 		defer u.Close()
 		iut = u
 	case *iutCmd != "":
-		p, err := conformance.StartProcess(ctx, strings.Fields(*iutCmd), stderr)
+		p, err := conformance.StartProcess(ctx, argv, stderr)
 		if err != nil {
-			fmt.Fprintln(stderr, "mrconform:", err)
-			return 2
+			fmt.Fprintln(stderr, "mrconform: starting the IUT:", err)
+			return exitFail
 		}
 		defer p.Close()
 		iut = p
 	default:
-		ap, err := netip.ParseAddrPort(*addr)
-		if err != nil {
-			fmt.Fprintf(stderr, "mrconform: --addr %q: %v\n", *addr, err)
-			return 2
-		}
 		iut = conformance.AddrIUT(ap)
 	}
 	rs := conformance.Run(ctx, iut, cases, *seed)
@@ -107,16 +165,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 			conformance.WriteTable(stdout, rs)
 		}
 	}
-	if *junit != "" {
-		if err := writeJUnit(*junit, rs); err != nil {
-			fmt.Fprintln(stderr, "mrconform:", err)
-			return 2
+	code := exitOK
+	if conformance.MandatoryFailed(rs) {
+		code = exitFail
+	}
+	if junitFile != nil {
+		if err := writeJUnit(junitFile, rs); err != nil {
+			fmt.Fprintf(stderr, "mrconform: --junit %s: %v\n", *junit, err)
+			code = exitFail
 		}
 	}
-	if conformance.MandatoryFailed(rs) {
-		return 1
-	}
-	return 0
+	return code
 }
 
 // selectCases returns the cases named in a comma-separated list, all for "".
@@ -141,11 +200,8 @@ func selectCases(list string) ([]*conformance.Case, error) {
 	return out, nil
 }
 
-func writeJUnit(path string, rs []conformance.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
+// writeJUnit writes the JUnit report to f and closes it.
+func writeJUnit(f *os.File, rs []conformance.Result) error {
 	if err := conformance.WriteJUnit(f, "metaroce-conformance", rs); err != nil {
 		f.Close()
 		return err

@@ -12,13 +12,55 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestUsage: every mistake in the command line is found before anything
+// runs and exits 2, never 1, which would blame the implementation.
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{nil, {"--self", "--addr", "127.0.0.1:1"}, {"--addr", "nonsense"}, {"--bogus"},
-		{"--self", "--format", "pdf"}, {"--self", "--cases", "nosuch"}, {"--iut", "/nonexistent/iut"}, {"--self", "extra"}} {
+		{"--self", "--format", "pdf"}, {"--self", "--cases", "nosuch"}, {"--iut", "/nonexistent/iut"}, {"--self", "extra"},
+		{"--self", "--timeout", "0s"}, {"--self", "--timeout", "-1s"}, {"--addr", "127.0.0.1:9", "--timeout", "0s"},
+		{"--iut", "   "}, {"--self", "--junit", "/nonexistent-dir/report.xml"}} {
 		var out, errb bytes.Buffer
-		require.Equal(t, 2, run(args, &out, &errb), "%v", args)
+		require.Equal(t, exitUsage, run(args, &out, &errb), "%v", args)
 		require.NotEmpty(t, errb.String(), "%v", args)
+		require.Empty(t, out.String(), "%v: nothing ran", args)
 	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, h := range []string{"-h", "--help"} {
+		var out, errb bytes.Buffer
+		require.Equal(t, exitOK, run([]string{h}, &out, &errb), h)
+		require.Contains(t, errb.String(), "Exit status:", h)
+	}
+}
+
+// TestIUTThatDoesNotAnswer: a program that exists but does not speak the
+// control contract is a failure of the IUT (1), not bad usage.
+func TestIUTThatDoesNotAnswer(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, exitFail, run([]string{"--iut", "false", "--timeout", "30s"}, &out, &errb))
+	require.Contains(t, errb.String(), "starting the IUT")
+}
+
+// TestJUnitWriteError: a report that cannot be written fails the run (1),
+// and never hides a failed mandatory case behind another status.
+func TestJUnitWriteError(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full to fail writes:", err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"--addr", "127.0.0.1:9", "--timeout", "30s", "--cases", "handshake", "--junit", "/dev/full"}, &out, &errb)
+	require.Equal(t, exitFail, code, "stderr %s", errb.String())
+	require.Contains(t, out.String(), "not ok 1 - handshake")
+	require.Contains(t, errb.String(), "--junit /dev/full")
+
+	out.Reset()
+	errb.Reset()
+	code = run([]string{"--self", "--timeout", "60s", "--cases", "handshake", "--junit", "/dev/full"}, &out, &errb)
+	require.Contains(t, out.String(), "ok 1 - handshake")
+	require.NotContains(t, out.String(), "not ok")
+	require.Equal(t, exitFail, code, "the cases passed but the report was lost; stderr %s", errb.String())
+	require.Contains(t, errb.String(), "--junit /dev/full")
 }
 
 // TestAddrOnly runs against an address where nothing answers: the handshake
@@ -26,7 +68,7 @@ func TestUsage(t *testing.T) {
 func TestAddrOnly(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"--addr", "127.0.0.1:9", "--timeout", "30s", "--cases", "handshake,sack"}, &out, &errb)
-	require.Equal(t, 1, code)
+	require.Equal(t, exitFail, code)
 	require.Contains(t, out.String(), "not ok 1 - handshake")
 	require.Contains(t, out.String(), "# SKIP")
 }

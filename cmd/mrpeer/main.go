@@ -1,18 +1,40 @@
 // Command mrpeer runs this module's UDP datapath (transport/udp) as an
 // implementation under test for the conformance suite. It reads control
 // requests, one per line, on stdin and answers each with one JSON line on
-// stdout (docs/conformance.md, "Control contract"); diagnostics go to
-// stderr. It exits 0 after quit or at the end of its input, 2 on bad usage.
+// stdout (docs/conformance.md, "Control contract"); a bad request, a line
+// longer than the contract's 64 MiB included, gets an error reply and the
+// next line is served. Diagnostics go to stderr.
+//
+// Exit status: 0 after quit or at the end of its input; 1 when stdin cannot
+// be read or stdout written; 2 on bad usage, found before anything runs.
+// -h prints the usage and exits 0.
 //
 //	mrconform --iut "build/mrpeer --seed 7"
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 )
+
+// Exit statuses (see the package documentation).
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// usageTail follows the flag list in -h output.
+const usageTail = `
+Reads control requests on stdin, one a line, and answers each with one JSON
+line on stdout (docs/conformance.md, "Control contract").
+
+Exit status: 0 after quit or at the end of the input; 1 when stdin cannot be
+read or stdout written; 2 bad usage.
+`
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
@@ -20,19 +42,27 @@ func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mrpeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: mrpeer [--seed N]")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), usageTail)
+	}
 	seed := fs.Uint64("seed", 1, "seed of connection ids, tokens and entropies (0: crypto/rand)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "mrpeer: unexpected arguments %q\n", fs.Args())
-		return 2
+		return exitUsage
 	}
 	s := newServer(*seed, stderr)
 	defer s.shutdown()
 	if err := s.serve(stdin, stdout); err != nil {
 		fmt.Fprintln(stderr, "mrpeer:", err)
-		return 1
+		return exitFail
 	}
-	return 0
+	return exitOK
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -50,6 +51,85 @@ func TestScript(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	require.Equal(t, 2, run([]string{"--bogus"}, strings.NewReader(""), &out, &errb))
-	require.Equal(t, 2, run([]string{"extra"}, strings.NewReader(""), &out, &errb))
+	require.Equal(t, exitUsage, run([]string{"--bogus"}, strings.NewReader(""), &out, &errb))
+	require.Equal(t, exitUsage, run([]string{"extra"}, strings.NewReader(""), &out, &errb))
+	for _, h := range []string{"-h", "--help"} {
+		errb.Reset()
+		require.Equal(t, exitOK, run([]string{h}, strings.NewReader(""), &out, &errb), h)
+		require.Contains(t, errb.String(), "Exit status:", h)
+	}
+}
+
+// repeatReader yields n copies of one byte without holding them.
+type repeatReader struct {
+	b byte
+	n int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.n)
+	for i := range p[:k] {
+		p[i] = r.b
+	}
+	r.n -= k
+	return k, nil
+}
+
+// replies runs mrpeer on in and returns its exit status and reply lines.
+func replies(t *testing.T, in io.Reader) (int, []control.Reply) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(nil, in, &out, &errb)
+	var reps []control.Reply
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		rep, err := control.ParseReply(sc.Bytes())
+		require.NoError(t, err)
+		reps = append(reps, rep)
+	}
+	return code, reps
+}
+
+// TestOverlongLine: a request line longer than control.MaxLine gets an
+// error reply, and the requests after it are served as usual. Before,
+// the process ended with status 1 and no reply.
+func TestOverlongLine(t *testing.T) {
+	in := io.MultiReader(strings.NewReader("listen\n"), &repeatReader{'x', control.MaxLine + 1},
+		strings.NewReader("\ncompletions\nquit\n"))
+	code, reps := replies(t, in)
+	require.Equal(t, exitOK, code)
+	require.Len(t, reps, 4)
+	require.True(t, reps[0].OK)
+	require.False(t, reps[1].OK)
+	require.Contains(t, reps[1].Error, "longer than")
+	require.True(t, reps[2].OK, "completions after the long line: %+v", reps[2])
+	require.True(t, reps[3].OK)
+}
+
+// TestLineLimit pins the limit: max bytes before the newline are a
+// request (here an unknown one), one more is too long, a carriage return
+// counts, and a last line without a newline is still one.
+func TestLineLimit(t *testing.T) {
+	const max = 16
+	s := newServer(1, io.Discard)
+	s.maxLine = max
+	defer s.shutdown()
+	x := func(n int) string { return strings.Repeat("x", n) }
+	in := x(max) + "\n" + x(max+1) + "\n" + x(max-1) + "\r\n" + x(max) + "\r\n" + "\n" + x(max+1)
+	var out bytes.Buffer
+	require.NoError(t, s.serve(strings.NewReader(in), &out))
+	var errs []string
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		rep, err := control.ParseReply([]byte(line))
+		require.NoError(t, err)
+		require.False(t, rep.OK)
+		errs = append(errs, rep.Error)
+	}
+	require.Len(t, errs, 6)
+	for i, long := range []bool{false, true, false, true, false, true} {
+		require.Equal(t, long, strings.Contains(errs[i], "longer than"), "line %d: %s", i, errs[i])
+	}
 }

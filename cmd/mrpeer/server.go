@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -23,27 +24,47 @@ const defaultAccept = 5 * time.Second
 // not yet reported. Requests are served one at a time; completions are
 // appended by one goroutine per operation.
 type server struct {
-	seed   uint64
-	log    io.Writer
-	ep     *udp.Endpoint
-	conns  []*udp.Conn
-	nextID uint64
+	seed    uint64
+	log     io.Writer
+	maxLine int // longest request line, bytes without the newline (control.MaxLine)
+	ep      *udp.Endpoint
+	conns   []*udp.Conn
+	nextID  uint64
 
 	mu   sync.Mutex
 	done []control.Completion
 	wg   sync.WaitGroup
 }
 
-func newServer(seed uint64, log io.Writer) *server { return &server{seed: seed, log: log} }
+func newServer(seed uint64, log io.Writer) *server {
+	return &server{seed: seed, log: log, maxLine: control.MaxLine}
+}
 
-// serve answers requests until quit or the end of in.
+// serve answers requests until quit or the end of in. A line longer than
+// maxLine is read to its end without being kept, and answered with an
+// error like any other bad request: the contract promises one reply per
+// line, and the tester's next request must still find the IUT in step.
+// It returns an error only when in cannot be read or out written.
 func (s *server) serve(in io.Reader, out io.Writer) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), control.MaxLine)
+	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriter(out)
-	for sc.Scan() {
-		req, err := control.ParseRequest(sc.Text())
+	var buf []byte
+	for {
+		line, tooLong, err := readLine(r, s.maxLine, buf[:0])
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		buf = line
+		var req control.Request
 		var rep control.Reply
+		if tooLong {
+			err = fmt.Errorf("mrpeer: request line longer than %d bytes, ignored", s.maxLine)
+		} else {
+			req, err = control.ParseRequest(string(line))
+		}
 		if err != nil {
 			rep = control.Fail(err)
 		} else {
@@ -58,7 +79,42 @@ func (s *server) serve(in io.Reader, out io.Writer) error {
 			return nil
 		}
 	}
-	return sc.Err()
+}
+
+// readLine reads the next line from r into buf and returns it without its
+// newline (and without a carriage return before it), as bufio.ScanLines
+// does; a last line without a newline counts too. A line is at most max
+// bytes, not counting its newline. A longer one is read to its end and
+// dropped as it arrives, so that memory stays bounded by max, and tooLong
+// is set with an empty line. err is io.EOF only when no line was left.
+func readLine(r *bufio.Reader, max int, buf []byte) (line []byte, tooLong bool, err error) {
+	n := 0 // bytes of the line read so far, its newline included
+	for {
+		chunk, err := r.ReadSlice('\n')
+		n += len(chunk)
+		if !tooLong {
+			content := n
+			if err == nil {
+				content-- // the chunk ends with the newline
+			}
+			if content > max {
+				tooLong, buf = true, buf[:0]
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && n > 0 {
+			err = nil // the last line, without a newline
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		buf = bytes.TrimSuffix(buf, []byte("\n"))
+		return bytes.TrimSuffix(buf, []byte("\r")), tooLong, nil
+	}
 }
 
 // do executes one request.

@@ -1,9 +1,16 @@
 // Command mrsoak runs the collectives soak (package soak): rounds of random
 // collectives on in-process ranks under changing faults (datagram loss,
 // blackholed ports, a rank that dies), every result checked against a
-// reference. It prints the report and exits 1 when a result was corrupted,
-// a failure went unreported, an error appeared without a fault that
-// explains it, or goroutines or file descriptors leaked; 2 on bad usage.
+// reference. It prints the report.
+//
+// Exit status: 0 when the run checked at least one result and found nothing
+// wrong; 1 when a result was corrupted, a failure went unreported, an error
+// appeared without a fault that explains it, goroutines or file descriptors
+// leaked, nothing was checked (a duration too short for one round), or a
+// round could not start; 2 on bad usage, found before anything runs; 130
+// when SIGINT, SIGTERM or SIGHUP ended the run (the report then covers the
+// rounds before it, and the namespace fabric is torn down first). -h prints
+// the usage and exits 0.
 //
 // With --netlab (root and nftables) the collective rounds run two ranks on
 // a namespace fabric of four ECMP spine links, with loss, black holes, CE
@@ -21,24 +28,62 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/metaroce/metaroce/soak"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+// Exit statuses (see the package documentation).
+const (
+	exitOK          = 0
+	exitFail        = 1
+	exitUsage       = 2
+	exitInterrupted = 130 // as a shell reports a command ended by SIGINT (128 + 2)
+)
 
-// run is main without the process: it returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+// usageTail follows the flag list in -h output.
+const usageTail = `
+Exit status: 0 healthy (something was checked and nothing was wrong);
+1 unhealthy (corruption, unreported or unexplained errors, leaks, nothing
+checked) or a round could not start; 2 bad usage; 130 ended by SIGINT,
+SIGTERM or SIGHUP (the fabric is torn down first).
+`
+
+func main() {
+	// SIGTERM (kill, systemd, CI timeouts) and SIGHUP (a closed terminal)
+	// end the run as Ctrl-C does, so that the namespace fabric and its
+	// nftables rules are torn down; with the default action they would be
+	// left behind. After the first signal the default action applies
+	// again, so that a second one stops a run that does not end at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit status. ctx ending
+// (a signal, in main) interrupts the soak.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mrsoak", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dur := fs.Duration("duration", 10*time.Second, "how long to start new rounds")
-	ranks := fs.Int("ranks", 4, "in-process ranks")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: mrsoak [flags]")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), usageTail)
+	}
+	dur := fs.Duration("duration", 10*time.Second, "how long to start new rounds (positive)")
+	ranks := fs.Int("ranks", 4, fmt.Sprintf("in-process ranks (2..%d)", soak.MaxRanks))
 	seed := fs.Uint64("seed", 1, "seed of every random choice")
 	ops := fs.Int("ops", 24, "collectives per round")
 	maxCount := fs.Int("maxcount", 1<<17, "largest element count of one collective")
@@ -49,14 +94,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "print one line per round")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
 	}
-	if *ranks < 2 || *ranks > 64 || *ops < 2 || *maxCount < 1 || *pluginEvery < 2 || *rounds < 0 {
-		fmt.Fprintln(stderr, "mrsoak: need 2..64 ranks, at least 2 ops per round, a positive -maxcount and -plugin-every of at least 2 and -rounds of at least 0")
-		return 2
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "mrsoak: unexpected arguments %q\n", fs.Args())
+		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	if *dur <= 0 {
+		fmt.Fprintf(stderr, "mrsoak: -duration %v: want a positive duration, such as 30s or 10m\n", *dur)
+		return exitUsage
+	}
+	if *ranks < 2 || *ranks > soak.MaxRanks || *ops < 2 || *maxCount < 1 || *pluginEvery < 2 || *rounds < 0 {
+		fmt.Fprintf(stderr, "mrsoak: need 2..%d ranks, at least 2 ops per round, a positive -maxcount and -plugin-every of at least 2 and -rounds of at least 0\n", soak.MaxRanks)
+		return exitUsage
+	}
 	opt := soak.Options{Duration: *dur, Ranks: *ranks, Seed: *seed, OpsPerRound: *ops, MaxCount: *maxCount,
 		Netlab: *useNetlab, Plugin: *plugin, PluginEvery: *pluginEvery, MaxRounds: *rounds}
 	if *verbose {
@@ -65,7 +119,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep, err := soak.Run(ctx, opt)
 	if err != nil {
 		fmt.Fprintln(stderr, "mrsoak:", err)
-		return 1
+		if ctx.Err() != nil {
+			return exitInterrupted
+		}
+		return exitFail
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintln(stderr, "mrsoak:", n)
@@ -80,8 +137,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "  error:", e)
 		}
 	}
-	if !rep.Healthy() {
-		return 1
+	switch {
+	case rep.Interrupted:
+		fmt.Fprintln(stderr, "mrsoak: interrupted; the report covers the rounds before the signal")
+		return exitInterrupted
+	case !rep.Healthy():
+		return exitFail
 	}
-	return 0
+	return exitOK
 }

@@ -1,19 +1,63 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/metaroce/metaroce/netlab"
 	"github.com/stretchr/testify/require"
 )
 
+// mainArgsEnv, when set in the environment of this test binary, makes it
+// run mrsoak's main with these arguments (one a line) instead of the
+// tests, so that a test can signal a real mrsoak process.
+const mainArgsEnv = "MRSOAK_TEST_MAIN_ARGS"
+
+func TestMain(m *testing.M) {
+	if a, ok := os.LookupEnv(mainArgsEnv); ok {
+		os.Args = append([]string{"mrsoak"}, strings.Split(a, "\n")...)
+		main()
+		return // main exits
+	}
+	os.Exit(m.Run())
+}
+
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"-ranks", "1"}, {"-ops", "1"}, {"-bogus"}, {"-plugin-every", "1"}, {"-rounds", "-1"}} {
+	for _, args := range [][]string{{"-ranks", "1"}, {"-ranks", "65"}, {"-ops", "1"}, {"-bogus"}, {"-plugin-every", "1"},
+		{"-rounds", "-1"}, {"-duration", "0s"}, {"-duration", "-1s"}, {"extra"}} {
 		var out, errb bytes.Buffer
-		require.Equal(t, 2, run(args, &out, &errb), "%v", args)
+		require.Equal(t, exitUsage, run(context.Background(), args, &out, &errb), "%v", args)
 		require.NotEmpty(t, errb.String())
 	}
+	var out, errb bytes.Buffer
+	run(context.Background(), []string{"-duration", "0s"}, &out, &errb)
+	require.Contains(t, errb.String(), "want a positive duration")
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, h := range []string{"-h", "--help"} {
+		var out, errb bytes.Buffer
+		require.Equal(t, exitOK, run(context.Background(), []string{h}, &out, &errb), h)
+		require.Contains(t, errb.String(), "Exit status:", h)
+	}
+}
+
+// TestNothingCheckedFails: a duration too short for one round checks
+// nothing, and that is no success.
+func TestNothingCheckedFails(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, exitFail, run(context.Background(), []string{"-duration", "1ns"}, &out, &errb))
+	require.Contains(t, out.String(), "healthy false (nothing was checked")
 }
 
 func TestShortRun(t *testing.T) {
@@ -21,7 +65,7 @@ func TestShortRun(t *testing.T) {
 		t.Skip("runs the soak for a second")
 	}
 	var out, errb bytes.Buffer
-	code := run([]string{"-duration", "1s", "-ops", "4", "-maxcount", "4096", "-json"}, &out, &errb)
+	code := run(context.Background(), []string{"-duration", "1s", "-ops", "4", "-maxcount", "4096", "-json"}, &out, &errb)
 	require.Equal(t, 0, code, "stdout %s\nstderr %s", out.String(), errb.String())
 	require.Contains(t, out.String(), `"Corrupted": 0`)
 }
@@ -34,10 +78,86 @@ func TestNetlabRun(t *testing.T) {
 		t.Skip("runs the soak for a few rounds")
 	}
 	var out, errb bytes.Buffer
-	code := run([]string{"--netlab", "-rounds", "3", "-ops", "4", "-maxcount", "4096"}, &out, &errb)
+	code := run(context.Background(), []string{"--netlab", "-rounds", "3", "-ops", "4", "-maxcount", "4096"}, &out, &errb)
 	require.Equal(t, 0, code, "stdout %s\nstderr %s", out.String(), errb.String())
 	require.Contains(t, out.String(), "healthy true")
 	if !strings.Contains(out.String(), "soak (netlab faults)") {
 		require.Contains(t, errb.String(), "netlab mode not possible")
 	}
+}
+
+// TestSignalTearsDownFabric runs mrsoak --netlab as a process, sends it
+// SIGTERM or SIGHUP once its first round is done, and checks that it exits
+// with the interrupted status and leaves none of its lab's namespaces
+// (and with them the nftables table on the lab's switch) nor its owner
+// marker behind.
+func TestSignalTearsDownFabric(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a namespace fabric in a child process")
+	}
+	if err := netlab.Available(); err != nil {
+		t.Skip(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join([]string{"--netlab", "-v", "-duration", "10m", "-ops", "4", "-maxcount", "4096"}, "\n"))
+			stderr, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			exited := make(chan error, 1)
+			var lab string
+			var log strings.Builder
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				signalled := false
+				for sc.Scan() {
+					line := sc.Text()
+					log.WriteString(line + "\n")
+					if f := strings.Fields(line); len(f) >= 3 && f[0] == "netlab:" && f[1] == "fabric" {
+						lab = f[2]
+					}
+					if !signalled && strings.HasPrefix(line, "round 1 (") {
+						signalled = true
+						cmd.Process.Signal(sig)
+					}
+				}
+				exited <- cmd.Wait()
+			}()
+			var werr error
+			select {
+			case werr = <-exited:
+			case <-time.After(2 * time.Minute):
+				cmd.Process.Kill() // our own child
+				<-exited
+				t.Fatalf("mrsoak did not end within 2 minutes of its start; stderr:\n%s", log.String())
+			}
+			require.NotEmpty(t, lab, "no fabric built; stderr:\n%s", log.String())
+			t.Cleanup(func() { removeLab(lab) }) // whatever the child left, should a check fail
+			var ee *exec.ExitError
+			require.True(t, errors.As(werr, &ee), "%v; stderr:\n%s", werr, log.String())
+			require.Equal(t, exitInterrupted, ee.ExitCode(), "%v; stderr:\n%s", werr, log.String())
+			out, err := exec.Command("ip", "netns", "list").Output()
+			require.NoError(t, err)
+			require.NotContains(t, string(out), lab, "namespaces of lab %s left behind", lab)
+			_, err = os.Stat(filepath.Join(netlab.OwnerDir, lab))
+			require.True(t, errors.Is(err, fs.ErrNotExist), "owner marker of lab %s: %v", lab, err)
+		})
+	}
+}
+
+// removeLab deletes what remains of lab id after its owner, a child of the
+// test, has exited: its namespaces and its owner marker. (The next
+// netlab.New would reap them too.)
+func removeLab(id string) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, id+"-") {
+			exec.Command("ip", "netns", "del", f).Run()
+		}
+	}
+	os.Remove(filepath.Join(netlab.OwnerDir, id))
 }
