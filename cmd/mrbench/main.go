@@ -20,12 +20,13 @@ import (
 // it with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// exitInterrupted is the exit status after SIGINT or SIGTERM, as a shell
+// exitInterrupted is the exit status after SIGINT, SIGTERM or SIGHUP (a
+// closed terminal, which must still tear a --netlab fabric down), as a shell
 // reports a command ended by SIGINT (128 + 2).
 const exitInterrupted = 130
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		// The first signal ends the run, which still writes what it
 		// measured; from then on the default action applies, so that a
