@@ -45,7 +45,24 @@ func exactInts(dt reduce.DType) int {
 	return math.MaxInt32
 }
 
-// value is element k (0 <= k < valuePeriod) of rank r's input.
+// period is the number of elements after which every rank's input pattern
+// repeats: valuePeriod, or valuePeriod × n for a floating-point average (see
+// value).
+func (in inputs) period() int {
+	if in.preMul() && in.n > 1 {
+		return valuePeriod * in.n
+	}
+	return valuePeriod
+}
+
+// value is element k (0 <= k < in.period()) of rank r's input.
+//   - Floating-point averages: element k is nonzero on rank k mod n alone,
+//     an integer 1..6. Such an average scales each input by 1/n, rounded to
+//     the type, and sums: with a single nonzero term the sum adds exact
+//     zeros only, so the result is that term, the same in every order of
+//     reduction, and a missing or doubled rank shows in every n-th element.
+//     (Several nonzero terms would round differently in different orders,
+//     and past a few ranks that rounding hides a rank's share of the mean.)
 //   - Products: ones and a few twos, exact and in range, or overflowing to
 //     the same result in any order.
 //   - Sums and averages: integers below m, with m small enough that no
@@ -58,6 +75,11 @@ func exactInts(dt reduce.DType) int {
 func (in inputs) value(r, k int) float64 {
 	base := (3*r + k) % valuePeriod
 	switch {
+	case in.preMul() && in.n > 1:
+		if k%in.n != r {
+			return 0
+		}
+		return float64(1 + (k/in.n)%6)
 	case in.reduces && in.op == reduce.OpProd:
 		if base == 0 {
 			return 2
@@ -105,11 +127,11 @@ func putValue(b []byte, dt reduce.DType, v float64) {
 	}
 }
 
-// table is one period of rank r's input pattern, valuePeriod elements.
+// table is one period of rank r's input pattern, in.period() elements.
 func (in inputs) table(r int) []byte {
-	es := in.dt.Size()
-	t := make([]byte, valuePeriod*es)
-	for k := 0; k < valuePeriod; k++ {
+	es, p := in.dt.Size(), in.period()
+	t := make([]byte, p*es)
+	for k := 0; k < p; k++ {
 		putValue(t[k*es:], in.dt, in.value(r, k))
 	}
 	return t
@@ -120,8 +142,7 @@ func (in inputs) table(r int) []byte {
 // reduce-scatter). It reduces in rank order with package reduce, which is
 // exact for these inputs, then divides once for an integer OpAvg as the
 // collectives do. A floating-point OpAvg scales every input by 1/n first,
-// as NCCL and the collectives do; its rounding then depends on the order of
-// the sum, so its outputs are compared within tolerance().
+// as NCCL and the collectives do, which value's inputs keep exact too.
 func (in inputs) reduced() ([]byte, error) {
 	premul := in.preMul()
 	term := func(r int) ([]byte, error) {
@@ -153,37 +174,21 @@ func (in inputs) reduced() ([]byte, error) {
 }
 
 // preMul reports whether the row averages a floating-point type, which
-// pre-multiplies and so is checked within tolerance().
+// pre-multiplies: its inputs follow their own pattern (see value).
 func (in inputs) preMul() bool { return in.reduces && reduce.PreMultiplies(in.dt, in.op) }
 
-// tolerance is how far an element of a reducing collective's output may
-// lie from reduced()'s: 0 (bit for bit) except for a floating-point
-// average, where both lie within reduce.PreMulSumTolerance of the exact
-// mean, whatever order each summed in.
-func (in inputs) tolerance() float64 {
-	if !in.preMul() {
-		return 0
-	}
-	var maxAbs float64
-	for r := range in.n {
-		for k := range valuePeriod {
-			maxAbs = max(maxAbs, math.Abs(in.value(r, k)))
-		}
-	}
-	return 2 * reduce.PreMulSumTolerance(in.dt, in.n, maxAbs)
-}
-
 // rotated returns table rotated left by off elements (of es bytes), so that
-// element i of the result is element (off+i) mod valuePeriod of table.
+// element i of the result is element (off+i) mod p of table, p being the
+// table's length in elements (its period).
 func rotated(table []byte, es int, off int64) []byte {
-	s := int(off%valuePeriod) * es
+	s := int(off%int64(len(table)/es)) * es
 	out := make([]byte, 0, len(table))
 	out = append(out, table[s:]...)
 	return append(out, table[:s]...)
 }
 
-// fillPattern sets element i of dst to element (off+i) mod valuePeriod of
-// table. dst's length must be a multiple of the element size.
+// fillPattern sets element i of dst to element (off+i) mod p of table (p
+// elements long). dst's length must be a multiple of the element size.
 func fillPattern(dst, table []byte, es int, off int64) {
 	if len(dst) == 0 {
 		return
@@ -213,26 +218,6 @@ func countWrong(got, table []byte, es int, off int64) int64 {
 		got = got[n:]
 	}
 	return wrong
-}
-
-// countFar is countWrong within a tolerance: it counts the elements of got
-// farther than tol from the pattern fillPattern(table, off) would write
-// (bit for bit when tol is 0).
-func countFar(got, table []byte, dt reduce.DType, off int64, tol float64) int64 {
-	es := dt.Size()
-	if tol == 0 {
-		return countWrong(got, table, es, off)
-	}
-	pat := rotated(table, es, off)
-	var far int64
-	for len(got) > 0 {
-		n := min(len(pat), len(got))
-		if !bytes.Equal(got[:n], pat[:n]) {
-			far += reduce.CountFar(got[:n], pat[:n], dt, tol)
-		}
-		got = got[n:]
-	}
-	return far
 }
 
 // guardBytes is the size of the sentinel area after each receive region; a
@@ -268,9 +253,9 @@ func checkOutput(c sched.Collective, l layout, recv []byte, in inputs, me, root 
 	blk := l.Count * int64(es)
 	switch c {
 	case sched.AllReduce:
-		return countFar(recv, reduced, in.dt, 0, in.tolerance())
+		return countWrong(recv, reduced, es, 0)
 	case sched.ReduceScatter:
-		return countFar(recv, reduced, in.dt, int64(me)*l.Count, in.tolerance())
+		return countWrong(recv, reduced, es, int64(me)*l.Count)
 	case sched.Broadcast:
 		return countWrong(recv, in.table(root), es, 0)
 	case sched.SendRecv:

@@ -16,26 +16,31 @@ import (
 func TestFillPatternMatchesReference(t *testing.T) {
 	for _, dt := range reduce.AllDTypes() {
 		es := dt.Size()
-		table := inputs{dt: dt, op: reduce.OpSum, n: 4, reduces: true}.table(2)
-		for _, n := range []int{0, 1, 6, 7, 8, 50} {
-			for _, off := range []int64{0, 3, 13} {
-				got := make([]byte, n*es)
-				fillPattern(got, table, es, off)
-				want := make([]byte, n*es)
-				for i := 0; i < n; i++ {
-					k := int((off + int64(i)) % valuePeriod)
-					copy(want[i*es:], table[k*es:(k+1)*es])
-				}
-				require.Equal(t, want, got, "%v n=%d off=%d", dt, n, off)
-				assert.Zero(t, countWrong(got, table, es, off))
-				if n > 0 {
-					got[len(got)-1] ^= 0x01
-					got[0] ^= 0x80
-					want := int64(2)
-					if n == 1 { // both flips hit the one element
-						want = 1
+		// Sums repeat every valuePeriod elements, float averages every
+		// valuePeriod × n.
+		for _, op := range []reduce.Op{reduce.OpSum, reduce.OpAvg} {
+			table := inputs{dt: dt, op: op, n: 4, reduces: true}.table(2)
+			period := int64(len(table) / es)
+			for _, n := range []int{0, 1, 6, 7, 8, 50} {
+				for _, off := range []int64{0, 3, 13} {
+					got := make([]byte, n*es)
+					fillPattern(got, table, es, off)
+					want := make([]byte, n*es)
+					for i := 0; i < n; i++ {
+						k := int((off + int64(i)) % period)
+						copy(want[i*es:], table[k*es:(k+1)*es])
 					}
-					assert.Equal(t, want, countWrong(got, table, es, off), "%v n=%d", dt, n)
+					require.Equal(t, want, got, "%v n=%d off=%d", dt, n, off)
+					assert.Zero(t, countWrong(got, table, es, off))
+					if n > 0 {
+						got[len(got)-1] ^= 0x01
+						got[0] ^= 0x80
+						want := int64(2)
+						if n == 1 { // both flips hit the one element
+							want = 1
+						}
+						assert.Equal(t, want, countWrong(got, table, es, off), "%v n=%d", dt, n)
+					}
 				}
 			}
 		}
@@ -55,7 +60,7 @@ func TestReducedTableExact(t *testing.T) {
 				got, err := in.reduced()
 				require.NoError(t, err)
 				want := make([]byte, len(got))
-				for k := 0; k < valuePeriod; k++ {
+				for k := 0; k < in.period(); k++ {
 					acc := in.value(0, k)
 					for r := 1; r < n; r++ {
 						v := in.value(r, k)
@@ -73,24 +78,28 @@ func TestReducedTableExact(t *testing.T) {
 					if !dt.IsFloat() {
 						acc = wrapInt(dt, acc) // integer types wrap, in any order alike
 					}
-					if op == reduce.OpAvg {
-						acc /= float64(n)
-						if !dt.IsFloat() {
-							acc = math.Trunc(acc)
-						}
+					switch {
+					case in.preMul():
+						// One nonzero input, scaled by 1/n rounded to
+						// the type as NCCL rounds it, the product rounded
+						// once (exact in float64 for these small values).
+						acc = roundTo(dt, acc*reduce.PreMulScalar(dt, n))
+					case op == reduce.OpAvg:
+						acc = math.Trunc(acc / float64(n))
 					}
 					putValue(want[k*dt.Size():], dt, acc)
-				}
-				if in.preMul() {
-					// The exact mean, to the type's precision, within the
-					// tolerance of pre-multiplied sums in any order.
-					assert.Zero(t, reduce.CountFar(got, want, dt, in.tolerance()), "%v %v n=%d", dt, op, n)
-					continue
 				}
 				assert.Equal(t, want, got, "%v %v n=%d", dt, op, n)
 			}
 		}
 	}
+}
+
+// roundTo rounds v to the nearest value of float type dt (ties to even).
+func roundTo(dt reduce.DType, v float64) float64 {
+	b := make([]byte, dt.Size())
+	putValue(b, dt, v)
+	return reduce.Float(b, dt)
 }
 
 // wrapInt reduces v modulo the width of integer type dt, as its
@@ -109,9 +118,8 @@ func wrapInt(dt reduce.DType, v float64) float64 {
 
 // TestReductionOrderDoesNotMatter: a correct all-reduce that adds the ranks
 // in reverse order (a ring, a tree or RCCL each have their own order) gives
-// the expected output, exactly for sums and within the check's tolerance
-// for pre-multiplied averages, also at rank counts where bfloat16's exact
-// integers run out.
+// exactly the expected output, pre-multiplied averages included, also at
+// rank counts where bfloat16's exact integers run out.
 func TestReductionOrderDoesNotMatter(t *testing.T) {
 	for _, dt := range []reduce.DType{reduce.BFloat16, reduce.Float16, reduce.Float32} {
 		for _, op := range []reduce.Op{reduce.OpSum, reduce.OpAvg} {
@@ -130,7 +138,7 @@ func TestReductionOrderDoesNotMatter(t *testing.T) {
 				for r := n - 2; r >= 0; r-- {
 					require.NoError(t, reduce.Reduce(got, term(r), dt, op))
 				}
-				assert.Zero(t, countFar(got, want, dt, 0, in.tolerance()), "%v %v n=%d", dt, op, n)
+				assert.Zero(t, countWrong(got, want, dt.Size(), 0), "%v %v n=%d", dt, op, n)
 			}
 		}
 	}
@@ -186,30 +194,34 @@ func TestLayoutFor(t *testing.T) {
 	assert.Len(t, recv, 64)
 }
 
-// TestAverageCheckCatchesMissingRank: the tolerance of pre-multiplied
-// averages still counts a result that lacks one rank's contribution as
-// wrong, for the float types and rank counts where the mean's steps (1/n)
-// stand clear of the rounding.
+// TestAverageCheckCatchesMissingRank: an average that lacks one rank's
+// contribution is wrong in every element that rank made nonzero, for every
+// float type and rank count: the check compares bit for bit.
 func TestAverageCheckCatchesMissingRank(t *testing.T) {
-	for _, dt := range []reduce.DType{reduce.Float16, reduce.Float32, reduce.Float64} {
-		for _, n := range []int{2, 3, 5, 8} {
+	for _, dt := range []reduce.DType{reduce.Float16, reduce.BFloat16, reduce.Float32, reduce.Float64} {
+		for _, n := range []int{2, 3, 5, 8, 16, 33, 64, 300} {
 			in := inputs{dt: dt, op: reduce.OpAvg, n: n, reduces: true}
 			want, err := in.reduced()
 			require.NoError(t, err)
-			got := in.table(0)
-			require.NoError(t, reduce.PreMultiply(got, got, dt, n))
-			for r := 1; r < n-1; r++ { // rank n-1 missing
-				b := in.table(r)
-				require.NoError(t, reduce.PreMultiply(b, b, dt, n))
-				require.NoError(t, reduce.Reduce(got, b, dt, reduce.OpSum))
-			}
-			nonzero := 0
-			for k := range valuePeriod {
-				if in.value(n-1, k) != 0 {
-					nonzero++
+			for _, missing := range []int{0, n - 1} {
+				got := make([]byte, len(want))
+				for r := range n {
+					if r == missing {
+						continue
+					}
+					b := in.table(r)
+					require.NoError(t, reduce.PreMultiply(b, b, dt, n))
+					require.NoError(t, reduce.Reduce(got, b, dt, reduce.OpSum))
 				}
+				nonzero := 0
+				for k := range in.period() {
+					if in.value(missing, k) != 0 {
+						nonzero++
+					}
+				}
+				require.Positive(t, nonzero)
+				assert.EqualValues(t, nonzero, countWrong(got, want, dt.Size(), 0), "%v n=%d without rank %d", dt, n, missing)
 			}
-			assert.EqualValues(t, nonzero, countFar(got, want, dt, 0, in.tolerance()), "%v n=%d", dt, n)
 		}
 	}
 }

@@ -36,6 +36,13 @@ func writeCSV(path string, tables []Table) error {
 	_ = w.Write(csvHeader)
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, t := range tables {
+		if len(t.Rows) == 0 {
+			// A table that failed before its first row (while
+			// connecting) still leaves a line, its figures empty.
+			_ = w.Write([]string{t.Transport, t.Backend, t.Collective, strconv.Itoa(t.Ranks),
+				"", "", "", "", "", "", "", "", "", "", "", "", "", t.Status})
+			continue
+		}
 		for _, r := range t.Rows {
 			_ = w.Write([]string{t.Transport, t.Backend, t.Collective, strconv.Itoa(t.Ranks),
 				strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.Count, 10), r.Type, r.RedOp, strconv.Itoa(r.Root),

@@ -166,7 +166,9 @@ func writeFiles(o *options, rep *Report) error {
 	if o.Plot != "" && len(rep.Tables) > 0 {
 		t := rep.Tables[0]
 		title := fmt.Sprintf("%s, %d ranks, out-of-place", rep.Collective, t.Ranks)
-		if len(t.Rows) > 0 {
+		if len(t.Rows) > 0 && len(seriesOf(t.Rows)) == 1 {
+			// One kind of row: the title names its type; with several
+			// (-d all, -o all) the legend does.
 			title = fmt.Sprintf("%s %s, %d ranks, out-of-place", rep.Collective, t.Rows[0].Type, t.Ranks)
 		}
 		errs = append(errs, writePlot(o.Plot, title, rep.Tables))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 )
@@ -45,9 +47,10 @@ func (c *Config) check() error {
 		return bad("root %d outside 0..%d", c.Root, c.NRanks-1)
 	case c.Collective == P2P && (c.Peer < 0 || c.Peer >= c.NRanks):
 		return bad("peer %d outside 0..%d", c.Peer, c.NRanks-1)
-	case c.Count > math.MaxInt64/int64(max(c.NRanks, 3))/int64(c.DType.Size()):
+	case c.Count > math.MaxInt64/int64(max(c.NRanks, 4))/int64(c.DType.Size()):
 		// The largest buffer a plan names: the whole of an all-gather's
-		// output (NRanks blocks) or recursive doubling's scratch (3).
+		// output (NRanks blocks), recursive doubling's scratch (3) or an
+		// out-of-place reduce-scatter average's (4 blocks).
 		return bad("count %d too large", c.Count)
 	}
 	if !algorithmFits(c.Collective, c.Algorithm) {
@@ -165,13 +168,15 @@ func Build(cfg Config) (*Plan, error) {
 		p.Algorithm = ChooseAlgorithm(cfg.Collective, cfg.NRanks, cfg.GroupSize, bytes)
 	}
 	b := newBuilder(p)
+	scaling := 0 // scaling steps added before the algorithm's
 	if cfg.Collective.Reduces() && reduce.PreMultiplies(cfg.DType, cfg.Op) && cfg.NRanks > 1 {
 		b.preMul = true
 		// A floating-point average scales the input first. All-reduce and
 		// in-place calls scale it into BufRecv and run the in-place
 		// algorithm on that copy, which needs no more memory; an
 		// out-of-place reduce-scatter, whose output is too small to hold
-		// the input, scales it into scratch (buildRingReduceScatter).
+		// the input, scales each piece into scratch as it needs it
+		// (buildRingReduceScatter).
 		if cfg.Collective == AllReduce || cfg.InPlace {
 			src := Range{Buf: BufRecv, Len: p.RecvBytes}
 			if !cfg.InPlace {
@@ -179,6 +184,7 @@ func Build(cfg Config) (*Plan, error) {
 				p.InPlace = true // for the algorithm; restored below
 			}
 			b.preMultiply(Range{Buf: BufRecv, Len: p.RecvBytes}, src, chunkElems)
+			scaling = len(p.Steps)
 		}
 	}
 	switch p.Algorithm {
@@ -209,6 +215,7 @@ func Build(cfg Config) (*Plan, error) {
 		}
 	}
 	p.InPlace = cfg.InPlace
+	orderPreMul(p, scaling)
 	return p, nil
 }
 
@@ -238,4 +245,52 @@ func BuildAll(cfg Config) ([]*Plan, error) {
 		plans[r] = p
 	}
 	return plans, nil
+}
+
+// orderPreMul reorders the first n steps of p, the scaling steps Build adds
+// before an algorithm, by their first use, the earliest-needed last. None
+// depends on another, so any order is valid; this one lets an executor that
+// runs the most recently readied step first (as the collectives' does, so
+// that a send follows the step that readied it at once) scale the chunk of
+// its first message first, instead of most of the input before any
+// message leaves.
+func orderPreMul(p *Plan, n int) {
+	if n < 2 {
+		return
+	}
+	first := make([]int, n) // index of the first step that depends on each
+	for i := range first {
+		first[i] = len(p.Steps)
+	}
+	for i := n; i < len(p.Steps); i++ {
+		for _, d := range p.Steps[i].Deps {
+			if d < n && first[d] == len(p.Steps) {
+				first[d] = i
+			}
+		}
+	}
+	order := make([]int, n) // order[new] = old
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return first[order[a]] > first[order[b]] })
+	moved := make([]int, n) // moved[old] = new
+	steps := make([]Step, n)
+	for nw, old := range order {
+		moved[old] = nw
+		steps[nw] = p.Steps[old]
+	}
+	copy(p.Steps, steps)
+	for i := n; i < len(p.Steps); i++ {
+		deps := p.Steps[i].Deps
+		changed := false
+		for j, d := range deps {
+			if d < n {
+				deps[j], changed = moved[d], true
+			}
+		}
+		if changed {
+			slices.Sort(deps)
+		}
+	}
 }

@@ -92,3 +92,82 @@ func TestHugeCountRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReduceScatterAverageScratch: an out-of-place reduce-scatter average
+// scales its input piece by piece into two block-sized slots, so its
+// scratch stays at four blocks whatever the rank count (it held the whole
+// scaled input, n+2 blocks, before), and the largest counts it cannot
+// address are refused rather than wrapped to a negative size.
+func TestReduceScatterAverageScratch(t *testing.T) {
+	for _, n := range []int{2, 3, 8, 64} {
+		cfg := Config{Collective: ReduceScatter, NRanks: n, Count: 1000, DType: reduce.Float16, Op: reduce.OpAvg, ChunkBytes: 256}
+		p, err := Build(cfg)
+		require.NoError(t, err)
+		require.Equal(t, int64(4*1000*2), p.ScratchBytes, "%d ranks", n)
+		premul := 0
+		for i := range p.Steps {
+			if p.Steps[i].Kind == KindPreMul {
+				premul++
+			}
+		}
+		require.Equal(t, n*((1000*2+255)/256), premul, "%d ranks: one scaling step per input piece", n)
+	}
+	for _, n := range []int{2, 4, 8} {
+		cfg := Config{Collective: ReduceScatter, NRanks: n, Count: math.MaxInt64 / 8, DType: reduce.Float16, Op: reduce.OpAvg, ChunkBytes: math.MaxInt64, Channels: 1}
+		p, err := Build(cfg)
+		if err != nil {
+			require.ErrorContains(t, err, "too large")
+			continue
+		}
+		require.GreaterOrEqual(t, p.ScratchBytes, int64(0), "%d ranks", n)
+	}
+}
+
+// TestAverageScalesFirstNeededChunkFirst: with the scaling steps ordered by
+// first use, an executor that runs the most recently readied step first (as
+// the collectives' does) sends its first message after scaling one chunk,
+// on every rank, rather than most of the input.
+func TestAverageScalesFirstNeededChunkFirst(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		cfg := Config{Collective: AllReduce, Algorithm: AlgoRing, NRanks: 4, Count: 1 << 18, DType: reduce.Float32,
+			Op: reduce.OpAvg, ChunkBytes: 16 << 10, InPlace: inPlace}
+		plans, err := BuildAll(cfg)
+		require.NoError(t, err)
+		require.NoError(t, Validate(plans))
+		for _, p := range plans {
+			waiting := make([]int, len(p.Steps))
+			users := make([][]int, len(p.Steps))
+			var ready []int
+			for i := range p.Steps {
+				waiting[i] = len(p.Steps[i].Deps)
+				for _, d := range p.Steps[i].Deps {
+					users[d] = append(users[d], i)
+				}
+				if waiting[i] == 0 {
+					ready = append(ready, i)
+				}
+			}
+			scaled := 0
+			for len(ready) > 0 {
+				i := ready[len(ready)-1]
+				ready = ready[:len(ready)-1]
+				k := p.Steps[i].Kind
+				if k == KindSend {
+					break
+				}
+				if k == KindRecv {
+					continue // posted; completes later
+				}
+				if k == KindPreMul {
+					scaled++
+				}
+				for _, u := range users[i] {
+					if waiting[u]--; waiting[u] == 0 {
+						ready = append(ready, u)
+					}
+				}
+			}
+			require.LessOrEqual(t, scaled, 1, "in place %v rank %d: chunks scaled before the first send", inPlace, p.Rank)
+		}
+	}
+}

@@ -54,7 +54,8 @@ func (m ringMembers) neighbours() (right, left int) {
 // its own contribution. After the last step position r holds the fully
 // reduced block r at result(n-2, r, pc).
 //
-//	input(blk, pc):      this rank's contribution to the piece
+//	input(blk, pc):      this rank's contribution to the piece, asked for
+//	                     once per piece, right before its first use
 //	landing(s, blk, pc): where the piece received at step s lands
 //	result(s, blk, pc):  where the reduction of step s is stored (and sent from
 //	                     at step s+1)
@@ -66,8 +67,10 @@ func ringReduceScatter(b *builder, m ringMembers, roundBase int, l *ringLayout, 
 		b.round = roundBase + s
 		sb, rb := mod(r-s-1, n), mod(r-s-2, n)
 		for _, pc := range l.pieces[sb] {
-			src := input(sb, pc)
-			if s > 0 {
+			var src Range
+			if s == 0 {
+				src = input(sb, pc)
+			} else {
 				src = result(s-1, sb, pc)
 			}
 			b.send(right, pc.ch, src)
@@ -158,23 +161,30 @@ func buildRingReduceScatter(b *builder, chunk int64) {
 	for i := range n {
 		l.start[i], l.pieces[i] = int64(i)*cnt, pcs
 	}
-	in, inOff := b.input(), int64(0)
+	in := b.input()
+	input := func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(in, off, k) }
 	p.ScratchBytes = 2 * cnt * b.esize
 	if b.preMul && !p.InPlace {
-		// A floating-point average out of place: the input, scaled by
-		// 1/n, goes to scratch after the two partial-sum blocks, block by
-		// block and piece by piece, so the first messages wait for their
-		// own pieces only.
-		in, inOff = BufScratch, 2*cnt
-		p.ScratchBytes += int64(n) * cnt * b.esize
-		for blk := range n {
-			for _, pc := range pcs {
-				off := int64(blk)*cnt + pc.off
-				b.preMultiply(b.rng(BufScratch, inOff+off, pc.len), b.rng(BufSend, off, pc.len), pc.len)
+		// A floating-point average out of place: each piece of the input
+		// is scaled by 1/n right before its one use (the first send, or
+		// the reduction into a received partial sum) into one of two
+		// block-sized slots after the partial sums, the blocks taking
+		// the slots in turn, so that scaling the next block overlaps
+		// with the reduction of this one.
+		p.ScratchBytes += 2 * cnt * b.esize
+		slot, next := map[int]int64{}, int64(0)
+		input = func(blk int, pc piece) Range {
+			at, ok := slot[blk]
+			if !ok {
+				at, next = next, 1-next
+				slot[blk] = at
 			}
+			off, k := l.at(blk, pc)
+			dst := b.rng(BufScratch, (2+at)*cnt+pc.off, k)
+			b.preMultiply(dst, b.rng(BufSend, off, k), k)
+			return dst
 		}
 	}
-	input := func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(in, inOff+off, k) }
 	outOff := int64(0)
 	if p.InPlace {
 		outOff = int64(p.Rank) * cnt

@@ -139,13 +139,12 @@ func (fc *FaultConn) WriteBatch(msgs []Msg) (int, error) {
 			fc.keep[i] = Msg{}
 		}
 		if err != nil {
-			if n == 0 {
-				if k == 0 {
-					return end, err
-				}
-				return fc.keepIdx[0], err
+			// Conn.WriteBatch names the kept message that failed; the
+			// dropped ones before it count as sent.
+			if n < k {
+				return fc.keepIdx[n], err
 			}
-			return fc.keepIdx[n-1] + 1, err
+			return end, err
 		}
 		done = end
 	}
