@@ -109,13 +109,31 @@ func (c *memComm) Collective(ctx context.Context, k call, send, recv []byte) err
 	slots := append([][]byte(nil), c.g.slots...)
 	c.g.mu.Unlock()
 	reduceAll := func() ([]byte, error) {
-		acc := append([]byte(nil), slots[0]...)
+		// As NCCL: a float average scales each input by 1/n first, an
+		// integer one divides the sum.
+		premul := reduce.PreMultiplies(k.DType, k.Op)
+		term := func(r int) ([]byte, error) {
+			if !premul {
+				return slots[r], nil
+			}
+			t := make([]byte, len(slots[r]))
+			return t, reduce.PreMultiply(t, slots[r], k.DType, n)
+		}
+		acc, err := term(0)
+		if err != nil {
+			return nil, err
+		}
+		acc = append([]byte(nil), acc...)
 		for r := 1; r < n; r++ {
-			if err := reduce.Reduce(acc, slots[r], k.DType, k.Op); err != nil {
+			t, err := term(r)
+			if err != nil {
+				return nil, err
+			}
+			if err := reduce.Reduce(acc, t, k.DType, k.Op); err != nil {
 				return nil, err
 			}
 		}
-		if k.Op == reduce.OpAvg {
+		if k.Op == reduce.OpAvg && !premul {
 			return acc, reduce.DivideBy(acc, k.DType, n)
 		}
 		return acc, nil
