@@ -55,6 +55,21 @@ func DefaultConfig() Config {
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("sim: invalid configuration")
 
+// Bounds of a link rate (host links and leaf–spine links), bits per
+// second. A port keeps its rate as a whole number of bits per second
+// (port.txTime): from 1 kb/s up that rounding is off by at most 0.05%, and
+// up to 1e18 b/s the serialisation arithmetic cannot overflow 64 bits.
+const (
+	minLinkRate = 1e3
+	maxLinkRate = 1e18
+)
+
+// UplinkRate is the rate of every leaf–spine link, bits per second: a
+// leaf's uplinks together carry its hosts' links divided by Oversub.
+func (c Config) UplinkRate() float64 {
+	return c.LinkRate * float64(c.HostsPerLeaf) / (float64(c.Spines) * c.Oversub)
+}
+
 func (c *Config) fill() error {
 	d := DefaultConfig()
 	fi := func(v *int, x int) {
@@ -101,6 +116,10 @@ func (c *Config) fill() error {
 		return fmt.Errorf("%w: Pmax %g > 1", ErrConfig, c.Pmax)
 	case c.Leaves*c.HostsPerLeaf > 1<<16:
 		return fmt.Errorf("%w: %d hosts (max 65536)", ErrConfig, c.Leaves*c.HostsPerLeaf)
+	case !(c.LinkRate >= minLinkRate && c.LinkRate <= maxLinkRate):
+		return fmt.Errorf("%w: link rate %g b/s outside [%g, %g]", ErrConfig, c.LinkRate, float64(minLinkRate), float64(maxLinkRate))
+	case !(c.UplinkRate() >= minLinkRate && c.UplinkRate() <= maxLinkRate):
+		return fmt.Errorf("%w: leaf–spine rate %g b/s outside [%g, %g]", ErrConfig, c.UplinkRate(), float64(minLinkRate), float64(maxLinkRate))
 	}
 	return nil
 }

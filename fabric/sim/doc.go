@@ -13,8 +13,9 @@
 // a propagation delay and a random loss probability; switch egress queues
 // drop tail at a byte limit and mark ECN CE with a RED-style ramp on the
 // instantaneous queue; ECMP hashes the UDP 5-tuple with a per-switch seed;
-// links and whole planes fail and recover at scheduled times; PFC pauses an
-// upstream port when the bytes held for one ingress port cross XOFF and
-// resumes it under XON. Packets carry a header and a payload length but no
-// payload bytes.
+// links and whole planes fail and recover at scheduled times, losing the
+// packets on them when they fail; PFC pauses an upstream port when the
+// bytes held for one ingress port cross XOFF and resumes it under XON.
+// Links serialise at their exact rate (a whole number of bits per second).
+// Packets carry a header and a payload length but no payload bytes.
 package sim

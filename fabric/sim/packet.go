@@ -27,6 +27,7 @@ type Packet struct {
 	PayloadLen int32  // payload bytes following Hdr
 	Size       int32  // bytes on the wire: len(Hdr)+PayloadLen+per-packet overhead
 	inPort     int32  // ingress port at the switch holding it (PFC accounting)
+	linkGen    uint32 // gen of the port it is being sent from (see port.gen)
 	Hdr        []byte // transport header (pooled storage)
 }
 

@@ -4,15 +4,20 @@ package sim
 // serialiser, and the far end it delivers to. A link is two ports that name
 // each other as peer. The same type serves host NIC ports and switch ports.
 type port struct {
-	owner   int32   // node index
-	peer    int32   // the port of the far node on the same link
-	psPerB  int64   // serialisation time, picoseconds per byte
-	delay   int64   // propagation delay, ns
-	loss    float64 // probability a packet sent here is lost
-	up      bool
+	owner int32   // node index
+	peer  int32   // the port of the far node on the same link
+	bps   uint64  // line rate, whole bits per second (see txTime)
+	delay int64   // propagation delay, ns
+	loss  float64 // probability a packet sent here is lost
+	up    bool
+	// gen counts the link's state changes (setLink bumps it on both
+	// ports). A packet in flight carries the gen its sender had when it
+	// started serialising; one that arrives to another gen crossed a link
+	// that failed (or failed and recovered) meanwhile and is lost.
+	gen     uint32
 	busy    bool
-	paused  bool // PFC pause received from the far end
-	carry   int64
+	paused  bool      // PFC pause received from the far end
+	carry   uint64    // serialisation time owed but not yet charged, in units of 1/bps ns (see txTime)
 	q       []*Packet // FIFO ring
 	qHead   int
 	qLen    int
@@ -62,11 +67,20 @@ func (p *port) pop() *Packet {
 	return pk
 }
 
-// txTime returns the serialisation time of n bytes in ns, carrying the
-// sub-nanosecond remainder so that long runs keep the exact line rate.
+// txTime returns the serialisation time of n bytes in whole ns and keeps
+// the fraction of a nanosecond it did not charge in carry, as bits × 1e9
+// (bit-nanoseconds per second) below one ns at the port's rate. The
+// arithmetic is exact for any whole bits-per-second rate: a run of packets
+// ends within 1 ns of its total bits / rate, where a rate rounded to whole
+// picoseconds per byte was off by up to half a picosecond per byte (20 Tb/s
+// rounded to 0 ps: infinite bandwidth; 3.2 Tb/s to 3 ps: 17% slow). A rate
+// whose time per byte is a whole number of picoseconds (400 Gb/s: 20 ps)
+// gives the same nanoseconds as that rounding did. No overflow: n × 8e9 <
+// 1.72e19 for any int32 n, and carry < bps ≤ maxLinkRate leaves room
+// below 2^64.
 func (p *port) txTime(n int32) int64 {
-	p.carry += int64(n) * p.psPerB
-	ns := p.carry / 1000
-	p.carry -= ns * 1000
-	return ns
+	p.carry += uint64(n) * 8e9
+	ns := p.carry / p.bps
+	p.carry -= ns * p.bps
+	return int64(ns)
 }

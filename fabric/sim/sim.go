@@ -30,7 +30,7 @@ type node struct {
 type Stats struct {
 	Events    uint64 // events executed
 	Dropped   uint64 // drop-tail drops
-	Lost      uint64 // random loss and down links
+	Lost      uint64 // random loss, down links, and packets on a link when it failed
 	Marked    uint64 // CE marks applied
 	Pauses    uint64 // PFC pause frames sent
 	Delivered uint64 // packets delivered to hosts
@@ -82,19 +82,21 @@ func New(cfg Config) (*Sim, error) {
 			s.nodes[s.spineNode(p, sp)] = node{kind: kindSpine, plane: uint8(p), index: int32(sp), seed: s.rng.Uint64()}
 		}
 	}
-	hostPs := int64(math.Round(8e12 / cfg.LinkRate))
-	upPs := int64(math.Round(8e12 / (cfg.LinkRate * float64(cfg.HostsPerLeaf) / (float64(S) * cfg.Oversub))))
+	// Rates to the whole bit per second (fill bounds them so that this is
+	// within 0.05% and the ports' arithmetic cannot overflow).
+	hostBps := uint64(math.Round(cfg.LinkRate))
+	upBps := uint64(math.Round(cfg.UplinkRate()))
 	for p := 0; p < P; p++ {
 		for l := 0; l < L; l++ {
 			leaf := s.leafNode(p, l)
 			for k := 0; k < cfg.HostsPerLeaf; k++ {
 				h := l*cfg.HostsPerLeaf + k
-				s.link(h, leaf, hostPs)
+				s.link(h, leaf, hostBps)
 			}
 		}
 		for l := 0; l < L; l++ {
 			for sp := 0; sp < S; sp++ {
-				s.link(s.leafNode(p, l), s.spineNode(p, sp), upPs)
+				s.link(s.leafNode(p, l), s.spineNode(p, sp), upBps)
 			}
 		}
 	}
@@ -113,11 +115,11 @@ func (s *Sim) spineNode(plane, sp int) int     { return s.spineBase + plane*s.cf
 func (s *Sim) dkIndex(plane, sp, leaf int) int { return (plane*s.cfg.Spines+sp)*s.cfg.Leaves + leaf }
 
 // link joins nodes a and b with a pair of ports; a's port is appended to
-// a's port list and likewise for b.
-func (s *Sim) link(a, b int, psPerB int64) {
+// a's port list and likewise for b. Both ports send at bps bits per second.
+func (s *Sim) link(a, b int, bps uint64) {
 	ia, ib := int32(len(s.ports)), int32(len(s.ports)+1)
 	mk := func(owner int, peer int32) port {
-		return port{owner: int32(owner), peer: peer, psPerB: psPerB, delay: s.cfg.LinkDelay,
+		return port{owner: int32(owner), peer: peer, bps: bps, delay: s.cfg.LinkDelay,
 			loss: s.cfg.Loss, up: true, isHost: s.nodes[owner].kind == kindHost}
 	}
 	s.ports = append(s.ports, mk(a, ib), mk(b, ia))
@@ -274,6 +276,7 @@ func (s *Sim) kick(pi int32) {
 		s.freePacket(pk)
 		return
 	}
+	pk.linkGen = p.gen
 	s.schedule(event{at: s.now + d + p.delay, kind: evArrive, a: p.peer, pkt: pk})
 }
 
@@ -286,9 +289,18 @@ func (s *Sim) txDone(pi int32) {
 	}
 }
 
-// arrive handles pk arriving at the node owning port pi.
+// arrive handles pk arriving at the node owning port pi. A packet whose
+// link went down (or down and up again) while it was on the wire is lost
+// there: kick only checks the link when serialisation starts, and a
+// failure cuts what is already on the fibre.
 func (s *Sim) arrive(pi int32, pk *Packet) {
 	p := &s.ports[pi]
+	if from := &s.ports[p.peer]; pk.linkGen != from.gen {
+		from.lost++
+		s.Stats.Lost++
+		s.freePacket(pk)
+		return
+	}
 	n := &s.nodes[p.owner]
 	switch n.kind {
 	case kindHost:

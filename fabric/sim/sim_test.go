@@ -67,18 +67,88 @@ func small(t *testing.T, mod func(*Config)) (*Sim, []*blaster) {
 	return s, bs
 }
 
+// TestLineRateAndDelay: 1000 packets of 4218 bytes across spines take
+// 1000 serialisations plus 4 link delays and 3 store-and-forward hops, at
+// rates whose time per byte is not a whole number of picoseconds too
+// (600 Gb/s: 13.33 ps; 20 Tb/s: 0.4 ps, which rounding made 0).
 func TestLineRateAndDelay(t *testing.T) {
-	s, bs := small(t, nil)
-	bs[0].dst, bs[0].n = 2, 1000
-	s.Start()
-	s.Run(math.MaxInt64, nil)
-	require.Equal(t, 1000, bs[2].rx)
-	// 1000 packets of 4218 bytes at 400 Gb/s plus 4 link delays and 3
-	// store-and-forward hops.
-	per := 4218.0 * 8 / 400
-	want := 1000*per + 4*1000 + 3*per
-	assert.InDelta(t, want, float64(s.Now()), 5)
-	assert.Zero(t, s.Stats.Dropped+s.Stats.Lost)
+	for _, rate := range []float64{400e9, 600e9, 20e12} {
+		s, bs := small(t, func(c *Config) { c.LinkRate = rate })
+		bs[0].dst, bs[0].n = 2, 1000
+		s.Start()
+		s.Run(math.MaxInt64, nil)
+		require.Equal(t, 1000, bs[2].rx)
+		per := 4218 * 8e9 / rate // ns
+		want := 1000*per + 4*1000 + 3*per
+		assert.InDelta(t, want, float64(s.Now()), 5, "%g b/s", rate)
+		assert.Zero(t, s.Stats.Dropped+s.Stats.Lost)
+	}
+}
+
+// TestTxTimeExact: every port serialises at its exact rate over a long run
+// (within the 1 ns the carry holds back), host links and uplinks alike,
+// including uplinks faster than the host links (4 hosts, 2 spines: twice
+// the host rate, the failure scenario's 3.2 Tb/s at --link-gbps 1600,
+// which rounding to 3 ps per byte ran 17% slow) and oversubscribed ones.
+func TestTxTimeExact(t *testing.T) {
+	for _, k := range []struct {
+		rate          float64
+		perLeaf, spns int
+		oversub       float64
+	}{
+		{400e9, 2, 2, 1}, {600e9, 2, 2, 1}, {20e12, 2, 2, 1}, {1.6e12, 4, 2, 1}, {400e9, 8, 2, 3}, {100e9, 3, 7, 1},
+	} {
+		c := DefaultConfig()
+		c.Leaves, c.HostsPerLeaf, c.Spines, c.Oversub, c.LinkRate = 2, k.perLeaf, k.spns, k.oversub, k.rate
+		s, err := New(c)
+		require.NoError(t, err)
+		host := &s.ports[s.nodes[0].ports[0]]
+		up := &s.ports[s.nodes[s.leafNode(0, 0)].ports[k.perLeaf]]
+		for _, pr := range []struct {
+			p    *port
+			rate float64
+		}{{host, k.rate}, {up, k.rate * float64(k.perLeaf) / (float64(k.spns) * k.oversub)}} {
+			var total int64
+			for i := 0; i < 1000; i++ {
+				total += pr.p.txTime(4218)
+			}
+			want := 1000 * 4218 * 8e9 / pr.rate
+			assert.InDelta(t, want, float64(total), 1, "%+v: port at %g b/s", k, pr.rate)
+		}
+	}
+}
+
+// TestPacketsOnFailedLinkAreLost: a packet already on a leaf–spine link
+// when the link fails is lost, whether the link stays down or comes back
+// before the packet would have arrived; a packet sent after the link is
+// back arrives.
+func TestPacketsOnFailedLinkAreLost(t *testing.T) {
+	for _, up := range []int64{0, 1600} {
+		s, bs := small(t, nil)
+		// Host 0 → host 2 (other leaf): serialised 0–84 ns on the host
+		// link, at leaf 0 at 1084, on an uplink 1084–1168 and on its
+		// wire until 2168. Both uplinks of leaf 0 fail at 1500.
+		for sp := 0; sp < 2; sp++ {
+			require.NoError(t, s.FailSpineLink(0, 0, sp, 1500, up))
+		}
+		bs[0].dst, bs[0].n = 2, 1
+		s.Start()
+		s.Run(math.MaxInt64, nil)
+		assert.Zero(t, bs[2].rx, "up at %d: the packet on the wire is lost", up)
+		assert.EqualValues(t, 1, s.Stats.Lost)
+		var lost uint64
+		for _, pi := range s.nodes[s.leafNode(0, 0)].ports[2:] {
+			lost += s.ports[pi].lost
+		}
+		assert.EqualValues(t, 1, lost, "counted at the uplink that sent it")
+		if up > 0 {
+			bs[0].n = 1
+			s.hosts[0].pump()
+			s.Run(math.MaxInt64, nil)
+			assert.Equal(t, 1, bs[2].rx, "a packet sent after the recovery arrives")
+			assert.EqualValues(t, 1, s.Stats.Lost)
+		}
+	}
 }
 
 func TestIncastMarksAndDropsTail(t *testing.T) {
@@ -154,7 +224,8 @@ func TestECMPSpreadsByEntropyAndAvoidsDownLink(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, c := range []Config{{Planes: 17}, {Oversub: 0.5}, {Kmin: 10, Kmax: 5}, {Loss: 1}, {XOFF: 1, XON: 2}} {
+	for _, c := range []Config{{Planes: 17}, {Oversub: 0.5}, {Kmin: 10, Kmax: 5}, {Loss: 1}, {XOFF: 1, XON: 2},
+		{LinkRate: math.NaN()}, {LinkRate: math.Inf(1)}, {LinkRate: 100}, {LinkRate: 2e18}, {Oversub: math.NaN()}} {
 		_, err := New(c)
 		assert.ErrorIs(t, err, ErrConfig, "%+v", c)
 	}

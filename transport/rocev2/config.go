@@ -26,12 +26,15 @@ type Config struct {
 	DCQCN             bool  // rate-limit each QP with DCQCN
 	// Rendezvous makes every receive announce itself before the sender
 	// may send into it, as NCCL's IB transport does: ncclIbIrecv writes
-	// an element of the sender's FIFO (a CTS, OpCTS) on the connection's
-	// first QP, and ncclIbIsend does not start a message until the CTS
+	// an element of the sender's FIFO (a CTS, OpCTS) from the receive
+	// side's QP, and ncclIbIsend does not start a message until the CTS
 	// of the receive it fills has arrived. Without it the model is RC
 	// Send, where a message goes at once and meets an RNR NAK if no
-	// receive is posted. The CTS is sequenced like DATA (a PSN, ACKs,
-	// go-back-N).
+	// receive is posted. Each connection then gets one more QP, numbered
+	// QPsPerConn, that carries only CTSs, so that a CTS does not queue
+	// behind this end's own DATA to the peer; it is sequenced like DATA
+	// (a PSN, ACKs, go-back-N, the retransmission timer). Both ends of
+	// a connection must agree on it.
 	Rendezvous bool
 	CC         cc.DCQCNConfig
 	MaxConns   int // default 4096

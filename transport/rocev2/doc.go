@@ -14,6 +14,9 @@
 //     point) runs cc.DCQCN and paces the QP at its rate.
 //   - Optionally several QPs per connection (NCCL_IB_QPS_PER_CONNECTION):
 //     each message is striped over them in MTU-aligned contiguous pieces.
+//   - Optionally NCCL's rendezvous (Config.Rendezvous): a send waits for
+//     the CTS of its receive, which the receiver sends on a QP of its own,
+//     so that the CTS does not queue behind the receiver's own sends.
 //
 // Packets use this package's own compact header (header.go) rather than the
 // InfiniBand BTH/RETH bit layout: the simulator needs the fields, not the

@@ -42,8 +42,13 @@ type conn struct {
 	closed   bool
 	tries    int
 	qps      []*qp
-	flows    map[uint32]*flow
-	msgs     []*sendMsg // sends not yet complete, in order
+	// cts is the queue pair of the CTSs (Config.Rendezvous; nil without):
+	// its requester half sends this end's CTSs, its responder half takes
+	// the peer's. It is numbered len(qps), after the data QPs, and has its
+	// own PSN space, so a CTS waits for no DATA of this end (see PostRecv).
+	cts   *qp
+	flows map[uint32]*flow
+	msgs  []*sendMsg // sends not yet complete, in order
 }
 
 type flow struct {
@@ -144,8 +149,32 @@ func (e *Endpoint) newConn(remote uint32, dialer bool) *conn {
 		}
 		c.qps = append(c.qps, q)
 	}
+	if e.cfg.Rendezvous {
+		// The CTS QP leaves by QP 0's plane and source port, the path the
+		// CTSs took when they were sequenced on QP 0: a port of its own
+		// would draw from rng and re-roll the source port of every later
+		// connection, burying the queueing change under path changes
+		// (a CTS is 64 bytes; which path it takes matters little).
+		q0 := c.qps[0]
+		c.cts = &qp{c: c, idx: uint16(len(c.qps)), plane: q0.plane, entropy: q0.entropy, lastCNP: math.MinInt64 / 2}
+		if e.cfg.DCQCN {
+			c.cts.rate = cc.NewDCQCN(e.cfg.CC)
+		}
+	}
 	e.conns[c.id] = c
 	return c
+}
+
+// qp returns the queue pair numbered idx on c (a data QP, or the CTS QP
+// when c has one), nil if there is none.
+func (c *conn) qp(idx uint16) *qp {
+	if int(idx) < len(c.qps) {
+		return c.qps[idx]
+	}
+	if c.cts != nil && idx == c.cts.idx {
+		return c.cts
+	}
+	return nil
 }
 
 // Dial opens a connection to remote; EvConnected (or EvClosed with
@@ -221,7 +250,7 @@ func (e *Endpoint) stripe(c *conn, m *sendMsg) {
 }
 
 // onCTS records the peer's announcement of receive msg of flowID (a CTS)
-// and starts the held sends it allows. CTSs come in order on the first QP,
+// and starts the held sends it allows. CTSs come in order on the CTS QP,
 // so each one clears the next message.
 func (e *Endpoint) onCTS(c *conn, flowID, msg uint32) {
 	f := e.flow(c, flowID)
@@ -246,9 +275,16 @@ func (e *Endpoint) PostRecv(now int64, id, flowID uint32, capacity uint64, tag u
 	msg := f.recvBase + uint32(len(f.recvs))
 	f.recvs = append(f.recvs, &recvBuf{cap: capacity, tag: tag, cookie: cookie})
 	if e.cfg.Rendezvous {
-		// NCCL posts the CTS on the connection's first QP.
+		// NCCL writes the CTS from the receive side of the connection (its
+		// recv comm's QP), a QP that carries none of this host's own sends
+		// to the peer; the NIC arbitrates between QPs. Queued on a data QP
+		// it waited behind every byte this end was sending the peer (in
+		// the simulator, a 4 KiB receive posted while this end sent 4 MiB
+		// to the peer filled 101 µs after the post instead of 2.3 µs). On
+		// the CTS QP it waits for its round-robin turn only, and stays
+		// sequenced: a lost CTS is resent by NAK or timeout.
 		m := &sendMsg{flow: flowID, seq: msg, length: CTSLen, stripes: 1, cts: true}
-		q := c.qps[0]
+		q := c.cts
 		q.pending = append(q.pending, stripe{msg: m, end: CTSLen})
 		e.activate(q)
 		e.stats.CTSSent++

@@ -25,6 +25,7 @@ type pair struct {
 	drop  func(from int, h *Header) bool
 	mark  func(from int, h *Header) bool
 	evs   [2][]Event
+	evAt  [2][]int64 // virtual time each of evs was polled, ns
 	delay int64
 	gap   int64 // serialisation per packet
 }
@@ -67,6 +68,7 @@ func (p *pair) run(until int64) {
 					break
 				}
 				p.evs[i] = append(p.evs[i], ev)
+				p.evAt[i] = append(p.evAt[i], p.now)
 			}
 		}
 		for len(p.q) > 0 && p.q[0].at <= p.now {
@@ -86,7 +88,7 @@ func (p *pair) connect(t *testing.T) (uint32, uint32) {
 	require.Equal(t, EvConnected, p.evs[0][0].Kind)
 	require.Equal(t, EvAccepted, p.evs[1][0].Kind)
 	b := p.evs[1][0].Conn
-	p.evs = [2][]Event{}
+	p.evs, p.evAt = [2][]Event{}, [2][]int64{}
 	return a, b
 }
 
@@ -304,4 +306,47 @@ func TestRendezvousCloseFailsHeldSends(t *testing.T) {
 	n, _, err := kinds(p.evs[0], EvSendDone)
 	assert.Equal(t, 1, n)
 	assert.ErrorIs(t, err, ErrClosed)
+}
+
+// TestRendezvousCTSSkipsOwnBulk: a receiver's CTS does not wait behind the
+// DATA the same host is sending to that peer. Host 0 streams 4 MiB to host
+// 1 (1,024 packets, 102 µs on this wire); 10 µs in, host 0 posts a 4 KiB
+// receive from host 1 and host 1 sends into it. On the CTS QP the CTS
+// takes its round-robin turn and the 4 KiB lands about two one-way delays
+// after the post; queued on QP 0 behind the bulk it landed 95.9 µs after.
+func TestRendezvousCTSSkipsOwnBulk(t *testing.T) {
+	p := newPair(t, Config{Rendezvous: true})
+	a, b := p.connect(t)
+	var ctsQP []uint16
+	p.drop = func(from int, h *Header) bool {
+		if from == 0 && h.Op == OpCTS {
+			ctsQP = append(ctsQP, h.QP)
+		}
+		return false
+	}
+	require.NoError(t, p.ep[1].PostRecv(p.now, b, 1, 4<<20, 0, 1))
+	require.NoError(t, p.ep[0].Send(p.now, a, 1, 4<<20, 0, 1))
+	p.run(p.now + 10_000)
+	require.Positive(t, p.ep[0].Stats().DataSent, "the bulk is under way")
+	posted := p.now
+	require.NoError(t, p.ep[0].PostRecv(p.now, a, 2, 4096, 0, 2))
+	require.NoError(t, p.ep[1].Send(p.now, b, 2, 4096, 0, 2))
+	p.run(p.now + 200_000)
+
+	var smallAt int64 = -1
+	for i, ev := range p.evs[0] {
+		if ev.Kind == EvRecvDone && ev.Flow == 2 {
+			require.NoError(t, ev.Err)
+			smallAt = p.evAt[0][i]
+		}
+	}
+	require.GreaterOrEqual(t, smallAt, posted, "the 4 KiB receive completed")
+	t.Logf("4 KiB landed %d ns after its post", smallAt-posted)
+	// CTS one way, DATA one way, and a few 100 ns turns of the wire.
+	assert.Less(t, smallAt-posted, 2*p.delay+1_000, "4 KiB landed %d ns after its post", smallAt-posted)
+	assert.Equal(t, []uint16{1}, ctsQP, "the CTS travels on the CTS QP, numbered after the data QP")
+	n, got, err := kinds(p.evs[1], EvRecvDone)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.EqualValues(t, 4<<20, got, "the bulk completes too")
 }

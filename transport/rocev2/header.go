@@ -21,8 +21,9 @@ const (
 	// OpCTS is a receive's announcement to the sender (Config.Rendezvous):
 	// a sequenced RDMA WRITE of one send-FIFO element, as NCCL's IB
 	// transport posts for every receive before the sender may write into
-	// it. It has the DATA layout; Flow and Msg name the receive announced,
-	// and its payload is CTSLen bytes.
+	// it. It travels on the connection's CTS QP (index QPsPerConn). It
+	// has the DATA layout; Flow and Msg name the receive announced, and
+	// its payload is CTSLen bytes.
 	OpCTS Opcode = 8
 )
 

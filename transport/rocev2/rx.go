@@ -28,11 +28,11 @@ func (e *Endpoint) HandleDatagram(now int64, from uint32, plane uint8, ecn uint8
 		}
 		return Placement{}
 	}
-	if int(h.QP) >= len(c.qps) {
+	q := c.qp(h.QP)
+	if q == nil {
 		e.stats.Malformed++
 		return Placement{}
 	}
-	q := c.qps[h.QP]
 	switch h.Op {
 	case OpData, OpCTS:
 		return e.dataIn(now, q, &h, pay, ecn == 3)

@@ -144,22 +144,7 @@ func failureScenario(r *runner) (*Result, error) {
 				}
 			}
 			ff := int(failAt / base)
-			// One RTT bin holds about 40 packets per flow, so single bins
-			// scatter by several percent around a 0.94 mean; recovery
-			// asks that every 3-RTT mean (the goal's horizon) stay ≥ 90%.
-			avg3 := func(b int) float64 { return (fr[b] + fr[b-1] + fr[b-2]) / 3 }
-			recR := -1.0
-			for b := len(fr) - 1; b >= ff+2; b-- {
-				if avg3(b) < 0.9*surv*full {
-					if b < len(fr)-1 {
-						recR = float64((int64(b)+1)*base-failAt) / float64(base)
-					}
-					break
-				}
-				if b == ff+2 {
-					recR = float64(3*base-(failAt-int64(ff)*base)) / float64(base)
-				}
-			}
+			recR := recoveryRTTs(fr, 0.9*surv*full, failAt, base)
 			low := math.Inf(1)
 			for b := ff; b < len(fr); b++ {
 				low = min(low, fr[b])
@@ -186,4 +171,33 @@ func failureScenario(r *runner) (*Result, error) {
 		"lowest_rtt_frac: the emptiest base-RTT bin after the failure, as a fraction of the surviving capacity",
 		"max_flow_gap: the longest wait of any flow between two completed messages after the failure (a stalled flow waits long); gap_before: the same before it")
 	return res, nil
+}
+
+// recoveryRTTs is the recovery time after a failure, in base RTTs: from
+// failAt until every 3-bin mean of fr stays at or above floor, -1 if the
+// last one is below it. fr[b] is the payload rate in the b-th bin of base
+// ns from the start (the bin holding failAt is failAt/base); the window
+// ending with bin b covers bins b-2..b and ends at (b+1)·base ns. One
+// base-RTT bin holds about 40 packets per flow, so single bins scatter by
+// several percent; the 3-RTT mean is the goal's horizon. The first window
+// that counts ends with bin failAt/base + 2; if it and every later one
+// pass, recovery is its end. Otherwise the windows pass from the one after
+// the last failing window b, which ends at (b+2)·base ns.
+func recoveryRTTs(fr []float64, floor float64, failAt, base int64) float64 {
+	first := int(failAt/base) + 2
+	last := len(fr) - 1
+	if last < first {
+		return -1
+	}
+	end := int64(first+1) * base // end of the first passing window
+	for b := last; b >= first; b-- {
+		if (fr[b]+fr[b-1]+fr[b-2])/3 < floor {
+			if b == last {
+				return -1
+			}
+			end = int64(b+2) * base
+			break
+		}
+	}
+	return float64(end-failAt) / float64(base)
 }
