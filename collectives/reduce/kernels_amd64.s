@@ -277,54 +277,36 @@ loop:
 done:
 	RET
 
-// func scaleF32AVX2(dst, src unsafe.Pointer, n int, s float32)
-// dst = src × s for n bytes (a multiple of 128) of float32.
-TEXT ·scaleF32AVX2(SB), NOSPLIT, $0-28
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	VBROADCASTSS s+24(FP), Y8
-	SHRQ $7, CX
-	JZ   done
-loop:
-	VMULPS 0(SI), Y8, Y0
-	VMULPS 32(SI), Y8, Y1
-	VMULPS 64(SI), Y8, Y2
-	VMULPS 96(SI), Y8, Y3
-	VMOVDQU Y0, 0(DI)
-	VMOVDQU Y1, 32(DI)
-	VMOVDQU Y2, 64(DI)
-	VMOVDQU Y3, 96(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  loop
-	VZEROUPPER
-done:
+// SCALE128 sets dst = src × s for n bytes (a multiple of 128) of the float
+// type that MUL multiplies, s broadcast into Y8 by BCAST.
+#define SCALE128(BCAST, MUL) \
+	MOVQ dst+0(FP), DI \
+	MOVQ src+8(FP), SI \
+	MOVQ n+16(FP), CX \
+	BCAST s+24(FP), Y8 \
+	SHRQ $7, CX \
+	JZ   done \
+loop: \
+	MUL 0(SI), Y8, Y0 \
+	MUL 32(SI), Y8, Y1 \
+	MUL 64(SI), Y8, Y2 \
+	MUL 96(SI), Y8, Y3 \
+	VMOVDQU Y0, 0(DI) \
+	VMOVDQU Y1, 32(DI) \
+	VMOVDQU Y2, 64(DI) \
+	VMOVDQU Y3, 96(DI) \
+	ADDQ $128, SI \
+	ADDQ $128, DI \
+	DECQ CX \
+	JNZ  loop \
+	VZEROUPPER \
+done: \
 	RET
 
+// func scaleF32AVX2(dst, src unsafe.Pointer, n int, s float32)
+TEXT ·scaleF32AVX2(SB), NOSPLIT, $0-28
+	SCALE128(VBROADCASTSS, VMULPS)
+
 // func scaleF64AVX2(dst, src unsafe.Pointer, n int, s float64)
-// dst = src × s for n bytes (a multiple of 128) of float64.
 TEXT ·scaleF64AVX2(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	VBROADCASTSD s+24(FP), Y8
-	SHRQ $7, CX
-	JZ   done
-loop:
-	VMULPD 0(SI), Y8, Y0
-	VMULPD 32(SI), Y8, Y1
-	VMULPD 64(SI), Y8, Y2
-	VMULPD 96(SI), Y8, Y3
-	VMOVDQU Y0, 0(DI)
-	VMOVDQU Y1, 32(DI)
-	VMOVDQU Y2, 64(DI)
-	VMOVDQU Y3, 96(DI)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  loop
-	VZEROUPPER
-done:
-	RET
+	SCALE128(VBROADCASTSD, VMULPD)

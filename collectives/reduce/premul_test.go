@@ -159,18 +159,6 @@ func encode(dt DType, v float64) []byte {
 	return b
 }
 
-// TestFloatInvertsPutFloat round-trips small integers through every type.
-func TestFloatInvertsPutFloat(t *testing.T) {
-	for _, dt := range AllDTypes() {
-		for _, v := range []float64{0, 1, 7, 100} {
-			require.Equal(t, v, Float(encode(dt, v), dt), "%s", dt)
-		}
-		if dt != Uint8 && dt != Uint32 && dt != Uint64 {
-			require.Equal(t, -3.0, Float(encode(dt, -3), dt), "%s", dt)
-		}
-	}
-}
-
 // TestPreMultiplyAllocs asserts the zero-allocation budget.
 func TestPreMultiplyAllocs(t *testing.T) {
 	b := make([]byte, 4096)
