@@ -185,19 +185,30 @@ func sizeErr(coll sched.Collective, send, recv []byte, want string) error {
 	return fmt.Errorf("collectives: %v: send has %d bytes and recv %d, want %s", coll, len(send), len(recv), want)
 }
 
+// equalBuffers checks the buffers of a collective whose send and recv have
+// one length (all-reduce, broadcast, sendrecv) and returns the count in
+// elements and whether the call is in place.
+func equalBuffers(coll sched.Collective, send, recv []byte, dt reduce.DType) (int64, bool, error) {
+	n, err := elems(coll, "recv", recv, dt, 1)
+	if err != nil {
+		return 0, false, err
+	}
+	ip, err := sameBuffer(coll, send, recv)
+	if err != nil {
+		return 0, false, err
+	}
+	if send != nil && len(send) != len(recv) {
+		return 0, false, sizeErr(coll, send, recv, "equal lengths")
+	}
+	return n, ip, nil
+}
+
 // AllReduce reduces send over all ranks into recv on every rank. In place
 // when send is nil or starts at recv.
 func (c *Comm) AllReduce(ctx context.Context, send, recv []byte, dt reduce.DType, op reduce.Op) error {
-	n, err := elems(sched.AllReduce, "recv", recv, dt, 1)
+	n, ip, err := equalBuffers(sched.AllReduce, send, recv, dt)
 	if err != nil {
 		return err
-	}
-	ip, err := sameBuffer(sched.AllReduce, send, recv)
-	if err != nil {
-		return err
-	}
-	if send != nil && len(send) != len(recv) {
-		return sizeErr(sched.AllReduce, send, recv, "equal lengths")
 	}
 	return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: n, DType: dt, Op: op, InPlace: ip}, send, recv)
 }
@@ -286,16 +297,9 @@ func (c *Comm) AllToAll(ctx context.Context, send, recv []byte, dt reduce.DType)
 // Broadcast copies root's send into recv on every rank. In place when send
 // is nil or starts at recv.
 func (c *Comm) Broadcast(ctx context.Context, send, recv []byte, dt reduce.DType, root int) error {
-	n, err := elems(sched.Broadcast, "recv", recv, dt, 1)
+	n, ip, err := equalBuffers(sched.Broadcast, send, recv, dt)
 	if err != nil {
 		return err
-	}
-	ip, err := sameBuffer(sched.Broadcast, send, recv)
-	if err != nil {
-		return err
-	}
-	if send != nil && len(send) != len(recv) {
-		return sizeErr(sched.Broadcast, send, recv, "equal lengths")
 	}
 	return c.Run(ctx, sched.Config{Collective: sched.Broadcast, Count: n, DType: dt, Root: root, InPlace: ip}, send, recv)
 }
@@ -304,16 +308,9 @@ func (c *Comm) Broadcast(ctx context.Context, send, recv []byte, dt reduce.DType
 // receives rank r-1's into recv. In place when send is nil or starts at
 // recv.
 func (c *Comm) SendRecv(ctx context.Context, send, recv []byte, dt reduce.DType) error {
-	n, err := elems(sched.SendRecv, "recv", recv, dt, 1)
+	n, ip, err := equalBuffers(sched.SendRecv, send, recv, dt)
 	if err != nil {
 		return err
-	}
-	ip, err := sameBuffer(sched.SendRecv, send, recv)
-	if err != nil {
-		return err
-	}
-	if send != nil && len(send) != len(recv) {
-		return sizeErr(sched.SendRecv, send, recv, "equal lengths")
 	}
 	return c.Run(ctx, sched.Config{Collective: sched.SendRecv, Count: n, DType: dt, InPlace: ip}, send, recv)
 }

@@ -12,8 +12,8 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/metaroce/metaroce/internal/interrupt"
 )
 
 // version is mrbench's version, printed in every header; release builds set
@@ -26,14 +26,8 @@ var version = "0.1.0-dev"
 const exitInterrupted = 130
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		// The first signal ends the run, which still writes what it
-		// measured; from then on the default action applies, so that a
-		// second Ctrl-C stops a run that does not end at once.
-		<-ctx.Done()
-		stop()
-	}()
+	// The first signal ends the run, which still writes what it measured.
+	ctx, stop := interrupt.Context(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if ctx.Err() != nil && code != exitOK {
 		os.Stderr.WriteString("mrbench: interrupted\n")

@@ -33,10 +33,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/metaroce/metaroce/internal/interrupt"
 	"github.com/metaroce/metaroce/soak"
 )
 
@@ -57,16 +56,10 @@ SIGTERM or SIGHUP (the fabric is torn down first).
 `
 
 func main() {
-	// SIGTERM (kill, systemd, CI timeouts) and SIGHUP (a closed terminal)
-	// end the run as Ctrl-C does, so that the namespace fabric and its
-	// nftables rules are torn down; with the default action they would be
-	// left behind. After the first signal the default action applies
-	// again, so that a second one stops a run that does not end at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
+	// SIGTERM and SIGHUP end the run as Ctrl-C does, so that the namespace
+	// fabric and its nftables rules are torn down; with the default action
+	// they would be left behind.
+	ctx, stop := interrupt.Context(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -13,6 +13,22 @@ import (
 	"github.com/metaroce/metaroce/net-plugin/internal/backend/backendtest"
 )
 
+// listening returns a backend of 2 sockets per connection on loopback, a
+// listener on device 0, closed at the end of the test, and that listener's
+// handle parsed.
+func listening(t *testing.T) (*Backend, backend.Listener, listenHandle) {
+	t.Helper()
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: 5 * time.Second})
+	noErr(t, err)
+	l, err := b.Listen(0)
+	noErr(t, err)
+	t.Cleanup(func() { l.Close() })
+	var h listenHandle
+	_, err = parseListenHandle(&h, l.Handle())
+	noErr(t, err)
+	return b, l, h
+}
+
 // stepUntilDone polls d until it returns a connection or an error.
 func stepUntilDone(t *testing.T, d backend.Dialer) (backend.SendConn, error) {
 	t.Helper()
@@ -30,14 +46,7 @@ func stepUntilDone(t *testing.T, d backend.Dialer) (backend.SendConn, error) {
 // category and a message naming the peer and the cause, instead of a
 // connection whose sockets the listener silently dropped.
 func TestForeignHandleRejectedAtConnect(t *testing.T) {
-	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: 5 * time.Second})
-	noErr(t, err)
-	l, err := b.Listen(0)
-	noErr(t, err)
-	defer l.Close()
-	var h listenHandle
-	_, err = parseListenHandle(&h, l.Handle())
-	noErr(t, err)
+	b, l, h := listening(t)
 	h.Nonce++ // same address and port, another listener's identity
 	foreign, err := h.Append(nil)
 	noErr(t, err)
@@ -161,14 +170,7 @@ func TestAbortDuringHandshake(t *testing.T) {
 // are half set up, and beyond that, or for a slot already filled, the
 // answer is a refusal.
 func TestListenerAnswersEveryHello(t *testing.T) {
-	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: 5 * time.Second})
-	noErr(t, err)
-	l, err := b.Listen(0)
-	noErr(t, err)
-	defer l.Close()
-	var h listenHandle
-	_, err = parseListenHandle(&h, l.Handle())
-	noErr(t, err)
+	_, l, h := listening(t)
 	ask := func(hl hello) byte {
 		t.Helper()
 		c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(h.Addr))
@@ -194,6 +196,7 @@ func TestListenerAnswersEveryHello(t *testing.T) {
 	eq(t, helloAccepted, ask(hello{Index: 1, Socks: 2, Nonce: h.Nonce, ConnID: 1}))
 	var rc backend.RecvConn
 	backendtest.PollUntil(t, "accept", func() bool {
+		var err error
 		rc, err = l.Accept()
 		noErr(t, err)
 		return rc != nil
