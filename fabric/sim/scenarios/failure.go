@@ -22,9 +22,10 @@ func failureScenario(r *runner) (*Result, error) {
 	n := leaves * per
 	failAt := dur / 3
 	const bin = 50_000
-	// recvWindow receives posted per flow: 4 MiB, four RTTs of a flow at 800 Gb/s,
-	// so the RECV_READYs lost with a failed route are repaired before the
-	// sender runs out of announced buffers (16, one RTT, let plane 0 idle too).
+	// recvWindow receives posted per flow, per 400 Gb/s of link rate
+	// (perLinkRate): at 400 Gb/s 4 MiB, four RTTs of a flow on two planes, so the
+	// RECV_READYs lost with a failed route are repaired before the sender
+	// runs out of announced buffers (16, one RTT, let plane 0 idle too).
 	const recvWindow = 64
 	res := &Result{}
 	res.fabricParams(o, o.fabric(leaves, spines, per, 1))
@@ -58,7 +59,7 @@ func failureScenario(r *runner) (*Result, error) {
 			const msg = 64 << 10
 			perFlow := float64(dur) * payloadRate(o, c) * float64(planes) / 1e9
 			j := newJob(s, streams(n, pairs, msg, int(perFlow/msg)+8))
-			j.window = recvWindow
+			j.window = perLinkRate(s, recvWindow)
 			thr := &series{bin: bin}
 			fine := &series{bin: base}
 			s.OnRx = func(now int64, h *sim.Host, pk *sim.Packet) {
@@ -100,6 +101,9 @@ func failureScenario(r *runner) (*Result, error) {
 			})
 			if j.Start < 0 {
 				return nil, fmt.Errorf("failure %s %s: connections never came up: %v", kase, proto, j.Err)
+			}
+			if j.Refused != nil {
+				return nil, fmt.Errorf("failure %s %s: %w", kase, proto, j.Refused)
 			}
 			errs = j.errs
 			for _, pr := range pairs {

@@ -97,6 +97,9 @@ func incastScenario(r *runner) (*Result, error) {
 		if j.Start < 0 {
 			return nil, fmt.Errorf("incast %s: connections never came up: %v", proto, j.Err)
 		}
+		if j.Refused != nil {
+			return nil, fmt.Errorf("incast %s: %w", proto, j.Refused)
+		}
 		q := fq.coarsen(qbin, true)
 		rates := make([]*series, n)
 		for h := range rates {

@@ -48,6 +48,9 @@ func lossScenario(r *runner) (*Result, error) {
 			if j.Start < 0 {
 				return nil, fmt.Errorf("loss %.1f%% %s: connections never came up: %v", lp, proto, j.Err)
 			}
+			if j.Refused != nil {
+				return nil, fmt.Errorf("loss %.1f%% %s: %w", lp, proto, j.Refused)
+			}
 			gbps := got * 8 / float64(dur-warm) / 4
 			frac := got / (float64(dur-warm) / 1e9) / 4 / payloadRate(o, c)
 			tb.Add(lp, proto, gbps, frac, 1-lp/100)

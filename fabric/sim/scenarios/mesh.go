@@ -21,7 +21,13 @@ type mesh struct {
 	ready   int   // hosts whose connections are all up
 	Start   int64 // when the hosts began, ns (-1 before)
 	Err     error // first transport error seen
-	errs    int   // connections closed with an error
+	// Refused is the first call a transport refused (a dial, send or
+	// receive the workload got wrong, such as more queued than the
+	// transport takes): the workload no longer runs as described, so a
+	// scenario reports it instead of its figures. Connections that close
+	// with an error are counted in errs and are a result, not this.
+	Refused error
+	errs    int // connections closed with an error
 }
 
 // meshHost is one host's side of the connection phase. begin is called at
@@ -50,13 +56,21 @@ func (m *mesh) fail(err error) {
 	}
 }
 
+// refuse records a call the transport refused (see Refused).
+func (m *mesh) refuse(err error) {
+	m.fail(err)
+	if m.Refused == nil {
+		m.Refused = err
+	}
+}
+
 // dial connects to the higher-numbered peers (sim.App's Start).
 func (mh *meshHost) dial(now int64, h *sim.Host) {
 	for _, p := range mh.peers {
 		if p > mh.id {
 			c, err := h.Dial(p)
 			if err != nil {
-				mh.m.fail(err)
+				mh.m.refuse(fmt.Errorf("host %d: dial host %d: %w", mh.id, p, err))
 				continue
 			}
 			mh.conns[p], mh.byConn[c] = c, p

@@ -50,7 +50,7 @@ func planesScenario(r *runner) (*Result, error) {
 			const msg = 64 << 10
 			perFlow := float64(dur) * payloadRate(o, c) * float64(p) / 1e9 / float64(n-1)
 			j := newJob(s, streams(n, pairs, msg, int(perFlow/msg)+4))
-			j.window = 4
+			j.window = perLinkRate(s, 4)
 			warm := dur / 5
 			var rx0 []uint64
 			var retx0 uint64
@@ -72,6 +72,9 @@ func planesScenario(r *runner) (*Result, error) {
 			})
 			if j.Start < 0 || rx0 == nil {
 				return nil, fmt.Errorf("planes %d %s: connections never came up: %v", p, proto, j.Err)
+			}
+			if j.Refused != nil {
+				return nil, fmt.Errorf("planes %d %s: %w", p, proto, j.Refused)
 			}
 			rx1 := rxNow()
 			retx := (wastedPkts(s, j) - retx0) * uint64(o.MTU)
