@@ -102,6 +102,8 @@ type Endpoint struct {
 	// packets and CE-marked DATA packets received this round, the round's
 	// end, and the scale applied to every hint.
 	hintRx, hintCE int
+	hintBytes      uint64 // datagram bytes of the DATA counted in hintRx
+	hintFrom       Time   // when this round's counting began
 	hintRoundEnd   Time
 	hintSkip       Time // DATA arriving before this is not counted
 	hintScale      float64
@@ -535,7 +537,8 @@ func (e *Endpoint) startOutlastsQueue(n int, c *Conn) bool {
 // queue built before they took hold (an incast's first packets) would stand
 // for ever; once per InitialRTT, a round in which a fraction f of the DATA
 // arrived CE-marked multiplies the scale by 1 − f/2, and a round without
-// marks returns half the way to 1. Every sender gets the same factor, so
+// marks, or whose DATA arrived too slowly for the queue to be the
+// receiver's (inboundSaturated), returns half the way to 1. Every sender gets the same factor, so
 // draining the queue keeps the shares fair; a version that scaled rates at
 // each sender from the marks that sender saw was unfair for as long as its
 // 1/16-per-RTT recovery took (14 RTTs at N = 32).
@@ -548,7 +551,7 @@ func (e *Endpoint) hintFactor(now Time) float64 {
 	}
 	round := e.cfg.InitialRTT
 	if e.hintRx > 0 {
-		if e.hintCE > 0 {
+		if e.hintCE > 0 && e.inboundSaturated(now) {
 			e.hintScale *= 1 - float64(e.hintCE)/float64(e.hintRx)/2
 			// The packets of the next RTT left before the senders
 			// heard of this cut: their marks are not counted.
@@ -559,9 +562,34 @@ func (e *Endpoint) hintFactor(now Time) float64 {
 		}
 		e.hintScale = min(max(e.hintScale, 1.0/16), 1)
 	}
-	e.hintRx, e.hintCE = 0, 0
+	e.hintRx, e.hintCE, e.hintBytes = 0, 0, 0
+	e.hintFrom = max(now, e.hintSkip)
 	e.hintRoundEnd = now + round
 	return e.hintScale
+}
+
+// saturatedFrac is the share of InboundRate at which DATA must have arrived
+// over a hint round for its CE marks to cut the hints (inboundSaturated).
+const saturatedFrac = 0.9
+
+// inboundSaturated reports whether the DATA counted this round arrived at
+// saturatedFrac of InboundRate or more: only then can the queue that marked
+// it stand in front of the receiver, whose port drains at its line rate
+// while a queue stands there. Marks that arrive slower were set by a queue
+// elsewhere in the fabric (a spine uplink that lost a neighbour), which
+// every hint shrinking would not drain sooner: the senders' own windows
+// react to it, path by path. Cutting the hints for it as well took a
+// sender whose route lost a spine link to 0.28 of its share within ten
+// RTTs, and the simulated fabric stayed under 90% of its surviving
+// capacity for 18 RTTs instead of 2. A round too short to tell (under a
+// microsecond) counts as saturated.
+func (e *Endpoint) inboundSaturated(now Time) bool {
+	span := now - e.hintFrom
+	if span < Microsecond || e.cfg.InboundRate == 0 {
+		return true
+	}
+	rate := float64(e.hintBytes) * float64(Second) / float64(span)
+	return rate >= saturatedFrac*float64(e.cfg.InboundRate)
 }
 
 // SetConcurrentSenders replaces Config.ConcurrentSenders, the most

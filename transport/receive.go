@@ -153,6 +153,7 @@ func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 	}
 	if h.Op == wire.OpData && now >= e.hintSkip {
 		e.hintRx++
+		e.hintBytes += uint64(len(d.Data))
 		if d.ECN == CE {
 			e.hintCE++
 		}

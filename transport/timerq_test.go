@@ -84,3 +84,40 @@ func TestHintFactor(t *testing.T) {
 	}
 	require.InDelta(t, 1.0/16, e.hintScale, 1e-9, "floor")
 }
+
+// TestHintScaleIgnoresMarksOfAnUnsaturatedInbound: CE marks on DATA that
+// arrived at under 90% of the inbound rate were set by a queue elsewhere in
+// the fabric, not in front of the receiver, and leave the hints alone (the
+// scale keeps moving back to 1); the same marks on DATA arriving at the
+// inbound rate cut it (docs/spec.md §3.5).
+func TestHintScaleIgnoresMarksOfAnUnsaturatedInbound(t *testing.T) {
+	rtt := 10 * Microsecond
+	const rate = 50e9 // bytes/s: 500 KB per 10 µs round
+	e := NewEndpoint(Config{InitialRTT: rtt, InboundRate: rate}, rand.New(rand.NewPCG(1, 1)))
+	now := Time(0)
+	require.Equal(t, 1.0, e.hintFactor(now))
+	cases := []struct {
+		name  string
+		bytes uint64 // DATA bytes in the round
+		want  float64
+	}{
+		{"half the rate, all marked", 250_000, 1},
+		{"89% of the rate, all marked", 445_000, 1},
+		{"the full rate, half marked", 500_000, 0.75},
+	}
+	for _, tc := range cases {
+		e.hintRx, e.hintCE, e.hintBytes = 100, 50, tc.bytes
+		if tc.want == 1 {
+			e.hintCE = 100
+		}
+		now += rtt
+		require.InDelta(t, tc.want, e.hintFactor(now), 1e-9, tc.name)
+	}
+	// After the cut the marks of the next InitialRTT are skipped: the
+	// round's counting begins at hintSkip, and its span is measured from
+	// there, so a saturated inbound still reads as saturated.
+	require.Equal(t, now+rtt, e.hintFrom)
+	e.hintRx, e.hintCE, e.hintBytes = 100, 100, 500_000 // one InitialRTT at the full rate
+	now += 2 * rtt
+	require.InDelta(t, 0.375, e.hintFactor(now), 1e-9)
+}
