@@ -160,3 +160,137 @@ func TestAbortUnusedFlow(t *testing.T) {
 	require.ErrorIs(t, n.Node(0).EP.AbortFlow(n.Now(), 12345, 1), transport.ErrUnknownConn)
 	require.NoError(t, n.Check(transporttest.CheckOptions{}))
 }
+
+// sendDone returns node's EvSendDone events.
+func sendDone(n *transporttest.Net, node int) []transport.Event {
+	var out []transport.Event
+	for _, ev := range n.Node(node).Events {
+		if ev.Kind == transport.EvSendDone {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestAbortAfterDeliveryCompletesPeerSend: the receiver gets a whole
+// message (EvRecvDone, no error) but its ACKs are lost, and it then aborts
+// the flow. Its NACK FLOW_ABORTED says that group 0 was delivered (msg 1,
+// docs/spec.md §2.7), so the sender completes its send successfully
+// instead of failing it with ErrFlowAborted: both sides report the
+// message delivered (§3.4, "Aborting a flow"). Before the NACK carried
+// this, the sender failed every send not yet fully acknowledged.
+func TestAbortAfterDeliveryCompletesPeerSend(t *testing.T) {
+	ncfg := baseNet(5)
+	dropAcks := false
+	ncfg.Loss = 1
+	ncfg.LossOn = func(p *transporttest.Packet) bool {
+		return dropAcks && p.Src == 1 && p.Op == wire.OpAck
+	}
+	n, ca, cb := pair(t, ncfg, baseCfg())
+	const size = 64 << 10
+	_, err := n.PostRecv(1, cb, 1, transporttest.RecvSpec{Cap: size})
+	require.NoError(t, err)
+	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	dropAcks = true
+	_, err = n.Send(0, ca, 1, make([]byte, size), 0)
+	require.NoError(t, err)
+	require.NoError(t, n.RunUntil(func() bool { return len(flowEvents(n, 1, transport.EvRecvDone, 1)) > 0 }, n.Now()+transport.Millisecond))
+	require.NoError(t, flowEvents(n, 1, transport.EvRecvDone, 1)[0].Err, "the message landed whole")
+	require.Empty(t, sendDone(n, 0), "the send completed although the ACKs were lost: the test shows nothing")
+	require.NoError(t, n.Node(1).EP.AbortFlow(n.Now(), cb, 1))
+	require.NoError(t, n.RunFor(20*transport.Microsecond))
+	dropAcks = false
+	require.NoError(t, n.RunFor(5*transport.Millisecond))
+	sends := sendDone(n, 0)
+	require.Len(t, sends, 1)
+	require.NoError(t, sends[0].Err, "the receiver reported the message delivered")
+	require.EqualValues(t, size, sends[0].Len)
+	require.NoError(t, n.Check(transporttest.CheckOptions{AllowFailures: true}))
+}
+
+// TestAbortCompletesPeerSendOfLandedGroup: the second message of a flow
+// lands whole behind the first, which misses a segment, and every ACK of
+// the receiver is lost; the receiver aborts. The abort reports the second
+// receive delivered, and the NACK FLOW_ABORTED names its group in the
+// bitmap beyond msg (docs/spec.md §2.7): the sender completes the second
+// send and fails only the first, so both sides agree on both messages
+// (§3.4).
+func TestAbortCompletesPeerSendOfLandedGroup(t *testing.T) {
+	ncfg := baseNet(8)
+	dropAcks := false
+	ncfg.Loss = 1
+	ncfg.LossOn = func(p *transporttest.Packet) bool {
+		if dropAcks && p.Src == 1 && p.Op == wire.OpAck {
+			return true
+		}
+		var d wire.Data
+		if p.Op != wire.OpData || p.Src != 0 {
+			return false
+		}
+		_, err := wire.ParseData(&d, p.Data)
+		return err == nil && d.Msg == 0 && d.Offset == 0 // the first message's first segment, every copy
+	}
+	n, ca, cb := pair(t, ncfg, baseCfg())
+	const first, second = 16 << 10, 8 << 10
+	for _, size := range []int{first, second} {
+		_, err := n.PostRecv(1, cb, 1, transporttest.RecvSpec{Cap: uint64(size)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	dropAcks = true
+	for _, size := range []int{first, second} {
+		_, err := n.Send(0, ca, 1, make([]byte, size), 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, n.RunUntil(func() bool { return int(n.Node(1).Placed) == first-4096+second }, n.Now()+transport.Millisecond))
+	require.Empty(t, sendDone(n, 0), "a send completed although the ACKs were lost: the test shows nothing")
+	require.NoError(t, n.Node(1).EP.AbortFlow(n.Now(), cb, 1))
+	require.NoError(t, n.RunFor(20*transport.Microsecond))
+	dropAcks = false
+	require.NoError(t, n.RunFor(5*transport.Millisecond))
+
+	recvs := flowEvents(n, 1, transport.EvRecvDone, 1)
+	sends := sendDone(n, 0)
+	require.Len(t, recvs, 2)
+	require.Len(t, sends, 2)
+	require.ErrorIs(t, recvs[0].Err, transport.ErrFlowAborted)
+	require.ErrorIs(t, sends[0].Err, transport.ErrFlowAborted)
+	require.NoError(t, recvs[1].Err, "the second message landed whole before the abort")
+	require.NoError(t, sends[1].Err, "the receiver reported the second message delivered")
+	require.NoError(t, n.Check(transporttest.CheckOptions{AllowFailures: true}))
+}
+
+// TestAbortReleasedFlowCompletesPeerSend: the receiver gets a whole
+// message, its ACKs are lost, and it releases the flow, which is freed at
+// once (nothing of it is in progress here), then aborts it. The tombstone
+// of the release keeps how many groups completed, so the NACK
+// FLOW_ABORTED still says the message was delivered and late copies of
+// its DATA are still acknowledged: the sender's send completes
+// (docs/spec.md §3.4).
+func TestAbortReleasedFlowCompletesPeerSend(t *testing.T) {
+	ncfg := baseNet(9)
+	dropAcks := false
+	ncfg.Loss = 1
+	ncfg.LossOn = func(p *transporttest.Packet) bool {
+		return dropAcks && p.Src == 1 && p.Op == wire.OpAck
+	}
+	n, ca, cb := pair(t, ncfg, baseCfg())
+	const size = 64 << 10
+	_, err := n.PostRecv(1, cb, 1, transporttest.RecvSpec{Cap: size})
+	require.NoError(t, err)
+	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	dropAcks = true
+	_, err = n.Send(0, ca, 1, make([]byte, size), 0)
+	require.NoError(t, err)
+	require.NoError(t, n.RunUntil(func() bool { return len(flowEvents(n, 1, transport.EvRecvDone, 1)) > 0 }, n.Now()+transport.Millisecond))
+	require.NoError(t, flowEvents(n, 1, transport.EvRecvDone, 1)[0].Err)
+	require.Empty(t, sendDone(n, 0), "the send completed although the ACKs were lost: the test shows nothing")
+	require.NoError(t, n.Node(1).EP.ReleaseFlow(n.Now(), cb, 1))
+	require.NoError(t, n.Node(1).EP.AbortFlow(n.Now(), cb, 1))
+	require.NoError(t, n.RunFor(20*transport.Microsecond))
+	dropAcks = false
+	require.NoError(t, n.RunFor(5*transport.Millisecond))
+	sends := sendDone(n, 0)
+	require.Len(t, sends, 1)
+	require.NoError(t, sends[0].Err, "the receiver reported the message delivered")
+}

@@ -321,6 +321,15 @@ func (c *Conn) closeLocal(now Time, r wire.CloseReason) {
 		c.fail(now, nil)
 		return
 	}
+	// Close reports the receive groups that had landed behind an
+	// incomplete one as delivered (failFlow), but doneMsg stays below
+	// them: remember them, so that late copies of their DATA are
+	// acknowledged as stale (completedBeforeClose) and the peer's sends
+	// complete too, instead of failing with ErrClosed while this side
+	// reported the data delivered (docs/spec.md §3.3, §3.4).
+	for _, f := range c.flows {
+		f.closeLanded = f.landedGroups(nil)
+	}
 	c.failOps(c.errf(ErrClosed, "closed locally"))
 	c.state = stateClosing
 	c.closeRsn = r

@@ -35,6 +35,22 @@ type flow struct {
 	recvs   []*recvGroup // posting order, until reported complete
 	nextMsg uint32       // sequence number of the next posted group
 	doneMsg uint32       // groups before this one are complete
+	// closeLanded lists the groups that had landed behind an incomplete
+	// one when this side closed the connection (closeLocal): reported
+	// delivered, so late copies of their DATA are acknowledged.
+	closeLanded []uint32
+}
+
+// landedGroups appends to dst the sequence numbers of f's posted receive
+// groups that have landed but wait behind an earlier incomplete group
+// (completeRecvs reports a landed group at the head at once).
+func (f *flow) landedGroups(dst []uint32) []uint32 {
+	for k, g := range f.recvs {
+		if g.landed() {
+			dst = append(dst, f.doneMsg+uint32(k))
+		}
+	}
+	return dst
 }
 
 // sendMsg is one message queued by Send.
@@ -99,12 +115,19 @@ type recvEntry struct {
 	senderTag uint32
 }
 
+// getFlow returns flow id, creating it if create is set. Only the user's
+// calls (Send, PostRecv) and a RECV_READY the caller has checked create,
+// so create also refuses a released flow id, with reuseErr, whether or not
+// its state is still there: a released flow that still has work in
+// progress keeps its state until that completes (reapFlow), but it takes
+// no new sends or receives (docs/spec.md §3.4, "Releasing a flow"), or it
+// would be kept alive and used after its owner let it go.
 func (c *Conn) getFlow(id uint32, create bool) (*flow, error) {
+	if create && c.isReleased(id) {
+		return nil, c.reuseErr(id)
+	}
 	f := c.flows[id]
 	if f == nil && create {
-		if c.isReleased(id) {
-			return nil, c.reuseErr(id)
-		}
 		if len(c.flows) >= c.ep.cfg.MaxFlowsPerConn {
 			return nil, c.errf(ErrLimit, "more than %d flows", c.ep.cfg.MaxFlowsPerConn)
 		}
@@ -498,7 +521,7 @@ func (c *Conn) completeRecvs(f *flow) {
 // onNack handles a sequenced NACK from the peer.
 func (c *Conn) onNack(n *wire.Nack) {
 	if n.Reason == wire.NackFlowAborted {
-		c.onFlowAborted(n.Flow)
+		c.onFlowAborted(n)
 		return
 	}
 	f := c.flows[n.Flow]

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"slices"
+
 	"github.com/metaroce/metaroce/transport/wire"
 )
 
@@ -277,10 +279,13 @@ func (e *Endpoint) onUnknownConnNack(now Time, d Datagram) {
 
 // completedBeforeClose reports whether DATA d, arriving while c is
 // closing, belongs to a receive group that had completed before the
-// close: a late copy of data that landed (docs/spec.md §3.3).
+// close: a late copy of data that landed (docs/spec.md §3.3). That is a
+// group before the flow's doneMsg, or one that had landed behind an
+// earlier incomplete group (closeLanded), which the close reported
+// delivered too.
 func (c *Conn) completedBeforeClose(d *wire.Data) bool {
 	if f := c.flows[d.Flow]; f != nil {
-		return int32(d.Msg-f.doneMsg) < 0
+		return int32(d.Msg-f.doneMsg) < 0 || slices.Contains(f.closeLanded, d.Msg)
 	}
 	return c.landedBefore(d.Flow, d.Msg)
 }

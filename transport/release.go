@@ -63,7 +63,8 @@ type tomb struct {
 	// other group of the flow was thrown away with it and must not be,
 	// or the peer would report its send delivered (docs/spec.md §3.4).
 	// A flow released with ReleaseFlow is freed only once all its
-	// receives completed, so all of its late DATA is stale.
+	// receives completed, so all of its late DATA is stale; doneMsg
+	// records how many, kept if the flow is aborted after.
 	doneMsg uint32
 	landed  []uint32
 }
@@ -102,7 +103,9 @@ func (c *Conn) tombstone(flow uint32, end flowEnd) {
 	}
 	if t, ok := c.released[flow]; ok {
 		if t.end == flowReleased && end != flowReleased {
-			c.released[flow] = tomb{end: end}
+			// A released flow's groups before doneMsg were all
+			// delivered, and stay so after the abort.
+			c.released[flow] = tomb{end: end, doneMsg: t.doneMsg}
 		}
 		return
 	}
@@ -121,5 +124,12 @@ func (c *Conn) reapFlow(f *flow) {
 	}
 	if c.flows[f.id] == f {
 		delete(c.flows, f.id)
+		// The tombstone keeps how many receive groups completed, for
+		// the NACK FLOW_ABORTED of a later abort (AbortFlow) and for
+		// the late DATA it acknowledges (landedBefore).
+		if t, ok := c.released[f.id]; ok && t.end == flowReleased {
+			t.doneMsg = f.doneMsg
+			c.released[f.id] = t
+		}
 	}
 }

@@ -30,10 +30,42 @@ const (
 	// receive group. Value: the tag.
 	NackTagMismatch NackReason = 5
 	// NackFlowAborted: the sender of the NACK aborted the flow; the
-	// receiver fails its side of the flow and releases it. Index, Msg and
-	// Value are 0.
+	// receiver fails its side of the flow and releases it. Index is 0.
+	// With AbortDelivered set in Value, Msg and Value say which receive
+	// groups of the flow the aborting side delivered (Nack.Delivered);
+	// without it (an older peer sends Msg and Value 0) they say nothing,
+	// and Msg is 0.
 	NackFlowAborted NackReason = 6
 )
+
+// AbortDelivered, set in the value of a NACK FLOW_ABORTED, says that the
+// NACK carries which of the aborting side's receive groups of the flow were
+// delivered (docs/spec.md §2.7, §3.4): every group before msg (the count of
+// groups it completed in order) and group msg+1+i for each bit i, 0 ≤ i <
+// AbortLandedBits, set in the value (groups that had landed whole behind
+// group msg, which had not). The peer completes its sends matched to those
+// groups instead of failing them. The flag is needed because an older peer
+// sends msg and value 0, which would otherwise read as "groups before 0".
+const AbortDelivered uint64 = 1 << 63
+
+// AbortLandedBits is how many groups beyond msg a NACK FLOW_ABORTED's
+// value can name as landed: its bits 0 to 62.
+const AbortLandedBits = 63
+
+// Delivered reports whether n, a NACK FLOW_ABORTED, says that the aborting
+// side delivered receive group msg of the flow (AbortDelivered). It is
+// false for any other NACK and for one without the flag. Group numbers
+// compare in serial arithmetic, as everywhere else.
+func (n *Nack) Delivered(msg uint32) bool {
+	if n.Reason != NackFlowAborted || n.Value&AbortDelivered == 0 {
+		return false
+	}
+	k := int32(msg - n.Msg)
+	if k < 0 {
+		return true
+	}
+	return k >= 1 && k <= AbortLandedBits && n.Value&(1<<(k-1)) != 0
+}
 
 func (r NackReason) String() string {
 	switch r {

@@ -157,10 +157,11 @@ func specExamples(tb testing.TB) []specExample {
 
 // TestSpecExamples checks every worked example of docs/spec.md §2: it decodes
 // without error, to exactly the documented fields, and re-encodes to the same
-// bytes. Every packet type has an example.
+// bytes. Every packet type has an example, and so does the delivery state
+// of a NACK FLOW_ABORTED (§2.7), whose value is not a plain number.
 func TestSpecExamples(t *testing.T) {
 	ex := specExamples(t)
-	want := []string{"data", "data_piggy", "ack", "recv_ready", "nack", "hello", "hello_ack", "probe", "close"}
+	want := []string{"data", "data_piggy", "ack", "recv_ready", "nack", "nack_flow_aborted", "hello", "hello_ack", "probe", "close"}
 	var got []string
 	for _, e := range ex {
 		got = append(got, e.Name)
