@@ -38,8 +38,9 @@ type Config struct {
 	AckEvery int
 	// AckDelay bounds how long an acknowledgement may be held back. Default 20 µs.
 	AckDelay Time
-	// IdleTimeout: a connection with outstanding work that hears nothing
-	// from its peer for this long fails with ErrPeerDead. Default 5 s.
+	// IdleTimeout: a connection that hears nothing from its peer for this
+	// long fails with ErrPeerDead, whether or not it has work outstanding
+	// (KeepAlive keeps a live peer heard while idle). Default 5 s.
 	IdleTimeout Time
 	// KeepAlive: an idle connection probes its peer this often so that a
 	// dead peer is noticed even without traffic. Default IdleTimeout/3.

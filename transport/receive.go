@@ -9,8 +9,10 @@ import (
 // HandleDatagram processes one received datagram. For a DATA packet whose
 // payload is to be placed, the returned Placement says where; everything
 // else is acted on inside the core. Malformed, forged, stale and duplicate
-// input is dropped and counted (Counters) and changes no state but the
-// counters (docs/spec.md §3).
+// input is dropped and counted (Counters) and acted on no further (docs/spec.md
+// §3), except that a stale or duplicate DATA of a known connection still
+// counts as the peer's activity (the time of its last DATA, which the rate
+// hints use): a retransmitted copy shows the peer is sending.
 func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 	h := &e.hdr
 	if _, err := wire.ParseHeader(h, d.Data); err != nil {
