@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
@@ -21,6 +22,11 @@ type Comm struct {
 	link       link
 	boot       Bootstrap
 
+	// closed is set by Close, from any goroutine, before it closes the
+	// link: a call then reports ErrClosed rather than the transport
+	// errors of a link closed under it, which read as a peer's failure.
+	closed atomic.Bool
+
 	mu      sync.Mutex
 	plans   map[sched.Config]*sched.Plan
 	scratch []byte
@@ -28,8 +34,17 @@ type Comm struct {
 }
 
 // ErrBroken is wrapped by calls on a communicator whose earlier collective
-// failed: its streams are out of step and it must be closed.
+// failed: its streams are out of step and it must be closed. The error
+// wraps that earlier failure too, so errors.Is finds its cause (ErrMismatch,
+// context.DeadlineExceeded, ...).
 var ErrBroken = errors.New("communicator unusable after an earlier failure")
+
+// ErrClosed is wrapped by calls made on a communicator after its Close, and
+// by calls that Close cut short. Close fails the transfers in flight with
+// the link's own errors (a closed socket, a connection closed locally),
+// which say nothing of the Close and read as a broken peer; such a call
+// reports ErrClosed instead.
+var ErrClosed = errors.New("communicator closed")
 
 // ErrConcurrentUse is returned by a call made while another goroutine's
 // call on the same communicator is in progress. Waiting for it instead
@@ -101,8 +116,24 @@ func (c *Comm) LinkInfo() LinkInfo { return c.link.info() }
 // (MetaRoCE only; nil for the TCP baseline).
 func (c *Comm) PeerStats() []PeerStats { return c.link.peerStats() }
 
-// Close closes every connection of the communicator.
-func (c *Comm) Close() error { return c.link.close() }
+// Close closes every connection of the communicator. It may be called
+// from any goroutine, also while a call is in progress: that call then
+// fails, as do all later ones, with an error wrapping ErrClosed.
+func (c *Comm) Close() error {
+	c.closed.Store(true)
+	return c.link.close()
+}
+
+// closedErr returns the error of a call of plan p that failed with err, a
+// transfer's failure, after Close was called: it wraps ErrClosed and,
+// second, err, which a Close that raced with a real failure leaves as the
+// useful part. Without Close it returns err unchanged.
+func (c *Comm) closedErr(p *sched.Plan, err error) error {
+	if !c.closed.Load() || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("collectives: %v on rank %d: %w during the call, which failed its transfers: %w", p.Collective, p.Rank, ErrClosed, err)
+}
 
 // Run executes the collective cfg describes (Rank, NRanks, Channels,
 // ChunkBytes, GroupSize and, for all-to-all, AllToAllInFlight are filled in
@@ -112,8 +143,11 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 		return fmt.Errorf("collectives: %v: %w", cfg.Collective, ErrConcurrentUse)
 	}
 	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return fmt.Errorf("collectives: %v: %w", cfg.Collective, ErrClosed)
+	}
 	if c.broken != nil {
-		return fmt.Errorf("collectives: %w: %v", ErrBroken, c.broken)
+		return fmt.Errorf("collectives: %w: %w", ErrBroken, c.broken)
 	}
 	cfg.Rank, cfg.NRanks = c.rank, c.size
 	if cfg.Channels == 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/transport"
 )
 
 // streamKey names one ordered message stream: direction, peer, channel.
@@ -73,6 +74,7 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) (err 
 	inflight := map[int]pending{}
 	defer func() {
 		if err != nil {
+			err = c.closedErr(p, err)
 			c.abandon(err, completions, inflight)
 		}
 	}()
@@ -185,8 +187,10 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) (err 
 			if s.Kind == sched.KindRecv && int64(got) != s.Dst.Len {
 				// Every message of a plan has one exact length on both
 				// sides: a shorter one means the ranks run different
-				// plans (different counts, types or collectives).
-				return c.stepErr(p, s, fmt.Errorf("%w: received %d bytes where the plan expects %d; do all ranks call the same collective with the same count and type?", ErrMismatch, got, s.Dst.Len))
+				// plans (different counts, types or collectives). A
+				// longer one fails the receive in the link (see
+				// stepErr).
+				return c.stepErr(p, s, fmt.Errorf("%w: received %d bytes where the plan expects %d", ErrMismatch, got, s.Dst.Len))
 			}
 			finish(i)
 			k := keyOf(s)
@@ -204,9 +208,31 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) (err 
 }
 
 // ErrMismatch is wrapped when a peer's message does not have the length
-// this rank's plan expects: the ranks did not call the same collective
-// with the same arguments.
+// this rank's plan expects, shorter or longer: the ranks did not call the
+// same collective with the same arguments. A rank whose peer saw the
+// mismatch first and left may instead get an error saying the peer closed
+// the connection.
 var ErrMismatch = errors.New("ranks disagree on the call")
+
+// mismatchHint ends every ErrMismatch error of a call: the likely cause.
+const mismatchHint = "do all ranks call the same collective with the same count and type?"
+
+// asMismatch returns err, a failed transfer's error, as an ErrMismatch
+// error when it says that the two sides' messages differ in length, and err
+// unchanged otherwise. Links report a message longer than its receive in
+// their own words: the TCP baseline's reader wraps ErrMismatch, MetaRoCE
+// fails the receive, and the send too, with transport.ErrMessageTooLarge.
+// Either means that the peers run different plans, not that the connection
+// broke, so the error says so and wraps ErrMismatch like the short case.
+func asMismatch(err error) error {
+	switch {
+	case errors.Is(err, ErrMismatch):
+		return fmt.Errorf("%w; %s", err, mismatchHint)
+	case errors.Is(err, transport.ErrMessageTooLarge):
+		return fmt.Errorf("%w: %w; %s", ErrMismatch, err, mismatchHint)
+	}
+	return err
+}
 
 // abandon ends a failed call: the communicator is already broken, so its
 // link is closed, which fails every transfer still posted, and abandon
@@ -247,12 +273,14 @@ func rangeOf(bufs [3][]byte, r sched.Range) []byte {
 	return bufs[r.Buf][r.Off:r.End()]
 }
 
+// stepErr describes the failure of transfer s of plan p, marks the
+// communicator broken and returns the error.
 func (c *Comm) stepErr(p *sched.Plan, s *sched.Step, err error) error {
 	dir := "sending to"
 	if s.Kind == sched.KindRecv {
 		dir = "receiving from"
 	}
-	return c.markBroken(fmt.Errorf("collectives: %v on rank %d: %s rank %d (channel %d, message %d): %w", p.Collective, p.Rank, dir, s.Peer, s.Channel, s.Seq, err))
+	return c.markBroken(fmt.Errorf("collectives: %v on rank %d: %s rank %d (channel %d, message %d): %w", p.Collective, p.Rank, dir, s.Peer, s.Channel, s.Seq, asMismatch(err)))
 }
 
 // stuckErr explains why a call's context ended while transfers were

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/transport"
 )
 
 // Calls whose plans hold more messages per stream than a link queues: the
@@ -95,29 +98,169 @@ func TestPartlyOverlappingBuffers(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// Ranks that disagree on the count get an error on both sides, never a
-// success with a half-filled buffer.
+// Ranks that disagree on the count never get a success with a half-filled
+// buffer: a rank whose receive is too small for the peer's longer message,
+// like one that gets a shorter message than it expects, fails with an error
+// that wraps ErrMismatch and says what to check. Before, the longer message
+// failed over TCP with a plain error that read like a broken connection,
+// and over MetaRoCE with transport.ErrMessageTooLarge alone.
+//
+// The rank that sees the disagreement first fails and leaves, and its peer
+// may then fail on the closed connection before it sees the disagreement
+// itself (which side is first is a race, and over MetaRoCE the sender of
+// the longer message can tell from the receive's advertised size before
+// sending anything). So each rank must report ErrMismatch, or the peer's
+// leaving where the peer reported ErrMismatch, and at least one reports it.
+// A broadcast root whose message went out may also succeed; it waits for
+// rank 0's call to end before it closes, so that its closing cannot stand
+// in for the mismatch rank 0 must report then.
 func TestRanksDisagreeOnCount(t *testing.T) {
-	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
-		t.Run(tr, func(t *testing.T) {
-			var mu sync.Mutex
-			errs := map[int]error{}
-			LaunchLocal(context.Background(), 2, Config{Transport: tr, Timeout: 10 * time.Second}, func(c *Comm) error {
-				cnt := 8 << c.Rank() // rank 0: 8 elements, rank 1: 16
-				send := fill(reduce.Int32, cnt, func(i int) float64 { return 1 })
-				err := c.SendRecv(context.Background(), send, make([]byte, len(send)), reduce.Int32)
-				mu.Lock()
-				errs[c.Rank()] = err
-				mu.Unlock()
-				return err
-			})
-			// Rank 0's receive is too small for rank 1's message; rank 1
-			// expects 64 bytes and gets 32 (ErrMismatch), unless the first
-			// failure reached it first.
-			require.Error(t, errs[0])
-			require.Error(t, errs[1])
-		})
+	dt := reduce.Int32
+	cases := []struct {
+		name        string
+		counts      [2]int // elements per rank
+		call        func(c *Comm, buf []byte) error
+		rootMayPass bool // rank 1 sends only
+	}{
+		{"sendrecv", [2]int{8, 16}, func(c *Comm, buf []byte) error {
+			return c.SendRecv(context.Background(), buf, make([]byte, len(buf)), dt)
+		}, false},
+		{"broadcast/longer", [2]int{8, 16}, func(c *Comm, buf []byte) error {
+			return c.Broadcast(context.Background(), nil, buf, dt, 1)
+		}, true},
+		{"broadcast/shorter", [2]int{16, 8}, func(c *Comm, buf []byte) error {
+			return c.Broadcast(context.Background(), nil, buf, dt, 1)
+		}, true},
 	}
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		for _, tc := range cases {
+			t.Run(tr+"/"+tc.name, func(t *testing.T) {
+				var errs [2]error
+				var ran [2]bool
+				rank0Done := make(chan struct{})
+				cfg := Config{Transport: tr, Timeout: 10 * time.Second}
+				launchErr := LaunchLocal(context.Background(), 2, cfg, func(c *Comm) error {
+					r := c.Rank()
+					ran[r] = true
+					errs[r] = tc.call(c, fill(dt, tc.counts[r], func(int) float64 { return 1 }))
+					if errs[r] != nil {
+						// The next call reports the communicator broken,
+						// and errors.Is still finds the first failure's
+						// cause.
+						again := c.Barrier(context.Background())
+						if !errors.Is(again, ErrBroken) || errors.Is(again, ErrMismatch) != errors.Is(errs[r], ErrMismatch) {
+							t.Errorf("rank %d: the call after %q returned %v, want ErrBroken wrapping the same cause", r, errs[r], again)
+						}
+					}
+					if r == 0 {
+						close(rank0Done)
+					} else {
+						// Close only once rank 0's call ended; the bound
+						// keeps a rank 0 that never ran from hanging this.
+						select {
+						case <-rank0Done:
+						case <-time.After(cfg.Timeout):
+						}
+					}
+					return errs[r]
+				})
+				require.True(t, ran[0] && ran[1], "the ranks did not start: %v", launchErr)
+				var seen bool
+				for r, err := range errs {
+					switch {
+					case errors.Is(err, ErrMismatch):
+						seen = true
+						require.Contains(t, err.Error(), mismatchHint, "rank %d", r)
+					case err == nil && tc.rootMayPass && r == 1:
+					case peerLeft(err) && errors.Is(errs[1-r], ErrMismatch):
+						t.Logf("rank %d failed because rank %d saw the disagreement first and left: %v", r, 1-r, err)
+					default:
+						t.Errorf("rank %d: got %v, want an error wrapping ErrMismatch", r, err)
+					}
+				}
+				require.True(t, seen, "no rank reported ErrMismatch")
+			})
+		}
+	}
+}
+
+// Close, before a call or during one, makes the call fail with an error
+// wrapping ErrClosed that says so. Before, a call after Close or cut short
+// by it reported the link's errors ("use of closed network connection",
+// "tcp stream closed", "connection closed"), which blame the peer.
+func TestCloseFailsCallsWithErrClosed(t *testing.T) {
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		for _, during := range []bool{false, true} {
+			name := tr + "/after"
+			if during {
+				name = tr + "/during"
+			}
+			t.Run(name, func(t *testing.T) {
+				rank0Done := make(chan struct{})
+				var errs []error
+				cfg := Config{Transport: tr, Timeout: 10 * time.Second}
+				launchErr := LaunchLocal(context.Background(), 2, cfg, func(c *Comm) error {
+					if c.Rank() == 1 {
+						// Rank 1 never calls: rank 0's call waits until
+						// its Close.
+						select {
+						case <-rank0Done:
+						case <-time.After(cfg.Timeout):
+						}
+						return nil
+					}
+					defer close(rank0Done)
+					buf := make([]byte, 64)
+					if during {
+						posted := make(chan struct{})
+						var once sync.Once
+						c.link = postHook{c.link, func() { once.Do(func() { close(posted) }) }}
+						go func() {
+							<-posted // the call is in progress
+							c.Close()
+						}()
+					} else {
+						c.Close()
+					}
+					errs = append(errs, c.SendRecv(context.Background(), buf, make([]byte, len(buf)), reduce.Int32))
+					errs = append(errs, c.Barrier(context.Background()))
+					return nil
+				})
+				require.NoError(t, launchErr)
+				require.Len(t, errs, 2)
+				for i, err := range errs {
+					require.ErrorIs(t, err, ErrClosed, "call %d", i)
+					require.NotErrorIs(t, err, ErrBroken, "call %d", i)
+					require.Contains(t, err.Error(), "communicator closed", "call %d", i)
+				}
+				if !during {
+					// Nothing was posted: nothing else to report.
+					require.NotContains(t, errs[0].Error(), "connection")
+				}
+			})
+		}
+	}
+}
+
+// postHook is a link that calls posted after each receive it posts, so that
+// a test acts while a call is in progress.
+type postHook struct {
+	link
+	posted func()
+}
+
+func (h postHook) recv(peer, ch int, buf []byte, done func()) (pending, error) {
+	pd, err := h.link.recv(peer, ch, buf, done)
+	h.posted()
+	return pd, err
+}
+
+// peerLeft reports whether err is a transfer's failure because the peer
+// closed its side: a MetaRoCE connection the peer closed, or a TCP stream
+// that ended or was reset.
+func peerLeft(err error) bool {
+	return errors.Is(err, transport.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // A call that fails leaves nothing posted behind it: once it returned, no

@@ -3,7 +3,6 @@ package collectives
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -243,19 +242,33 @@ func (s *tcpStream) post(send bool, buf []byte, notify func()) pending {
 	return op
 }
 
+// failure is the error of the stream's failed ops: what ended it, or, when
+// it was shut down here first, that it was closed locally.
 func (s *tcpStream) failure() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil {
-		return errors.New("tcp stream closed")
+		return fmt.Errorf("tcp connection to rank %d (%v) closed locally", s.peer, s.c.RemoteAddr())
 	}
 	return s.err
 }
 
+// connErr describes err, a failed read or write of the socket, as the
+// connection's failure.
+func (s *tcpStream) connErr(err error) error {
+	return fmt.Errorf("tcp connection to rank %d (%v): %w", s.peer, s.c.RemoteAddr(), err)
+}
+
+// fail records err as the stream's failure (the first one wins), which
+// every op still queued and every later post gets, and shuts the stream
+// down. A stream already shut down here keeps "closed locally": the read
+// or write that the shutdown's closing of the socket interrupted fails
+// with "use of closed network connection", which would blame the
+// connection.
 func (s *tcpStream) fail(err error) {
 	s.mu.Lock()
-	if s.err == nil {
-		s.err = fmt.Errorf("tcp connection to rank %d (%v): %w", s.peer, s.c.RemoteAddr(), err)
+	if s.err == nil && !s.down {
+		s.err = err
 	}
 	s.mu.Unlock()
 	s.shutdown()
@@ -282,8 +295,8 @@ func (s *tcpStream) drain(q chan *tcpOp) {
 	}
 }
 
-// abort ends the stream on err: op and every request still queued on q
-// fail with the stream's failure.
+// abort ends the stream on err (see fail): op and every request still
+// queued on q fail with the stream's failure.
 func (s *tcpStream) abort(op *tcpOp, q chan *tcpOp, err error) {
 	s.fail(err)
 	op.complete(s.failure())
@@ -301,7 +314,7 @@ func (s *tcpStream) writer() {
 				_, err = s.c.Write(op.buf)
 			}
 			if err != nil {
-				s.abort(op, s.sends, err)
+				s.abort(op, s.sends, s.connErr(err))
 				return
 			}
 			op.n = len(op.buf)
@@ -327,14 +340,19 @@ func (s *tcpStream) reader() {
 		if err == nil {
 			n := binary.BigEndian.Uint64(hdr[:])
 			if n > uint64(len(op.buf)) {
-				err = fmt.Errorf("message of %d bytes for a %d-byte receive", n, len(op.buf))
-			} else {
-				_, err = io.ReadFull(s.c, op.buf[:n])
-				op.n = int(n)
+				// The connection is fine, but the peer's plan has a
+				// longer message here than this rank's: the ranks
+				// disagree on the call. The stream cannot go on (the
+				// message's bytes are still in the socket), so it
+				// ends, with an error that says why.
+				s.abort(op, s.recvs, fmt.Errorf("%w: rank %d sent %d bytes for a %d-byte receive", ErrMismatch, s.peer, n, len(op.buf)))
+				return
 			}
+			_, err = io.ReadFull(s.c, op.buf[:n])
+			op.n = int(n)
 		}
 		if err != nil {
-			s.abort(op, s.recvs, err)
+			s.abort(op, s.recvs, s.connErr(err))
 			return
 		}
 		op.complete(nil)

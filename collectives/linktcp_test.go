@@ -1,6 +1,8 @@
 package collectives
 
 import (
+	"encoding/binary"
+	"errors"
 	"net"
 	"testing"
 
@@ -21,5 +23,42 @@ func TestTCPPostAfterShutdown(t *testing.T) {
 		done, err := op.Test()
 		require.True(t, done, "op %d posted after the shutdown is still pending", i)
 		require.Error(t, err)
+	}
+}
+
+// TestTCPStreamErrors: a receive that fails on the stream says why. A
+// message longer than the posted receive is the ranks' disagreement
+// (ErrMismatch), not a broken connection, and an op that a local shutdown
+// ended says the connection was closed here rather than blaming the peer
+// with "use of closed network connection".
+func TestTCPStreamErrors(t *testing.T) {
+	cases := []struct {
+		name     string
+		act      func(s *tcpStream, peer net.Conn)
+		mismatch bool
+		want     string
+	}{
+		{"longer message", func(_ *tcpStream, peer net.Conn) {
+			var hdr [8]byte
+			binary.BigEndian.PutUint64(hdr[:], 16)
+			peer.Write(hdr[:]) // net.Pipe: returns once the reader took it
+		}, true, "rank 1 sent 16 bytes for a 8-byte receive"},
+		{"local shutdown", func(s *tcpStream, _ net.Conn) { s.shutdown() }, false, "closed locally"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := net.Pipe()
+			defer b.Close()
+			s := newTCPStream(a, 1)
+			defer s.shutdown()
+			done := make(chan struct{})
+			op := s.post(false, make([]byte, 8), func() { close(done) })
+			c.act(s, b)
+			<-done
+			_, err := op.Test()
+			require.Error(t, err)
+			require.Equal(t, c.mismatch, errors.Is(err, ErrMismatch), "%v", err)
+			require.ErrorContains(t, err, c.want)
+		})
 	}
 }
