@@ -86,7 +86,7 @@ func TestAbortThenCloseFailsPeerSend(t *testing.T) {
 				require.NoError(t, n.Node(1).EP.AbortFlow(n.Now(), cb, 1))
 				require.NoError(t, n.RunFor(gap))
 				n.Node(1).EP.Close(n.Now(), cb)
-				require.NoError(t, n.RunFor(5*transport.Millisecond))
+				require.NoError(t, n.RunFor(graceWait))
 				sev := flowEvents(n, 0, transport.EvSendDone, 1)
 				require.Len(t, sev, 1)
 				require.Error(t, sev[0].Err, "placed %d of %d bytes", n.Node(1).Placed, size)

@@ -43,7 +43,7 @@ func TestDataAfterCloseIsNotAcknowledged(t *testing.T) {
 			partial++
 		}
 		n.Node(1).EP.Close(n.Now(), cb)
-		require.NoError(t, n.RunFor(50*transport.Millisecond))
+		require.NoError(t, n.RunFor(graceWait))
 		rerr, rok := outcome(n, 1, transport.EvRecvDone)
 		serr, sok := outcome(n, 0, transport.EvSendDone)
 		require.True(t, rok && sok, "close after %dµs: operations left pending", d)
@@ -84,3 +84,45 @@ func TestDataBeforeCloseIsAcknowledged(t *testing.T) {
 	serr, _ := outcome(n, 0, transport.EvSendDone)
 	require.NoError(t, serr, "data that arrived before the close was not acknowledged")
 }
+
+// TestDataBeforeCloseIsAcknowledgedAfterLongLoss: as above, but the
+// closing side's first CLOSE is lost as well, and the sender's
+// retransmissions are lost for longer than twice MinRTO after the CLOSE
+// reaches it. The sender keeps its send open for as long as the closing
+// side lingers and answers (4 × HandshakeRetry), so a later
+// retransmission completes it; with a grace of twice MinRTO it failed with
+// ErrClosed although its data had been delivered (docs/spec.md §3.3).
+func TestDataBeforeCloseIsAcknowledgedAfterLongLoss(t *testing.T) {
+	cfg := baseCfg()
+	cfg.HandshakeRetry = transport.Millisecond
+	cfg.IdleTimeout = transport.Second
+	n, ca, cb := pair(t, baseNet(3), cfg)
+	const size = 16 << 10
+	_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
+	require.NoError(t, err)
+	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	acks := transporttest.AnyRule(n.Now()) // the receiver's ACKs, and its first CLOSE
+	acks.Src, acks.Dst, acks.Until = 1, 0, n.Now()+300*transport.Microsecond
+	n.AddRule(acks)
+	_, err = n.Send(0, ca, 0, make([]byte, size), 0)
+	require.NoError(t, err)
+	require.NoError(t, n.RunUntil(func() bool { _, ok := outcome(n, 1, transport.EvRecvDone); return ok }, n.Now()+transport.Millisecond))
+	rerr, _ := outcome(n, 1, transport.EvRecvDone)
+	require.NoError(t, rerr)
+	closed := n.Now()
+	retx := transporttest.AnyRule(closed) // the sender's retransmissions
+	retx.Src, retx.Dst, retx.Until = 0, 1, closed+2*transport.Millisecond
+	n.AddRule(retx)
+	n.Node(1).EP.Close(closed, cb)
+	require.NoError(t, n.RunUntil(func() bool { _, ok := outcome(n, 0, transport.EvSendDone); return ok }, closed+10*transport.Millisecond))
+	serr, done := outcome(n, 0, transport.EvSendDone)
+	require.True(t, done, "the send never ended")
+	require.NoError(t, serr, "data that arrived before the close was not acknowledged")
+	require.Greater(t, n.Now(), closed+2*transport.Millisecond, "the send completed before its retransmissions could arrive")
+}
+
+// graceWait is long enough, at the default HandshakeRetry (50 ms), for a
+// connection whose peer closed to give up on its outstanding operations:
+// it waits up to twice HandshakeRetry for acknowledgements the closing
+// side may still send (onPeerClose).
+const graceWait = 150 * transport.Millisecond

@@ -358,10 +358,19 @@ func (c *Conn) onPeerClose(now Time, cl *wire.Close) {
 	}
 	// Linger before failing what is still outstanding: the ACKs the peer
 	// sent just before its CLOSE may arrive after it on another path, and
-	// they complete sends whose data the peer already has.
+	// they complete sends whose data the peer already has. When those ACKs
+	// were lost, only a retransmission answered by the closing peer
+	// completes such a send, and the peer keeps answering for as long as
+	// it lingers (4 × HandshakeRetry, closeLocal). The grace is half of
+	// that, which leaves room for a retry of a lost CLOSE before the peer
+	// forgets the connection (past it, our retransmissions would meet an
+	// unknown connection and fail as ErrPeerDead). With twice MinRTO alone,
+	// a send whose data had landed failed with ErrClosed after a
+	// retransmission or two were lost too (mrbench at 50% loss, one run in
+	// six).
 	c.peerClosed = true
 	c.closeRsn = cl.Reason
-	c.graceEnd = now + max(2*c.ep.cfg.MinRTO, 4*Time(c.cc.SRTT()))
+	c.graceEnd = now + max(2*c.ep.cfg.MinRTO, 4*Time(c.cc.SRTT()), 2*c.ep.cfg.HandshakeRetry)
 	c.checkPeerClosed(now)
 }
 

@@ -52,7 +52,7 @@ func TestCloseCompletesLandedGroup(t *testing.T) {
 	require.False(t, rdone, "no receive may complete while the first message misses a segment")
 
 	n.Node(1).EP.Close(n.Now(), cb)
-	require.NoError(t, n.RunFor(50*transport.Millisecond))
+	require.NoError(t, n.RunFor(graceWait))
 	var recvs []transport.Event
 	for _, ev := range n.Node(1).Events {
 		if ev.Kind == transport.EvRecvDone {
