@@ -98,8 +98,8 @@ func TestLossHeaderOnTCPTable(t *testing.T) {
 }
 
 // TestLocalChecksBeforeConnecting: with the ranks run here, a broadcast
-// root that is no rank and a sweep with no row are usage errors before any
-// connection; sizes too small for some types are named on stderr.
+// root that is no rank, a group size that does not divide the ranks and a
+// sweep with no row are usage errors before any connection; sizes too small for some types are named on stderr.
 func TestLocalChecksBeforeConnecting(t *testing.T) {
 	code, out, errs := runMrbench(t, "-np", "2", "--op", "broadcast", "-r", "5", "--transport", "tcp")
 	assert.Equal(t, exitUsage, code)
@@ -108,6 +108,10 @@ func TestLocalChecksBeforeConnecting(t *testing.T) {
 	code, out, errs = runMrbench(t, "-np", "2", "-b", "4", "-e", "4", "-d", "double", "--transport", "tcp")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errs, "no row to run")
+	assert.Empty(t, out)
+	code, out, errs = runMrbench(t, "-np", "4", "--group-size", "3", "--transport", "tcp")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errs, "--group-size 3 does not divide the 4 ranks")
 	assert.Empty(t, out)
 	code, _, errs = runMrbench(t, "-np", "4", "--op", "reducescatter", "-b", "8", "-e", "8", "-d", "all",
 		"-n", "1", "-w", "0", "--transport", "tcp")

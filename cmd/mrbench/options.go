@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -133,7 +134,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	sizeVar(&o.MaxBytes, "maximum size in bytes (K/M/G suffixes)", "e", "maxbytes")
 	sizeVar(&o.StepBytes, "size increment in bytes when no step factor is given", "i", "stepbytes")
 	for _, n := range []string{"f", "stepfactor"} {
-		fs.Float64Var(&o.StepFactor, n, defaultStepFactor, "multiplication factor between sizes")
+		fs.Float64Var(&o.StepFactor, n, defaultStepFactor, "multiplication factor between sizes (0 or 1: step by -i)")
 	}
 	intVar(&o.Iters, defaultIters, "timed iterations per size", "n", "iters")
 	intVar(&o.Warmup, defaultWarmup, "untimed warm-up iterations per size", "w", "warmup_iters")
@@ -193,8 +194,13 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	if o.set["i"] && !o.set["f"] {
 		o.StepFactor = 0 // nccl-tests: a step factor wins only when given
 	}
-	if o.StepFactor != 0 && o.StepFactor <= 1 {
-		bad("-f %g: the step factor must be > 1", o.StepFactor)
+	switch f := o.StepFactor; {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		bad("-f %g: the step factor must be a number: 0 or 1 (step by -i) or more than 1", f)
+	case f == 1:
+		o.StepFactor = 0 // nccl-tests: a factor of 1 steps by -i
+	case f != 0 && f < 1:
+		bad("-f %g: the step factor must be 0 or 1 (step by -i) or more than 1", f)
 	}
 	if o.Iters < 1 {
 		bad("-n %d: at least one iteration", o.Iters)

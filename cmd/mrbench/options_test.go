@@ -121,3 +121,31 @@ func TestHelpGroupsAliases(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(text, "(default 1m0s)"))
 	assert.NotContains(t, text, "\n  -iters")
 }
+
+// TestStepFactorValues: -f 1 steps by -i as in nccl-tests (where 1 is the
+// default), like -f 0; a factor that is no number (NaN, Inf) or lies in
+// (0, 1) is a usage error instead of a silent fallback.
+func TestStepFactorValues(t *testing.T) {
+	for _, tc := range []struct {
+		f    string
+		want float64 // StepFactor after parsing
+		err  string
+	}{
+		{"0", 0, ""},
+		{"1", 0, ""},
+		{"2", 2, ""},
+		{"0.5", 0, "-f 0.5: the step factor must be 0 or 1"},
+		{"-2", 0, "-f -2: the step factor must be 0 or 1"},
+		{"NaN", 0, "-f NaN: the step factor must be a number"},
+		{"Inf", 0, "-f +Inf: the step factor must be a number"},
+	} {
+		o, err := parseOptions([]string{"-f", tc.f, "-i", "8", "-b", "8", "-e", "64"}, io.Discard)
+		if tc.err != "" {
+			require.Error(t, err, "-f %s", tc.f)
+			assert.Contains(t, err.Error(), tc.err)
+			continue
+		}
+		require.NoError(t, err, "-f %s", tc.f)
+		assert.Equal(t, tc.want, o.StepFactor, "-f %s", tc.f)
+	}
+}

@@ -304,6 +304,9 @@ func checkLocal(o *options, stderr io.Writer) error {
 	if o.Collective == sched.Broadcast && o.Root >= n {
 		return fmt.Errorf("-r %d: the root must be a rank, 0 to %d", o.Root, n-1)
 	}
+	if g := o.GroupSize; g > 0 && n%g != 0 {
+		return fmt.Errorf("--group-size %d does not divide the %d ranks", g, n)
+	}
 	sw := newSweep(o)
 	if avail, ok := availableMemory(); ok {
 		if need := int64(n) * sw.rankMemory(n); need > avail {
