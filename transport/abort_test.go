@@ -172,6 +172,54 @@ func sendDone(n *transporttest.Net, node int) []transport.Event {
 	return out
 }
 
+// deliveredSize is the message of deliverWithAcksLost.
+const deliveredSize = 64 << 10
+
+// deliverWithAcksLost sends one deliveredSize message from node 0 to node
+// 1 on flow 1 of a pair built on baseNet(seed), losing every ACK node 1
+// sends from the send on, and returns once node 1's receive completed.
+// Setting *dropAcks to false lets the ACKs through again.
+func deliverWithAcksLost(t *testing.T, seed uint64) (n *transporttest.Net, cb transport.ConnID, dropAcks *bool) {
+	t.Helper()
+	ncfg := baseNet(seed)
+	dropAcks = new(bool)
+	ncfg.Loss = 1
+	ncfg.LossOn = func(p *transporttest.Packet) bool {
+		return *dropAcks && p.Src == 1 && p.Op == wire.OpAck
+	}
+	n, ca, cb := pair(t, ncfg, baseCfg())
+	_, err := n.PostRecv(1, cb, 1, transporttest.RecvSpec{Cap: deliveredSize})
+	require.NoError(t, err)
+	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	*dropAcks = true
+	_, err = n.Send(0, ca, 1, make([]byte, deliveredSize), 0)
+	require.NoError(t, err)
+	require.NoError(t, n.RunUntil(func() bool { return len(flowEvents(n, 1, transport.EvRecvDone, 1)) > 0 }, n.Now()+transport.Millisecond))
+	return n, cb, dropAcks
+}
+
+// abortDelivered checks that deliverWithAcksLost's receive completed and
+// its send did not, has node 1 abort flow 1 (releasing it first when
+// release is set), lets the ACKs through again 20 µs later, and returns
+// the sender's one send completion, which must carry no error: the
+// receiver reported the message delivered.
+func abortDelivered(t *testing.T, n *transporttest.Net, cb transport.ConnID, dropAcks *bool, release bool) []transport.Event {
+	t.Helper()
+	require.NoError(t, flowEvents(n, 1, transport.EvRecvDone, 1)[0].Err, "the message landed whole")
+	require.Empty(t, sendDone(n, 0), "the send completed although the ACKs were lost: the test shows nothing")
+	if release {
+		require.NoError(t, n.Node(1).EP.ReleaseFlow(n.Now(), cb, 1))
+	}
+	require.NoError(t, n.Node(1).EP.AbortFlow(n.Now(), cb, 1))
+	require.NoError(t, n.RunFor(20*transport.Microsecond))
+	*dropAcks = false
+	require.NoError(t, n.RunFor(5*transport.Millisecond))
+	sends := sendDone(n, 0)
+	require.Len(t, sends, 1)
+	require.NoError(t, sends[0].Err, "the receiver reported the message delivered")
+	return sends
+}
+
 // TestAbortAfterDeliveryCompletesPeerSend: the receiver gets a whole
 // message (EvRecvDone, no error) but its ACKs are lost, and it then aborts
 // the flow. Its NACK FLOW_ABORTED says that group 0 was delivered (msg 1,
@@ -180,31 +228,9 @@ func sendDone(n *transporttest.Net, node int) []transport.Event {
 // message delivered (§3.4, "Aborting a flow"). Before the NACK carried
 // this, the sender failed every send not yet fully acknowledged.
 func TestAbortAfterDeliveryCompletesPeerSend(t *testing.T) {
-	ncfg := baseNet(5)
-	dropAcks := false
-	ncfg.Loss = 1
-	ncfg.LossOn = func(p *transporttest.Packet) bool {
-		return dropAcks && p.Src == 1 && p.Op == wire.OpAck
-	}
-	n, ca, cb := pair(t, ncfg, baseCfg())
-	const size = 64 << 10
-	_, err := n.PostRecv(1, cb, 1, transporttest.RecvSpec{Cap: size})
-	require.NoError(t, err)
-	require.NoError(t, n.RunFor(30*transport.Microsecond))
-	dropAcks = true
-	_, err = n.Send(0, ca, 1, make([]byte, size), 0)
-	require.NoError(t, err)
-	require.NoError(t, n.RunUntil(func() bool { return len(flowEvents(n, 1, transport.EvRecvDone, 1)) > 0 }, n.Now()+transport.Millisecond))
-	require.NoError(t, flowEvents(n, 1, transport.EvRecvDone, 1)[0].Err, "the message landed whole")
-	require.Empty(t, sendDone(n, 0), "the send completed although the ACKs were lost: the test shows nothing")
-	require.NoError(t, n.Node(1).EP.AbortFlow(n.Now(), cb, 1))
-	require.NoError(t, n.RunFor(20*transport.Microsecond))
-	dropAcks = false
-	require.NoError(t, n.RunFor(5*transport.Millisecond))
-	sends := sendDone(n, 0)
-	require.Len(t, sends, 1)
-	require.NoError(t, sends[0].Err, "the receiver reported the message delivered")
-	require.EqualValues(t, size, sends[0].Len)
+	n, cb, dropAcks := deliverWithAcksLost(t, 5)
+	sends := abortDelivered(t, n, cb, dropAcks, false)
+	require.EqualValues(t, deliveredSize, sends[0].Len)
 	require.NoError(t, n.Check(transporttest.CheckOptions{AllowFailures: true}))
 }
 
@@ -220,23 +246,10 @@ func TestAbortCompletesPeerSendOfLandedGroup(t *testing.T) {
 	dropAcks := false
 	ncfg.Loss = 1
 	ncfg.LossOn = func(p *transporttest.Packet) bool {
-		if dropAcks && p.Src == 1 && p.Op == wire.OpAck {
-			return true
-		}
-		var d wire.Data
-		if p.Op != wire.OpData || p.Src != 0 {
-			return false
-		}
-		_, err := wire.ParseData(&d, p.Data)
-		return err == nil && d.Msg == 0 && d.Offset == 0 // the first message's first segment, every copy
+		return dropAcks && p.Src == 1 && p.Op == wire.OpAck || firstSegmentOfFirstMessage(p)
 	}
 	n, ca, cb := pair(t, ncfg, baseCfg())
-	const first, second = 16 << 10, 8 << 10
-	for _, size := range []int{first, second} {
-		_, err := n.PostRecv(1, cb, 1, transporttest.RecvSpec{Cap: uint64(size)})
-		require.NoError(t, err)
-	}
-	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	postTwo(t, n, cb, 1)
 	dropAcks = true
 	for _, size := range []int{first, second} {
 		_, err := n.Send(0, ca, 1, make([]byte, size), 0)
@@ -268,29 +281,6 @@ func TestAbortCompletesPeerSendOfLandedGroup(t *testing.T) {
 // its DATA are still acknowledged: the sender's send completes
 // (docs/spec.md §3.4).
 func TestAbortReleasedFlowCompletesPeerSend(t *testing.T) {
-	ncfg := baseNet(9)
-	dropAcks := false
-	ncfg.Loss = 1
-	ncfg.LossOn = func(p *transporttest.Packet) bool {
-		return dropAcks && p.Src == 1 && p.Op == wire.OpAck
-	}
-	n, ca, cb := pair(t, ncfg, baseCfg())
-	const size = 64 << 10
-	_, err := n.PostRecv(1, cb, 1, transporttest.RecvSpec{Cap: size})
-	require.NoError(t, err)
-	require.NoError(t, n.RunFor(30*transport.Microsecond))
-	dropAcks = true
-	_, err = n.Send(0, ca, 1, make([]byte, size), 0)
-	require.NoError(t, err)
-	require.NoError(t, n.RunUntil(func() bool { return len(flowEvents(n, 1, transport.EvRecvDone, 1)) > 0 }, n.Now()+transport.Millisecond))
-	require.NoError(t, flowEvents(n, 1, transport.EvRecvDone, 1)[0].Err)
-	require.Empty(t, sendDone(n, 0), "the send completed although the ACKs were lost: the test shows nothing")
-	require.NoError(t, n.Node(1).EP.ReleaseFlow(n.Now(), cb, 1))
-	require.NoError(t, n.Node(1).EP.AbortFlow(n.Now(), cb, 1))
-	require.NoError(t, n.RunFor(20*transport.Microsecond))
-	dropAcks = false
-	require.NoError(t, n.RunFor(5*transport.Millisecond))
-	sends := sendDone(n, 0)
-	require.Len(t, sends, 1)
-	require.NoError(t, sends[0].Err, "the receiver reported the message delivered")
+	n, cb, dropAcks := deliverWithAcksLost(t, 9)
+	abortDelivered(t, n, cb, dropAcks, true)
 }

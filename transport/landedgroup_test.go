@@ -9,6 +9,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// first and second are the sizes of the two messages of the landed-group
+// tests: the second lands whole behind the first, whose first segment is
+// lost (firstSegmentOfFirstMessage).
+const first, second = 16 << 10, 8 << 10
+
+// firstSegmentOfFirstMessage is a LossOn that loses every copy of the
+// first segment of message 0 that node 0 sends.
+func firstSegmentOfFirstMessage(p *transporttest.Packet) bool {
+	var d wire.Data
+	if p.Op != wire.OpData || p.Src != 0 {
+		return false
+	}
+	_, err := wire.ParseData(&d, p.Data)
+	return err == nil && d.Msg == 0 && d.Offset == 0
+}
+
+// postTwo posts node 1's receives of first and then second bytes on flow
+// of connection cb, and gives the RECV_READYs time to reach the sender.
+func postTwo(t *testing.T, n *transporttest.Net, cb transport.ConnID, flow uint32) {
+	t.Helper()
+	for _, size := range []uint64{first, second} {
+		_, err := n.PostRecv(1, cb, flow, transporttest.RecvSpec{Cap: size})
+		require.NoError(t, err)
+	}
+	require.NoError(t, n.RunFor(30*transport.Microsecond))
+}
+
 // TestCloseCompletesLandedGroup: a flow's second message lands whole while
 // the first still misses its first segment, so the second receive waits
 // behind the first. The receiver then closes. Its sender has seen the
@@ -18,22 +45,10 @@ import (
 func TestCloseCompletesLandedGroup(t *testing.T) {
 	ncfg := baseNet(3)
 	ncfg.Loss = 1
-	ncfg.LossOn = func(p *transporttest.Packet) bool {
-		var d wire.Data
-		if p.Op != wire.OpData || p.Src != 0 {
-			return false
-		}
-		_, err := wire.ParseData(&d, p.Data)
-		return err == nil && d.Msg == 0 && d.Offset == 0 // the first message's first segment, every copy
-	}
+	ncfg.LossOn = firstSegmentOfFirstMessage
 	n, ca, cb := pair(t, ncfg, baseCfg())
-	const first, second = 16 << 10, 8 << 10
-	_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: first})
-	require.NoError(t, err)
-	_, err = n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: second})
-	require.NoError(t, err)
-	require.NoError(t, n.RunFor(30*transport.Microsecond))
-	_, err = n.Send(0, ca, 0, make([]byte, first), 0)
+	postTwo(t, n, cb, 0)
+	_, err := n.Send(0, ca, 0, make([]byte, first), 0)
 	require.NoError(t, err)
 	_, err = n.Send(0, ca, 0, make([]byte, second), 0)
 	require.NoError(t, err)
@@ -82,27 +97,15 @@ func TestCloseCompletesLandedGroup(t *testing.T) {
 func TestCloseAcknowledgesLateCopyOfLandedGroup(t *testing.T) {
 	ncfg := baseNet(3)
 	ncfg.Loss = 1
-	ncfg.LossOn = func(p *transporttest.Packet) bool {
-		var d wire.Data
-		if p.Op != wire.OpData || p.Src != 0 {
-			return false
-		}
-		_, err := wire.ParseData(&d, p.Data)
-		return err == nil && d.Msg == 0 && d.Offset == 0 // the first message's first segment, every copy
-	}
+	ncfg.LossOn = firstSegmentOfFirstMessage
 	n, ca, cb := pair(t, ncfg, baseCfg())
-	const first, second = 16 << 10, 8 << 10
-	_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: first})
-	require.NoError(t, err)
-	_, err = n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: second})
-	require.NoError(t, err)
-	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	postTwo(t, n, cb, 0)
 	// Every packet of the receiver is lost for 400 µs from now: the
 	// sender learns nothing of what landed before the close.
 	r := transporttest.AnyRule(n.Now())
 	r.Src, r.Dst, r.Until = 1, 0, n.Now()+400*transport.Microsecond
 	n.AddRule(r)
-	_, err = n.Send(0, ca, 0, make([]byte, first), 0)
+	_, err := n.Send(0, ca, 0, make([]byte, first), 0)
 	require.NoError(t, err)
 	_, err = n.Send(0, ca, 0, make([]byte, second), 0)
 	require.NoError(t, err)
