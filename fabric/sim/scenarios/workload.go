@@ -197,12 +197,12 @@ func perLinkRate(s *sim.Sim, n int) int {
 // data is all ready, so the workload keeps the transport's queue full and
 // only the protocols decide what is in flight; it refills the queue as
 // sends complete, which a flow longer than the bound needs.
-func (j *job) sendWindow() int { return 4096 }
+const sendWindow = 4096
 
 // sendMore hands over the current step's sends to p, in program order,
 // until sendWindow of them are queued.
 func (jh *jobHost) sendMore(h *sim.Host, p int) {
-	for jh.queued[p] < jh.j.sendWindow() && len(jh.sendQ[p]) > 0 {
+	for jh.queued[p] < sendWindow && len(jh.sendQ[p]) > 0 {
 		b := jh.sendQ[p][0]
 		jh.sendQ[p] = jh.sendQ[p][1:]
 		jh.cookie++
