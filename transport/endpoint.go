@@ -16,12 +16,12 @@ const (
 	DropMalformed    DropReason = iota // failed to parse
 	DropUnknownConn                    // DstConn names no connection
 	DropBadToken                       // token does not match the connection
-	DropDuplicate                      // PSN already received
+	DropDuplicate                      // PSN, segment or announced receive group already received
 	DropNotReady                       // DATA for a receive not posted (NACKed)
 	DropBadPlacement                   // DATA outside the posted buffer or inconsistent
 	DropNotListening                   // HELLO to an endpoint that does not accept
 	DropConnLimit                      // HELLO beyond MaxConns
-	DropStale                          // for a message already completed
+	DropStale                          // for a message or receive group already completed
 	// DropClosing: DATA that arrived after Close, for a message not
 	// already complete. It is neither placed nor acknowledged, so that the
 	// peer's send fails instead of completing (docs/spec.md §3.3).

@@ -310,19 +310,24 @@ func (c *Conn) onRecvReady(now Time, r *wire.RecvReady) {
 	// RECV_READYs travel on different paths, so they arrive out of order,
 	// and a spurious retransmission (a new PSN) arrives twice: groups
 	// already used up or already held are ignored.
+	// They count as dropped: DropStale for a group already used up,
+	// DropDuplicate for one already held (Counters).
 	k := int32(r.Msg - f.readyNext)
 	switch {
 	case k < 0:
+		c.ep.drop(DropStale)
 		return
 	case int(k) >= cfg.MaxPendingRecvs:
 		c.peerExceeded(now, "it announced receive group %d of flow %d while group %d is the next to match, more than MaxPendingRecvs (%d) ahead", r.Msg, r.Flow, f.readyNext, cfg.MaxPendingRecvs)
 		return
 	case int(k) < len(f.ready):
+		c.ep.drop(DropDuplicate)
 		return
 	case int(k) > len(f.ready):
 		// Beyond a group not announced yet: held aside, and nothing
 		// can match before the missing groups arrive.
 		if f.early[r.Msg] != nil {
+			c.ep.drop(DropDuplicate)
 			return
 		}
 		if f.early == nil {
