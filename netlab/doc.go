@@ -26,7 +26,10 @@
 // under OwnerDir, written before the first namespace and removed by Close
 // after the last. New first deletes the labs whose owner has exited without
 // Close (a crash, SIGKILL), and Cleanup deletes the labs of one exact prefix
-// that no live process owns; neither touches a lab in use.
+// that no live process owns; neither touches a lab in use. Namespaces
+// without a marker (left by a netlab older than the markers, or another
+// program's that fit the naming) have no owner to judge: New leaves them
+// alone, and Cleanup, asked for their exact prefix, deletes them.
 //
 // Building a lab needs root, iproute2 and nftables; Available says which is
 // missing so that tests can skip with a clear message.

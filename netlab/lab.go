@@ -361,7 +361,9 @@ func (l *Lab) Close() error {
 // never touches a lab of prefix "mrlq", nor any namespace netlab did not
 // name. A lab whose owner (recorded in OwnerDir) still runs, this process
 // included, is left alone: close it with Close. A lab without an owner
-// marker (from a netlab older than the markers) counts as abandoned. The
+// marker (from a netlab older than the markers) counts as abandoned: the
+// caller, naming the exact prefix, vouches that such labs are its own and
+// idle, which New's automatic reaping cannot know (see reapDead). The
 // prefix must be a valid lab prefix. It returns the namespaces deleted.
 func Cleanup(prefix string) ([]string, error) {
 	if err := checkPrefix(prefix); err != nil {

@@ -407,6 +407,49 @@ func TestNewReapsDeadOwners(t *testing.T) {
 	}
 }
 
+// TestUnmarkedLabsLeftToCleanup: namespaces named like a lab but without an
+// owner marker (a netlab older than the markers left them, or another
+// program named them so) survive New's automatic reaping, which cannot
+// tell whether they are in use, and Cleanup of their exact prefix deletes
+// them; a name that only resembles a lab's survives Cleanup too.
+func TestUnmarkedLabsLeftToCleanup(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	prefix := testPrefix("u")
+	id := prefix + "0abc12"
+	unmarked := []string{id + "-h1", id + "-h2", id + "-s1p0", id + "-s2p0"}
+	lookalike := prefix + "0abc1z-h1" // not six hex digits: never a lab's name
+	for _, n := range append([]string{lookalike}, unmarked...) {
+		if _, err := run("", "ip", "netns", "add", n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { run("", "ip", "netns", "del", n) })
+	}
+	if _, err := os.Stat(filepath.Join(OwnerDir, id)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("lab %s has a marker: %v", id, err)
+	}
+
+	newLab(t, Config{Planes: 1, Links: 1, Prefix: prefix}) // reaps on its way
+	if got := labNamespaces(t, id); len(got) != len(unmarked) {
+		t.Fatalf("New's reaping took an unmarked lab's namespaces: %v left", got)
+	}
+
+	deleted, err := Cleanup(prefix)
+	must(t, err)
+	slices.Sort(deleted)
+	want := slices.Clone(unmarked)
+	slices.Sort(want)
+	if !slices.Equal(deleted, want) {
+		t.Fatalf("Cleanup(%q) deleted %v, want %v", prefix, deleted, want)
+	}
+	names, err := listNamespaces()
+	must(t, err)
+	if !slices.Contains(names, lookalike) {
+		t.Fatalf("Cleanup(%q) deleted %s, which no lab is named", prefix, lookalike)
+	}
+}
+
 // labNamespaces lists the namespaces of lab id.
 func labNamespaces(t *testing.T, id string) []string {
 	t.Helper()

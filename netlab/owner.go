@@ -123,7 +123,7 @@ func (o owner) alive(me owner) bool {
 type ownerState int
 
 const (
-	ownerNone  ownerState = iota // no marker: a lab of an older netlab, or none at all
+	ownerNone  ownerState = iota // no marker: a lab of an older netlab, someone else's namespace, or none at all
 	ownerAlive                   // the owner runs (or cannot be judged)
 	ownerDead                    // the owner has exited
 )
@@ -229,9 +229,20 @@ func validRole(role string) bool {
 
 // reapDead deletes the labs whose marker in dir names an owner that has
 // exited (a crashed or killed run) and then their markers, and removes the
-// temporary files of markers whose writer has exited. Labs without a
-// marker are left to Cleanup. Failures are returned but are not fatal to
-// the caller: reaping is best effort, repeated by every New.
+// temporary files of markers whose writer has exited. Failures are
+// returned but are not fatal to the caller: reaping is best effort,
+// repeated by every New.
+//
+// Namespaces without a marker are left alone, on purpose. New writes the
+// marker before the lab's first namespace and Close removes it after the
+// last, so no crash of this netlab leaves a lab unmarked; unmarked
+// namespaces come from a netlab older than the markers, from a marker
+// removed by hand, or from other software whose names merely fit the
+// pattern (any 1..8 letters and digits, six hex digits, a role). Without a
+// marker there is no owner to judge, and a build older than the markers
+// may still be using its lab, so deleting them unasked could destroy a
+// live fabric, ours or not. Cleanup, which an operator runs for one exact
+// prefix, is the path that deletes them.
 func reapDead(dir string, me owner) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,63 +12,102 @@ import (
 // PluginFailures, PluginMissedKills and the leaks must all be zero for a
 // healthy build, and the run must have checked something and not have been
 // interrupted (see Healthy).
+//
+// Its JSON form (MarshalJSON) has the snake_case keys in the field tags,
+// the elapsed time as elapsed_s (seconds, a float) instead of a Duration's
+// nanoseconds, and healthy and problems (Healthy and the reasons it is
+// false) added, so that scripts need neither Go's field names nor its units.
 type Report struct {
 	// Mode is "driver" (faults injected by the datapath's test options on
 	// in-process ranks) or "netlab" (faults injected by nftables and link
 	// state on a namespace fabric between two ranks).
-	Mode        string
-	Elapsed     time.Duration
-	Rounds      int // collective rounds, plugin rounds not included
-	FaultRounds int // collective rounds with a fault other than a kill
-	KillRounds  int
-	Ops         uint64 // collectives completed and checked, summed over ranks
-	Bytes       uint64 // output bytes of those collectives, summed over ranks
+	Mode        string        `json:"mode"`
+	Elapsed     time.Duration `json:"-"`            // elapsed_s in JSON
+	Rounds      int           `json:"rounds"`       // collective rounds, plugin rounds not included
+	FaultRounds int           `json:"fault_rounds"` // collective rounds with a fault other than a kill
+	KillRounds  int           `json:"kill_rounds"`
+	Ops         uint64        `json:"ops"`   // collectives completed and checked, summed over ranks
+	Bytes       uint64        `json:"bytes"` // output bytes of those collectives, summed over ranks
 	// From the ranks' connection counters, summed over every rank and peer.
-	PacketsSent, Retransmits, Lost, Timeouts, PathChanges uint64
+	PacketsSent uint64 `json:"packets_sent"`
+	Retransmits uint64 `json:"retransmits"`
+	Lost        uint64 `json:"lost"`
+	Timeouts    uint64 `json:"timeouts"`
+	PathChanges uint64 `json:"path_changes"`
 	// ECNMarks counts sent packets the peer saw CE-marked, CERecv received
 	// packets that carried CE (netlab's CE rules produce them).
-	ECNMarks, CERecv uint64
+	ECNMarks uint64 `json:"ecn_marks"`
+	CERecv   uint64 `json:"ce_recv"`
 
 	// Faults counts the faults injected, by kind ("udp loss",
 	// "link loss", "link flap", …). A fault held for a whole round counts
 	// once; one injected during a round counts once per injection.
-	Faults map[string]int
+	Faults map[string]int `json:"faults"`
 	// MidRoundFaults is how many of Faults were injected while collectives
 	// were running (netlab mode).
-	MidRoundFaults int
+	MidRoundFaults int `json:"mid_round_faults"`
 
 	// Surfaced counts the survivors of kill rounds that reported the dead
 	// rank as expected: an error naming a dead or closed peer, at the
 	// victim's last op or later.
-	Surfaced    int
-	MissedKills int // survivors of a kill round that saw no error
+	Surfaced    int `json:"surfaced"`
+	MissedKills int `json:"missed_kills"` // survivors of a kill round that saw no error
 	// Unexpected counts errors no fault explains: any error in a round
 	// without a kill, and in a kill round any other kind of error, or one
 	// at an op before the victim's last.
-	Unexpected int
-	Corrupted  int // results that differ from the reference
+	Unexpected int `json:"unexpected"`
+	Corrupted  int `json:"corrupted"` // results that differ from the reference
 
 	// Plugin rounds: the NCCL net plugin driven by the C harness in two
 	// processes over loopback (udp backend).
-	PluginRounds      int
-	PluginMessages    uint64 // messages received and verified byte by byte by the harness
-	PluginKills       int    // kill scenarios run (the sender dies mid-transfer)
-	PluginSurfaced    int    // kill scenarios whose receiver got an error (expected)
-	PluginMissedKills int    // kill scenarios whose receiver saw no error
-	PluginFailures    int    // harness runs that failed without a kill to explain it
+	PluginRounds      int    `json:"plugin_rounds"`
+	PluginMessages    uint64 `json:"plugin_messages"`     // messages received and verified byte by byte by the harness
+	PluginKills       int    `json:"plugin_kills"`        // kill scenarios run (the sender dies mid-transfer)
+	PluginSurfaced    int    `json:"plugin_surfaced"`     // kill scenarios whose receiver got an error (expected)
+	PluginMissedKills int    `json:"plugin_missed_kills"` // kill scenarios whose receiver saw no error
+	PluginFailures    int    `json:"plugin_failures"`     // harness runs that failed without a kill to explain it
 
 	// Goroutines and file descriptors before the first and after the last
 	// round (after a grace period for closing sockets and loops).
-	GoroutinesBefore, GoroutinesAfter int
-	FDsBefore, FDsAfter               int
-	FirstErrors                       []string // up to 8 unexpected errors
+	GoroutinesBefore int      `json:"goroutines_before"`
+	GoroutinesAfter  int      `json:"goroutines_after"`
+	FDsBefore        int      `json:"fds_before"`
+	FDsAfter         int      `json:"fds_after"`
+	FirstErrors      []string `json:"first_errors"` // up to 8 unexpected errors
 	// Notes say what the run could not do as asked (no root for netlab,
 	// no gcc for the plugin) and what it did instead.
-	Notes []string
+	Notes []string `json:"notes"`
 	// Interrupted is set when the run's context ended (a signal, a
 	// deadline) before the run did: the round it cut short was not
 	// judged, and errors it caused are not counted as Unexpected.
-	Interrupted bool
+	Interrupted bool `json:"interrupted"`
+}
+
+// MarshalJSON writes the report in the form Report describes. Lists that
+// are nil are written as empty, and faults as {}, so that every key always
+// holds a value of one type.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type fields Report // the tags without this method
+	f := fields(r)
+	if f.Faults == nil {
+		f.Faults = map[string]int{}
+	}
+	f.FirstErrors = nonNil(f.FirstErrors)
+	f.Notes = nonNil(f.Notes)
+	return json.Marshal(struct {
+		fields
+		ElapsedS float64  `json:"elapsed_s"`
+		Healthy  bool     `json:"healthy"`
+		Problems []string `json:"problems"`
+	}{f, r.Elapsed.Seconds(), r.Healthy(), nonNil(r.problems())})
+}
+
+// nonNil returns s, or an empty slice for nil (JSON [] rather than null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // Healthy reports whether the run checked something and found nothing

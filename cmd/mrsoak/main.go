@@ -21,8 +21,30 @@
 // scenario), which needs gcc; without it those rounds are skipped with a
 // note.
 //
+// A flag with a bad value is named, with the value, in the usage error.
+//
+// With -json the report is one JSON object on stdout (the text report
+// otherwise) with these keys, soak.Report's JSON form (its fields say
+// what each count counts):
+//
+//	mode                 "driver" or "netlab"
+//	elapsed_s            seconds the run took (float)
+//	rounds, fault_rounds, kill_rounds
+//	ops, bytes           collectives checked and their output bytes
+//	packets_sent, retransmits, lost, timeouts, path_changes, ecn_marks, ce_recv
+//	faults               {"kind": count} of injected faults
+//	mid_round_faults
+//	surfaced, missed_kills, unexpected, corrupted
+//	plugin_rounds, plugin_messages, plugin_kills, plugin_surfaced,
+//	plugin_missed_kills, plugin_failures
+//	goroutines_before, goroutines_after, fds_before, fds_after
+//	first_errors, notes  lists of strings (possibly empty)
+//	interrupted, healthy booleans
+//	problems             why healthy is false, in words (empty when true)
+//
 //	mrsoak -duration 30m
 //	mrsoak --netlab --plugin -duration 3m
+//	mrsoak -rounds 8 -json | jq .healthy
 package main
 
 import (
@@ -49,6 +71,10 @@ const (
 
 // usageTail follows the flag list in -h output.
 const usageTail = `
+-json prints one object with snake_case keys; elapsed_s is in seconds, and
+healthy and problems give the verdict (the command's documentation lists
+every key).
+
 Exit status: 0 healthy (something was checked and nothing was wrong);
 1 unhealthy (corruption, unreported or unexplained errors, leaks, nothing
 checked) or a round could not start; 2 bad usage; 130 ended by SIGINT,
@@ -96,12 +122,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mrsoak: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	if *dur <= 0 {
-		fmt.Fprintf(stderr, "mrsoak: -duration %v: want a positive duration, such as 30s or 10m\n", *dur)
-		return exitUsage
+	bad := false
+	check := func(ok bool, flag string, value any, want string) {
+		if !ok {
+			fmt.Fprintf(stderr, "mrsoak: -%s %v: want %s\n", flag, value, want)
+			bad = true
+		}
 	}
-	if *ranks < 2 || *ranks > soak.MaxRanks || *ops < 2 || *maxCount < 1 || *pluginEvery < 2 || *rounds < 0 {
-		fmt.Fprintf(stderr, "mrsoak: need 2..%d ranks, at least 2 ops per round, a positive -maxcount and -plugin-every of at least 2 and -rounds of at least 0\n", soak.MaxRanks)
+	check(*dur > 0, "duration", *dur, "a positive duration, such as 30s or 10m")
+	check(*ranks >= 2 && *ranks <= soak.MaxRanks, "ranks", *ranks, fmt.Sprintf("2..%d", soak.MaxRanks))
+	check(*ops >= 2, "ops", *ops, "at least 2 collectives per round")
+	check(*maxCount >= 1, "maxcount", *maxCount, "a positive element count")
+	check(*pluginEvery >= 2, "plugin-every", *pluginEvery, "at least 2")
+	check(*rounds >= 0, "rounds", *rounds, "0 (run for -duration) or more")
+	if bad {
 		return exitUsage
 	}
 	opt := soak.Options{Duration: *dur, Ranks: *ranks, Seed: *seed, OpsPerRound: *ops, MaxCount: *maxCount,
@@ -123,7 +157,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(stderr, "mrsoak: writing the report:", err)
+			return exitFail
+		}
 	} else {
 		fmt.Fprintln(stdout, rep)
 		for _, e := range rep.FirstErrors {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -32,16 +33,57 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// TestUsageErrors: every bad flag value exits 2 and is named, flag and
+// value, in the error; several bad values are each named. A bad -ranks,
+// -ops, -maxcount, -plugin-every or -rounds used to get one sentence
+// listing every limit and naming neither.
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"-ranks", "1"}, {"-ranks", "65"}, {"-ops", "1"}, {"-bogus"}, {"-plugin-every", "1"},
-		{"-rounds", "-1"}, {"-duration", "0s"}, {"-duration", "-1s"}, {"extra"}} {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-ranks", "1"}, []string{"-ranks 1: want 2..64"}},
+		{[]string{"-ranks", "65"}, []string{"-ranks 65: want 2..64"}},
+		{[]string{"-ops", "1"}, []string{"-ops 1: want at least 2"}},
+		{[]string{"-maxcount", "0"}, []string{"-maxcount 0: want a positive"}},
+		{[]string{"-plugin-every", "1"}, []string{"-plugin-every 1: want at least 2"}},
+		{[]string{"-rounds", "-1"}, []string{"-rounds -1: want 0"}},
+		{[]string{"-duration", "0s"}, []string{"-duration 0s: want a positive duration"}},
+		{[]string{"-duration", "-1s"}, []string{"-duration -1s: want a positive duration"}},
+		{[]string{"-ranks", "x"}, []string{`invalid value "x" for flag -ranks`}},
+		{[]string{"-bogus"}, []string{"-bogus"}},
+		{[]string{"extra"}, []string{`unexpected arguments ["extra"]`}},
+		{[]string{"-ops", "0", "-rounds", "-3"}, []string{"-ops 0:", "-rounds -3:"}},
+	} {
 		var out, errb bytes.Buffer
-		require.Equal(t, exitUsage, run(context.Background(), args, &out, &errb), "%v", args)
-		require.NotEmpty(t, errb.String())
+		require.Equal(t, exitUsage, run(context.Background(), c.args, &out, &errb), "%v", c.args)
+		for _, w := range c.want {
+			require.Contains(t, errb.String(), w, "%v", c.args)
+		}
+		require.Empty(t, out.String(), "%v", c.args)
 	}
+}
+
+// TestJSONKeys: -json writes the documented snake_case keys, with the
+// elapsed time in seconds, and no Go field names or nanoseconds. A run too
+// short for one round still writes the whole report.
+func TestJSONKeys(t *testing.T) {
 	var out, errb bytes.Buffer
-	run(context.Background(), []string{"-duration", "0s"}, &out, &errb)
-	require.Contains(t, errb.String(), "want a positive duration")
+	require.Equal(t, exitFail, run(context.Background(), []string{"-duration", "1ns", "-json"}, &out, &errb), errb.String())
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &m), out.String())
+	for _, k := range []string{"mode", "elapsed_s", "rounds", "fault_rounds", "kill_rounds", "ops", "bytes",
+		"packets_sent", "retransmits", "lost", "timeouts", "path_changes", "ecn_marks", "ce_recv",
+		"faults", "mid_round_faults", "surfaced", "missed_kills", "unexpected", "corrupted",
+		"plugin_rounds", "plugin_messages", "plugin_kills", "plugin_surfaced", "plugin_missed_kills", "plugin_failures",
+		"goroutines_before", "goroutines_after", "fds_before", "fds_after", "first_errors", "notes",
+		"interrupted", "healthy", "problems"} {
+		require.Contains(t, m, k)
+		delete(m, k)
+	}
+	require.Empty(t, m, "keys the documentation does not list")
+	require.NotContains(t, out.String(), "Elapsed")
+	require.Contains(t, out.String(), `"healthy": false`)
 }
 
 func TestHelpExitsZero(t *testing.T) {
@@ -67,7 +109,8 @@ func TestShortRun(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"-duration", "1s", "-ops", "4", "-maxcount", "4096", "-json"}, &out, &errb)
 	require.Equal(t, 0, code, "stdout %s\nstderr %s", out.String(), errb.String())
-	require.Contains(t, out.String(), `"Corrupted": 0`)
+	require.Contains(t, out.String(), `"corrupted": 0`)
+	require.Contains(t, out.String(), `"healthy": true`)
 }
 
 // TestNetlabRun asks for the namespace fabric: as root with nftables it

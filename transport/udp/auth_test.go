@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/auth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,7 +52,10 @@ func TestAuthenticatedTransfer(t *testing.T) {
 
 // TestAuthenticationMismatch: an endpoint with another secret, or none, is
 // never let in: its datagrams are dropped and counted, and the dial times
-// out with an error instead of connecting.
+// out with an error instead of connecting. The acceptor cannot answer a
+// HELLO it cannot authenticate (anyone could forge such a refusal), so
+// the error names the peer and says that a secret that differs is one
+// reason for the silence.
 func TestAuthenticationMismatch(t *testing.T) {
 	a, err := Listen(Config{Addrs: lo, Secret: []byte("the-right-secret-16+"), Seed: 1})
 	require.NoError(t, err)
@@ -67,7 +72,9 @@ func TestAuthenticationMismatch(t *testing.T) {
 		_, err = b.Dial(ctx, a.Addrs())
 		cancel()
 		b.Close()
-		require.Error(t, err)
+		require.ErrorIs(t, err, transport.ErrHandshakeTimeout)
+		require.ErrorContains(t, err, a.Addrs()[0].String())
+		require.ErrorContains(t, err, auth.EnvSecret)
 	}
 	require.Positive(t, a.Stats().AuthDrops)
 }

@@ -46,11 +46,12 @@ func TestSecretNeedsRoomForTrailer(t *testing.T) {
 
 // TestRefusedDialFailsFastWithSecret: an acceptor that refuses a connection
 // (here: the dialer has one plane, the acceptor two) tells the dialer at
-// once, with a secret as without (with one, the dialer's connection closes
-// right after it is established). The refusal used to close the connection
-// before its HELLO_ACK left, so the CLOSE found no keys to be sealed with:
-// the dialer waited out HandshakeTimeout with advice about filtered UDP,
-// and the acceptor logged every HELLO retry's seal failures.
+// once, and Dial fails with ErrRefused naming the peer, with a secret as
+// without. The refusal used to close the connection before its HELLO_ACK
+// left, so the CLOSE found no keys to be sealed with and the dialer waited
+// out HandshakeTimeout; then the CLOSE followed the HELLO_ACK, so that
+// with a secret Dial reported success and the connection closed right
+// after.
 func TestRefusedDialFailsFastWithSecret(t *testing.T) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	for _, sec := range [][]byte{nil, secret} {
@@ -60,21 +61,16 @@ func TestRefusedDialFailsFastWithSecret(t *testing.T) {
 		a, err := Listen(Config{Addrs: lo, Secret: sec, Seed: 1, Core: transport.Config{HandshakeTimeout: 60 * transport.Second}})
 		require.NoError(t, err)
 		c, err := a.Dial(testCtx(t), b.Addrs()[:1])
-		if sec != nil && err == nil {
-			// With a secret the refusal follows the HELLO_ACK: the
-			// connection closes as soon as it is up.
-			select {
-			case <-c.closed:
-				err = c.err
-			case <-testCtx(t).Done():
-			}
-		}
-		require.Error(t, err)
+		require.Error(t, err, "secret %v: a refused dial reported success", sec != nil)
+		require.Nil(t, c)
+		require.ErrorIs(t, err, ErrRefused, "secret %v", sec != nil)
 		require.NotErrorIs(t, err, transport.ErrHandshakeTimeout, "secret %v: the refusal did not reach the dialer", sec != nil)
+		require.ErrorContains(t, err, b.Addrs()[0].String(), "the error names the peer")
 		require.ErrorContains(t, err, "closed")
 		require.NoError(t, a.Close())
 		require.NoError(t, b.Close())
 		require.Zero(t, b.Stats().TxDrops, "secret %v: the acceptor could not seal its refusal", sec != nil)
+		require.Zero(t, a.Stats().AuthDrops, "secret %v: the dialer could not open the refusal", sec != nil)
 		require.LessOrEqual(t, logs.count(), 4, "secret %v: %v", sec != nil, logs.all())
 	}
 }

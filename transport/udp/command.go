@@ -1,7 +1,11 @@
 package udp
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/auth"
 )
 
 // cmdKind says what a user call asks of the event loop.
@@ -104,6 +108,7 @@ func (e *Endpoint) apply(now transport.Time, cmd *command) {
 		}
 	case cmdClose:
 		if !c.gone && c.id != 0 {
+			c.closing = true
 			e.core.Close(now, c.id)
 		}
 	case cmdRelease:
@@ -141,13 +146,16 @@ func (e *Endpoint) drainEvents() {
 	for {
 		ev, ok := e.core.PollEvent()
 		if !ok {
+			e.reportConnected()
 			return
 		}
 		switch ev.Kind {
 		case transport.EvConnected:
 			if c := e.conns[ev.Conn]; c != nil && c.dialing {
-				c.dialing = false
-				c.dialed <- nil
+				// Dial hears of it when the drain ends: a CLOSE
+				// handled in the same turn (a refusal, see
+				// refuse) fails it instead.
+				e.connected = append(e.connected, c)
 			}
 		case transport.EvAccepted:
 			e.onAccepted(ev)
@@ -201,9 +209,44 @@ func (e *Endpoint) drainEvents() {
 			if err == nil {
 				err = transport.ErrClosed
 			}
+			if c.dialing {
+				err = e.dialFailure(c, err)
+			}
 			e.connGone(c, peerErr(c.remote, err))
 		}
 	}
+}
+
+// reportConnected tells the Dial of every connection in e.connected that
+// is still up that it succeeded.
+func (e *Endpoint) reportConnected() {
+	for i, c := range e.connected {
+		if c.dialing && !c.gone {
+			c.dialing = false
+			c.dialed <- nil
+		}
+		e.connected[i] = nil
+	}
+	e.connected = e.connected[:0]
+}
+
+// dialFailure is the error a Dial returns for err, the core's reason why
+// the connection ended before Dial returned, with what the core cannot
+// know added: that a peer which closes the connection during the
+// handshake refused it, and that with authentication on a handshake that
+// times out may meet a peer holding another secret, since such a peer
+// drops the HELLO without an answer (an unauthenticated refusal could be
+// forged by anyone).
+func (e *Endpoint) dialFailure(c *Conn, err error) error {
+	switch {
+	case errors.Is(err, transport.ErrClosed) && !c.closing && !e.stopping:
+		return fmt.Errorf("%w (it closed the connection during the handshake; its log says why, e.g. plane addresses that do not match its planes or a full accept queue): %w", ErrRefused, err)
+	case errors.Is(err, transport.ErrHandshakeTimeout) && e.auth != nil:
+		return fmt.Errorf("%w; or the peer holds a different secret, or none: it drops a HELLO it cannot authenticate without answering, and every rank needs the same %s", err, auth.EnvSecret)
+	case errors.Is(err, transport.ErrHandshakeTimeout):
+		return fmt.Errorf("%w; or the peer requires authentication (%s) and this endpoint has no secret", err, auth.EnvSecret)
+	}
+	return err
 }
 
 // connGone marks c gone with err and wakes whoever waits on it.
@@ -222,11 +265,15 @@ func (e *Endpoint) connGone(c *Conn, err error) {
 
 // refuse closes a connection the core accepted. Without a secret the CLOSE
 // reaches the dialer during its handshake, and its Dial fails. With one,
-// the dialer can open nothing of the connection's before its HELLO_ACK,
-// whose sealing installs the keys here too: the close then waits until
-// the turn's transmit pass has sent the HELLO_ACK, and the dialer's
-// connection closes right after it is established, instead of its Dial
-// waiting out HandshakeTimeout (laterRefuse).
+// the dialer can open nothing of the connection's before the HELLO_ACK:
+// sealing the HELLO_ACK installs here the keys the CLOSE is sealed with,
+// and opening it installs them at the dialer. So the close waits for the
+// turn's transmit pass, which seals the HELLO_ACK and holds it back
+// (holdRefusedAck); the CLOSE leaves first and the HELLO_ACK right behind
+// it (laterRefuse, sendHeld). The dialer keeps the CLOSE it cannot open
+// yet, opens it right after the HELLO_ACK (stashEarly), and both reach its
+// core in one turn: its Dial fails with ErrRefused instead of returning a
+// connection that closes at once, or waiting out HandshakeTimeout.
 func (e *Endpoint) refuse(id transport.ConnID) {
 	if e.auth == nil {
 		e.core.Close(e.now(), id)

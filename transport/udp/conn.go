@@ -23,6 +23,7 @@ type Conn struct {
 	rid     transport.RemoteID
 	dialing bool
 	gone    bool
+	closing bool                  // Close (or a failed Dial's cleanup) asked the core to close it
 	final   *transport.FinalStats // the counters as the connection ended (Stats after it is gone)
 }
 

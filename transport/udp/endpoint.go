@@ -30,11 +30,21 @@ type Endpoint struct {
 	// whose keys the authenticator forgets after the transmit pass.
 	laterForget []uint32
 	// laterRefuse holds accepted connections this turn refuses with a
-	// secret. They are closed after the transmit pass, so that the
-	// HELLO_ACK leaves first: sealing it installs the keys that the CLOSE
-	// telling the dialer is sealed with (see refuse).
+	// secret. They are closed after the transmit pass has sealed their
+	// HELLO_ACKs, which install the keys that the CLOSE telling the
+	// dialer is sealed with; heldAcks keeps those HELLO_ACKs until the
+	// CLOSEs have left (see refuse).
 	laterRefuse []transport.ConnID
-	epoch       time.Time
+	heldAcks    []heldDatagram
+	// early holds CLOSEs that arrived, with a secret, for connections
+	// still dialing: they open only with the keys of the HELLO_ACK that
+	// follows them (see stashEarly).
+	early []earlyDatagram
+	// connected holds dialed connections whose EvConnected the current
+	// drainEvents delivered; their Dial learns of success when the drain
+	// ends, unless the connection closed within it.
+	connected []*Conn
+	epoch     time.Time
 
 	// drive is held by whoever runs a turn of the datapath: the event loop,
 	// or a user goroutine that runs one itself (assist.go). Everything
@@ -253,6 +263,8 @@ func (e *Endpoint) Config() Config { return e.cfg.Config }
 // Dial connects to the endpoint whose per-plane listening addresses are
 // remote (one per local plane, of the same address family). It returns when
 // the handshake completes, fails (within Core.HandshakeTimeout) or ctx ends.
+// A peer that refuses the connection fails it with ErrRefused, with a
+// secret as without; errors name the peer (PeerError).
 func (e *Endpoint) Dial(ctx context.Context, remote []netip.AddrPort) (*Conn, error) {
 	if len(remote) != len(e.addrs) {
 		return nil, fmt.Errorf("udp: dial needs %d plane addresses (one per local plane), got %d", len(e.addrs), len(remote))

@@ -11,6 +11,11 @@ import (
 // requests that were outstanding when it closed.
 var ErrEndpointClosed = errors.New("udp: endpoint closed")
 
+// ErrRefused fails a Dial whose peer answered the handshake and closed the
+// connection at once: it would not take it (its log says why). The
+// core's own error stays in the chain.
+var ErrRefused = errors.New("udp: connection refused by the peer")
+
 // PeerError is a connection-level failure (usually wrapping a
 // *transport.ConnError) together with the peer's per-plane addresses, so that
 // a user with many connections knows which peer failed. errors.Is and

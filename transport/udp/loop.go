@@ -138,15 +138,26 @@ func (e *Endpoint) turnIn(ready []int32) (transport.Time, bool) {
 func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool) {
 	sent, more := e.transmit(now)
 	if len(e.laterRefuse) > 0 {
-		// The refused connections' HELLO_ACKs are out: close them, and
-		// send the CLOSEs now rather than at the next turn.
+		// The refused connections' HELLO_ACKs are sealed and held:
+		// close those connections, send their CLOSEs now rather than
+		// at the next turn, and the HELLO_ACKs right behind them (see
+		// refuse). One whose HELLO_ACK the transmit budget left in the
+		// core waits for the next turn, unless the core had nothing
+		// more to send: then it has none to send (it could not be
+		// routed) and the connection closes all the same.
 		now = e.now()
+		left := e.laterRefuse[:0]
 		for _, id := range e.laterRefuse {
+			if more && !e.heldAck(id) {
+				left = append(left, id)
+				continue
+			}
 			e.core.Close(now, id)
 		}
-		e.laterRefuse = e.laterRefuse[:0]
+		e.laterRefuse = left
 		n, m := e.transmit(now)
-		sent, more = sent+n, more || m
+		e.sendHeld()
+		sent, more = sent+n, more || m || len(left) > 0
 	}
 	for _, id := range e.laterRelease {
 		e.peers.release(id)

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"slices"
 
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/auth"
 	"github.com/metaroce/metaroce/transport/udp/sockio"
 	"github.com/metaroce/metaroce/transport/wire"
 )
@@ -86,8 +88,23 @@ func (e *Endpoint) readSocket(tag int32, now transport.Time) int {
 // handle passes one datagram to the core and copies a placed payload into
 // its posted buffer.
 func (e *Endpoint) handle(now transport.Time, src netip.AddrPort, plane uint8, ecn transport.ECN, data []byte) {
+	e.handleDatagram(now, src, plane, ecn, data, false)
+}
+
+// handleDatagram is handle; replay says data comes from e.early, and is
+// not to be kept there again.
+func (e *Endpoint) handleDatagram(now transport.Time, src netip.AddrPort, plane uint8, ecn transport.ECN, data []byte, replay bool) {
 	if e.auth != nil {
+		var keep []byte
+		if !replay && e.earlyClose(data) {
+			// A failed Open leaves data unspecified: copy it first.
+			keep = append([]byte(nil), data...)
+		}
 		plain, err := e.auth.Open(data)
+		if err != nil && keep != nil && errors.Is(err, auth.ErrNoKey) {
+			e.stashEarly(earlyDatagram{src: src, plane: plane, ecn: ecn, data: keep})
+			return
+		}
 		if err != nil {
 			e.authErrorf(e.counters.authDrops.Add(1), err, "dropped a datagram from %v: %v", src, err)
 			return
@@ -118,6 +135,9 @@ func (e *Endpoint) handle(now transport.Time, src netip.AddrPort, plane uint8, e
 		}
 	}
 	pl := e.core.HandleDatagram(now, transport.Datagram{From: from, Plane: plane, ECN: ecn, Data: data})
+	if len(e.early) > 0 && wire.PeekOpcode(data) == wire.OpHelloAck {
+		e.replayEarly(now, wire.PeekDstConn(data))
+	}
 	if !pl.OK {
 		return
 	}
@@ -158,4 +178,70 @@ func (e *Endpoint) sameFamilies(addrs []netip.AddrPort) bool {
 		}
 	}
 	return true
+}
+
+// earlyDatagram is a sealed CLOSE kept until the HELLO_ACK whose keys open
+// it has arrived (stashEarly).
+type earlyDatagram struct {
+	src   netip.AddrPort
+	plane uint8
+	ecn   transport.ECN
+	data  []byte
+}
+
+// maxEarly bounds e.early. A refusal brings one CLOSE per refused dial
+// and its retransmissions come after the HELLO_ACK, so a few suffice;
+// the bound keeps a flood of forged CLOSEs naming a dialing connection
+// (its id is all they need to be kept; opening checks the rest) from
+// holding memory.
+const maxEarly = 8
+
+// earlyClose reports whether data is a sealed CLOSE for a connection this
+// side is still dialing. Such a CLOSE is the peer refusing the connection
+// (see refuse): it is sent just ahead of the HELLO_ACK, whose opening
+// gives this side the keys to open it, and is kept until then.
+func (e *Endpoint) earlyClose(data []byte) bool {
+	if len(data) < wire.HeaderLen || wire.PeekOpcode(data) != wire.OpClose {
+		return false
+	}
+	c := e.conns[transport.ConnID(wire.PeekDstConn(data))]
+	return c != nil && c.dialing
+}
+
+// stashEarly keeps d for replayEarly, after forgetting the kept datagrams
+// of connections no longer dialing, and dropping the oldest one when
+// maxEarly are still kept. A datagram forgotten unopened goes uncounted:
+// it failed no check yet.
+func (e *Endpoint) stashEarly(d earlyDatagram) {
+	e.early = slices.DeleteFunc(e.early, func(k earlyDatagram) bool {
+		c := e.conns[transport.ConnID(wire.PeekDstConn(k.data))]
+		return c == nil || !c.dialing
+	})
+	if len(e.early) == maxEarly {
+		copy(e.early, e.early[1:])
+		e.early = e.early[:maxEarly-1]
+	}
+	e.early = append(e.early, d)
+}
+
+// replayEarly hands the core, right after the HELLO_ACK of connection
+// conn, the datagrams kept for it, now that they can be opened, and
+// forgets those of connections no longer dialing.
+func (e *Endpoint) replayEarly(now transport.Time, conn uint32) {
+	var mine []earlyDatagram
+	keep := e.early[:0]
+	for _, d := range e.early {
+		id := wire.PeekDstConn(d.data)
+		switch c := e.conns[transport.ConnID(id)]; {
+		case id == conn:
+			mine = append(mine, d)
+		case c != nil && c.dialing:
+			keep = append(keep, d)
+		}
+	}
+	clear(e.early[len(keep):])
+	e.early = keep
+	for _, d := range mine {
+		e.handleDatagram(now, d.src, d.plane, d.ecn, d.data, true)
+	}
 }

@@ -1,13 +1,16 @@
 package udp
 
 import (
+	"encoding/binary"
 	"errors"
 	"net/netip"
+	"slices"
 	"syscall"
 
 	"github.com/metaroce/metaroce/transport"
 	"github.com/metaroce/metaroce/transport/auth"
 	"github.com/metaroce/metaroce/transport/udp/sockio"
+	"github.com/metaroce/metaroce/transport/wire"
 )
 
 const (
@@ -79,31 +82,125 @@ func (e *Endpoint) transmit(now transport.Time) (int, bool) {
 			break
 		}
 		n++
+		if len(e.laterRefuse) > 0 && e.holdRefusedAck(&tx) {
+			continue
+		}
 		e.queue(&tx)
 	}
 	e.flush()
 	return n, n == txBudget
 }
 
-// queue copies one datagram (header and payload) into a send buffer of the
-// socket its route names, appending it to the previous datagram of that
-// socket as a GSO segment where possible.
-func (e *Endpoint) queue(tx *transport.Transmit) {
+// heldDatagram is a sealed datagram kept back from a transmit pass: the
+// HELLO_ACK of a connection being refused, which must leave after the
+// CLOSE (see refuse).
+type heldDatagram struct {
+	conn transport.ConnID
+	tag  int            // the socket it leaves from
+	dst  netip.AddrPort // zero when it could not be routed (dropped)
+	data []byte
+}
+
+// holdRefusedAck keeps back the HELLO_ACK in e.tx.scratch when it belongs
+// to a connection in laterRefuse, and reports whether it did. It is sealed
+// at once, since sealing it gives this side the keys that the CLOSE
+// refusing the connection is sealed with; sendHeld sends it after that
+// CLOSE. One that cannot be routed is counted as queue counts it and held
+// empty, so that the refusal still goes ahead.
+func (e *Endpoint) holdRefusedAck(tx *transport.Transmit) bool {
+	b := e.tx.scratch[:tx.N]
+	if e.auth == nil || len(b) < wire.HeaderLen+4 || wire.PeekOpcode(b) != wire.OpHelloAck {
+		return false
+	}
+	// src_conn, right after the header, is the connection's id here.
+	id := transport.ConnID(binary.BigEndian.Uint32(b[wire.HeaderLen:]))
+	if !slices.Contains(e.laterRefuse, id) {
+		return false
+	}
+	h := heldDatagram{conn: id}
+	if tag, dst, ok := e.route(tx); ok {
+		s, err := e.auth.Seal(make([]byte, 0, len(b)+auth.Overhead), b)
+		if err != nil {
+			e.counters.txDrops.Add(1)
+			e.tx.sealErrs++
+			e.authErrorf(e.tx.sealErrs, err, "sealing: %v", err)
+		} else {
+			h.tag, h.dst, h.data = tag, dst, s
+		}
+	}
+	e.heldAcks = append(e.heldAcks, h)
+	return true
+}
+
+// sendHeld sends the datagrams holdRefusedAck kept back for connections
+// no longer in laterRefuse (those whose CLOSE has left) and forgets them.
+func (e *Endpoint) sendHeld() {
+	keep := e.heldAcks[:0]
+	for _, h := range e.heldAcks {
+		if slices.Contains(e.laterRefuse, h.conn) {
+			keep = append(keep, h)
+			continue
+		}
+		if h.data == nil {
+			continue
+		}
+		if e.tx.used == len(e.tx.slots) {
+			e.flush()
+		}
+		q := &e.tx.queues[h.tag]
+		if len(q.msgs) == 0 {
+			e.tx.dirty = append(e.tx.dirty, int32(h.tag))
+		}
+		buf := e.tx.slots[e.tx.used]
+		e.tx.used++
+		q.msgs = append(q.msgs, sockio.Msg{Buf: buf, N: copy(buf, h.data), Addr: h.dst})
+	}
+	clear(e.heldAcks[len(keep):])
+	e.heldAcks = keep
+	e.flush()
+}
+
+// heldAck reports whether the HELLO_ACK of connection id is held.
+func (e *Endpoint) heldAck(id transport.ConnID) bool {
+	for _, h := range e.heldAcks {
+		if h.conn == id {
+			return true
+		}
+	}
+	return false
+}
+
+// route picks the socket and destination of tx, or counts it dropped:
+// for a route outside this endpoint's planes and ports, a fault the
+// configuration injects, or a peer with no address the plane's socket
+// can send to.
+func (e *Endpoint) route(tx *transport.Transmit) (tag int, dst netip.AddrPort, ok bool) {
 	ports := e.cfg.PortsPerPlane
 	plane, ent := int(tx.Route.Plane), int(tx.Route.Entropy)
 	if plane >= len(e.addrs) || ent >= ports {
 		e.counters.txDrops.Add(1)
-		return
+		return 0, dst, false
 	}
 	if e.black[ent] || (e.cfg.DropProb > 0 && e.dropRng.Float64() < e.cfg.DropProb) {
 		e.counters.faultDrops.Add(1)
-		return
+		return 0, dst, false
 	}
-	dst, ok := e.peers.dest(tx.Route.Remote, plane)
+	dst, ok = e.peers.dest(tx.Route.Remote, plane)
 	if !ok || dst.Addr().Is6() != e.addrs[plane].Addr().Is6() {
 		// No address, or one the plane's socket cannot send to (a
 		// source address of the other family): dropped like a loss.
 		e.counters.txDrops.Add(1)
+		return 0, dst, false
+	}
+	return plane*ports + ent, dst, true
+}
+
+// queue copies one datagram (header and payload) into a send buffer of the
+// socket its route names, appending it to the previous datagram of that
+// socket as a GSO segment where possible.
+func (e *Endpoint) queue(tx *transport.Transmit) {
+	tag, dst, ok := e.route(tx)
+	if !ok {
 		return
 	}
 	var payload []byte
@@ -119,7 +216,6 @@ func (e *Endpoint) queue(tx *transport.Transmit) {
 	if e.auth != nil {
 		size += auth.Overhead
 	}
-	tag := plane*ports + ent
 	q := &e.tx.queues[tag]
 	gso := e.socks[tag].GSO()
 	if gso && len(e.tx.noGSO) > 0 {

@@ -91,8 +91,10 @@ type pending struct {
 	dev int
 }
 
-// Plugin is one plugin instance. The process uses a single global instance
-// (Global); tests create their own.
+// Plugin is one plugin instance, made by New. The shared library makes a
+// single one for the process (the plugin variable of package main, which
+// its exported C entry points call, reading the C library's environment);
+// tests create their own, with a lookup of their choosing.
 type Plugin struct {
 	lookup LookupEnv
 
