@@ -152,10 +152,19 @@ func (e *Endpoint) drainEvents() {
 		switch ev.Kind {
 		case transport.EvConnected:
 			if c := e.conns[ev.Conn]; c != nil && c.dialing {
-				// Dial hears of it when the drain ends: a CLOSE
-				// handled in the same turn (a refusal, see
-				// refuse) fails it instead.
-				e.connected = append(e.connected, c)
+				if c.refusedEarly {
+					// Dial hears of it when the drain ends: the
+					// replayed CLOSE (a refusal, see refuse)
+					// fails it instead.
+					e.connected = append(e.connected, c)
+				} else {
+					// A CLOSE that came after the HELLO_ACK is
+					// not a refusal: the peer accepted and then
+					// closed, and the connection's users see
+					// that as ErrClosed.
+					c.dialing = false
+					c.dialed <- nil
+				}
 			}
 		case transport.EvAccepted:
 			e.onAccepted(ev)

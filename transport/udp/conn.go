@@ -22,9 +22,14 @@ type Conn struct {
 	id      transport.ConnID
 	rid     transport.RemoteID
 	dialing bool
-	gone    bool
-	closing bool                  // Close (or a failed Dial's cleanup) asked the core to close it
-	final   *transport.FinalStats // the counters as the connection ended (Stats after it is gone)
+	// refusedEarly: a CLOSE that arrived ahead of the HELLO_ACK was
+	// replayed right after it (replayEarly), so the core will report the
+	// connection established and closed in the same drain; Dial then fails
+	// with ErrRefused rather than returning a closed connection.
+	refusedEarly bool
+	gone         bool
+	closing      bool                  // Close (or a failed Dial's cleanup) asked the core to close it
+	final        *transport.FinalStats // the counters as the connection ended (Stats after it is gone)
 }
 
 func newConn(e *Endpoint, remote []netip.AddrPort) *Conn {

@@ -40,9 +40,10 @@ type Endpoint struct {
 	// still dialing: they open only with the keys of the HELLO_ACK that
 	// follows them (see stashEarly).
 	early []earlyDatagram
-	// connected holds dialed connections whose EvConnected the current
-	// drainEvents delivered; their Dial learns of success when the drain
-	// ends, unless the connection closed within it.
+	// connected holds dialed connections refused early (Conn.refusedEarly)
+	// whose EvConnected the current drainEvents delivered; their Dial
+	// learns of success when the drain ends, unless the connection closed
+	// within it, as the replayed CLOSE makes it.
 	connected []*Conn
 	epoch     time.Time
 

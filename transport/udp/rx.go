@@ -241,6 +241,9 @@ func (e *Endpoint) replayEarly(now transport.Time, conn uint32) {
 	}
 	clear(e.early[len(keep):])
 	e.early = keep
+	if c := e.conns[transport.ConnID(conn)]; c != nil && len(mine) > 0 {
+		c.refusedEarly = true
+	}
 	for _, d := range mine {
 		e.handleDatagram(now, d.src, d.plane, d.ecn, d.data, true)
 	}
