@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -32,9 +35,145 @@ type Bootstrap struct {
 	// data. The check needs both sides to know their job; a rank or a
 	// rank 0 with an unknown identity is not checked.
 	Job string
+	// Vars names the environment variables BootstrapFromEnv read these
+	// values from, for messages that must say which setting to change;
+	// zero where the caller filled the Bootstrap in itself.
+	Vars BootstrapVars
+
+	// Progress, when set, receives a line every ProgressEvery while this
+	// rank waits in the rendezvous: at rank 0, the ranks that have not
+	// joined yet; at the others, whether rank 0 answered. A job whose
+	// ranks never all start (a launcher's variables left over in the
+	// environment of a plain run, a rank that died before it joined)
+	// otherwise waits without a word until the deadline. It is called on
+	// the rendezvous' goroutines, never after New returns, and must not
+	// block.
+	Progress func(line string)
+	// ProgressEvery is the interval of the Progress lines (0:
+	// DefaultProgressEvery).
+	ProgressEvery time.Duration
 
 	// joined, when set, is called by rank 0 as each rank joins (tests).
 	joined func(rank int)
+}
+
+// BootstrapVars names where BootstrapFromEnv found a Bootstrap's values.
+type BootstrapVars struct {
+	// Rank and NRanks are the variables of the rank and of the rank
+	// count (SLURM_PROCID and SLURM_NTASKS, RANK and WORLD_SIZE, ...).
+	Rank, NRanks string
+	// Root is where the rendezvous address came from: "METAROCE_ROOT",
+	// "MASTER_ADDR:MASTER_PORT+1", or "" for the single-host default.
+	Root string
+}
+
+// DefaultProgressEvery is the interval of the rendezvous' progress lines
+// when Bootstrap.ProgressEvery is 0: long enough that a job whose ranks
+// start within a moment of each other prints none.
+const DefaultProgressEvery = 5 * time.Second
+
+// Describe is one line on where the job's layout came from, for a program
+// to print as it joins a launched job: the launcher, the rank and rank
+// count with the variables that set them, and the rendezvous address with
+// its source. Variables that a launcher left behind in the environment of
+// a run not meant to be one of its jobs are then named at once, rather
+// than found after the rendezvous times out.
+func (b Bootstrap) Describe() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "launcher %s: rank %d of %d", b.Source, b.Rank, b.NRanks)
+	if b.Vars.Rank != "" {
+		fmt.Fprintf(&s, " (%s=%d, %s=%d)", b.Vars.Rank, b.Rank, b.Vars.NRanks, b.NRanks)
+	}
+	if b.NRanks > 1 {
+		fmt.Fprintf(&s, ", rendezvous at %s", b.Root)
+		switch {
+		case b.Vars.Root != "":
+			fmt.Fprintf(&s, " (from %s)", b.Vars.Root)
+		case b.Vars.Rank != "":
+			s.WriteString(" (the single-host default: neither METAROCE_ROOT nor MASTER_ADDR and MASTER_PORT is set)")
+		}
+	}
+	if b.Job != "" {
+		fmt.Fprintf(&s, ", job %s", b.Job)
+	}
+	return s.String()
+}
+
+// progressEvery is the interval of the Progress lines.
+func (b Bootstrap) progressEvery() time.Duration {
+	if b.ProgressEvery > 0 {
+		return b.ProgressEvery
+	}
+	return DefaultProgressEvery
+}
+
+// waitTimes returns how long the rendezvous has waited since start and
+// how long is left to ctx's deadline (-1: no deadline).
+func waitTimes(ctx context.Context, start time.Time) (waited, left time.Duration) {
+	waited, left = time.Since(start), -1
+	if dl, ok := ctx.Deadline(); ok {
+		left = max(time.Until(dl), 0)
+	}
+	return waited, left
+}
+
+// rootWaitingLine is rank 0's progress line while ranks are missing (in
+// order, not empty): which, how many of the job's have joined, and for
+// how long more it waits. When no other rank has joined and b came from
+// a launcher's variables, it names them: a plain run that finds them set
+// (an sbatch script run without srun) is waiting for ranks that will
+// never start.
+func rootWaitingLine(b Bootstrap, missing []int, waited, left time.Duration) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "rank 0: waiting for %s (%d of %d joined the rendezvous at %s) after %v",
+		rankWords(missing), b.NRanks-len(missing), b.NRanks, b.Root, waited.Round(time.Second))
+	if left >= 0 {
+		fmt.Fprintf(&s, ", giving up in %v", left.Round(time.Second))
+	}
+	if len(missing) == b.NRanks-1 && b.Vars.Rank != "" {
+		fmt.Fprintf(&s, "; if no other rank was started, %s and %s do not belong to this run: unset them to run without %s",
+			b.Vars.Rank, b.Vars.NRanks, b.Source)
+	}
+	return s.String()
+}
+
+// leafWaitingLine is the progress line of a rank other than 0: whether it
+// reached rank 0's rendezvous (and now waits for the others to join) or
+// not yet.
+func leafWaitingLine(b Bootstrap, reached bool, waited, left time.Duration) string {
+	var s strings.Builder
+	if reached {
+		fmt.Fprintf(&s, "rank %d: joined the rendezvous at %s, waiting for the other ranks of %d to join, after %v",
+			b.Rank, b.Root, b.NRanks, waited.Round(time.Second))
+	} else {
+		fmt.Fprintf(&s, "rank %d: waiting for rank 0's rendezvous at %s to answer after %v",
+			b.Rank, b.Root, waited.Round(time.Second))
+	}
+	if left >= 0 {
+		fmt.Fprintf(&s, ", giving up in %v", left.Round(time.Second))
+	}
+	return s.String()
+}
+
+// rankWords lists ranks (in order) for progress lines: "rank 3", "ranks
+// 1, 2, 3", the first 16 and a count of the rest.
+func rankWords(ranks []int) string {
+	const show = 16
+	if len(ranks) == 1 {
+		return fmt.Sprintf("rank %d", ranks[0])
+	}
+	var s strings.Builder
+	s.WriteString("ranks ")
+	for i, r := range ranks[:min(len(ranks), show)] {
+		if i > 0 {
+			s.WriteString(", ")
+		}
+		fmt.Fprint(&s, r)
+	}
+	if len(ranks) > show {
+		fmt.Fprintf(&s, " and %d more", len(ranks)-show)
+	}
+	return s.String()
 }
 
 // jobTag is what the rendezvous frames carry of Bootstrap.Job: its 64-bit
@@ -59,8 +198,8 @@ func jobTag(job string) uint64 {
 func sameJob(a, b uint64) bool { return a == 0 || b == 0 || a == b }
 
 func (b Bootstrap) check() error {
-	if b.NRanks < 1 || b.NRanks > 1<<16 {
-		return fmt.Errorf("collectives: bootstrap (%s): %d ranks, want 1..65536", b.Source, b.NRanks)
+	if b.NRanks < 1 || b.NRanks > maxRanks {
+		return fmt.Errorf("collectives: bootstrap (%s): %d ranks, want 1..%d", b.Source, b.NRanks, maxRanks)
 	}
 	if b.Rank < 0 || b.Rank >= b.NRanks {
 		return fmt.Errorf("collectives: bootstrap (%s): rank %d outside 0..%d", b.Source, b.Rank, b.NRanks-1)
@@ -72,6 +211,7 @@ func (b Bootstrap) check() error {
 }
 
 const (
+	maxRanks    = 1 << 16
 	bootMagic   = 0x4d524232 // "MRB2": the frame with a job tag
 	maxBlob     = 4096
 	dialBackoff = 50 * time.Millisecond
@@ -231,10 +371,22 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			}()
 		}
 	}()
+	var tick <-chan time.Time
+	if b.Progress != nil {
+		t := time.NewTicker(b.progressEvery())
+		defer t.Stop()
+		tick = t.C
+	}
+	start := time.Now()
 	for have := 1; have < b.NRanks; {
 		var h hello
 		select {
 		case h = <-hellos:
+		case <-tick:
+			waited, left := waitTimes(ctx, start)
+			miss := ranksWhere(0, len(blobs), func(r int) bool { return blobs[r] == nil })
+			b.Progress(rootWaitingLine(b, miss, waited, left))
+			continue
 		case <-ctx.Done():
 			return nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
 		}
@@ -299,7 +451,13 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 // missingErr names the ranks that have not joined.
 func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
 	miss := ranksWhere(0, len(blobs), func(r int) bool { return blobs[r] == nil })
-	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT", rankList(miss), b.NRanks, b.Root, cause)
+	hint := "check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT"
+	if len(miss) == b.NRanks-1 && b.Vars.Rank != "" {
+		// No rank at all: perhaps none was started (see rootWaitingLine).
+		hint = fmt.Sprintf("%s; if no other rank was started, %s=%d and %s=%d do not belong to this run: unset them to run without %s",
+			hint, b.Vars.Rank, b.Rank, b.Vars.NRanks, b.NRanks, b.Source)
+	}
+	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; %s", rankList(miss), b.NRanks, b.Root, cause, hint)
 }
 
 // ranksWhere lists the ranks r in [from, to) for which pred holds, in
@@ -327,9 +485,13 @@ func rankList(ranks []int) string {
 
 func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
 	tag := jobTag(b.Job)
+	var reached atomic.Bool
+	defer reportWaiting(ctx, b, func(waited, left time.Duration) string {
+		return leafWaitingLine(b, reached.Load(), waited, left)
+	})()
 	var lastErr error
 	for {
-		blobs, err := joinRoot(ctx, b, tag, blob)
+		blobs, err := joinRoot(ctx, b, tag, blob, &reached)
 		if !errors.Is(err, errOtherJob) {
 			if err != nil && lastErr != nil {
 				err = fmt.Errorf("%w (before that, %v; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", err, lastErr)
@@ -349,10 +511,39 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	}
 }
 
+// reportWaiting calls b.Progress with line's text every interval until the
+// returned function is called, which returns once no call is in progress
+// or to come. Without b.Progress it does nothing.
+func reportWaiting(ctx context.Context, b Bootstrap, line func(waited, left time.Duration) string) (stop func()) {
+	if b.Progress == nil {
+		return func() {}
+	}
+	start := time.Now()
+	t := time.NewTicker(b.progressEvery())
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-t.C:
+				b.Progress(line(waitTimes(ctx, start)))
+			case <-done:
+				return
+			}
+		}
+	})
+	return func() {
+		t.Stop()
+		close(done)
+		wg.Wait()
+	}
+}
+
 // joinRoot makes one attempt at the rendezvous: it dials rank 0 (retrying
-// until the context ends), sends this rank's hello and reads the table. It
-// returns an error wrapping errOtherJob when rank 0 turned it away.
-func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte) ([][]byte, error) {
+// until the context ends), sends this rank's hello and reads the table;
+// reached is set once rank 0 took the hello. It returns an error wrapping
+// errOtherJob when rank 0 turned it away.
+func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached *atomic.Bool) ([][]byte, error) {
 	var d net.Dialer
 	var c net.Conn
 	var err error
@@ -373,6 +564,8 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte) ([][]by
 	if err := writeFrame(c, b.Rank, b.NRanks, tag, blob); err != nil {
 		return nil, fmt.Errorf("collectives: bootstrap: rank %d: sending to %s: %w", b.Rank, b.Root, err)
 	}
+	reached.Store(true)
+	defer reached.Store(false) // a rank 0 of another job turns it away
 	f, err := readFrame(c, b.NRanks)
 	if err != nil {
 		if ctx.Err() != nil {

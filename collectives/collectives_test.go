@@ -311,6 +311,7 @@ func TestBootstrapFromEnv(t *testing.T) {
 		}
 		require.NoError(t, err, "case %d", i)
 		if ok {
+			b.Vars = BootstrapVars{} // TestBootstrapVars checks them
 			require.Equal(t, tc.want, b, "case %d", i)
 		}
 	}

@@ -54,7 +54,10 @@ var ErrConcurrentUse = errors.New("another collective is in progress on this com
 
 // New joins the job described by b: it opens the local endpoint, exchanges
 // descriptions through the rendezvous, and connects to every peer, all
-// within cfg.Timeout.
+// within cfg.Timeout. Ranks whose configurations disagree where they must
+// agree (transport, channels, chunk size, group size) fail right after the
+// rendezvous, each with an error that names the setting, the ranks and
+// their values.
 func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -82,7 +85,10 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := exchange(ctx, b, f.blob())
+	blobs, err := exchange(ctx, b, settingsBlob(cfg, f.blob()))
+	if err == nil {
+		blobs, err = agree(blobs)
+	}
 	if err != nil {
 		f.abort()
 		return nil, err

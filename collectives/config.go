@@ -84,6 +84,16 @@ func (c Config) withDefaults() (Config, error) {
 			c.Channels = DefaultMetaRoCEChannels
 		}
 	}
+	for i, a := range c.UDP.Addrs {
+		// Each rank announces its addresses to its peers, and an
+		// unspecified one (0.0.0.0, ::) names no host: a peer on another
+		// host would send to itself. The TCP baseline announces
+		// UDP.Addrs[0] too. Refused here, before any socket, with the
+		// same words for both transports.
+		if a.Unmap().IsUnspecified() {
+			return c, fmt.Errorf("collectives: plane %d address %v (Config.UDP.Addrs) is unspecified: each rank announces its addresses to its peers, and %v reaches none of them; give this host's address on the network the ranks share", i, a, a)
+		}
+	}
 	if c.Channels > 64 {
 		return c, fmt.Errorf("collectives: %d channels, at most 64", c.Channels)
 	}

@@ -22,8 +22,9 @@ import (
 // SLURM_HET_JOB_ID or SLURM_JOB_ID, with SLURM_STEP_ID. The rendezvous
 // address comes from METAROCE_ROOT, else MASTER_ADDR:MASTER_PORT, else
 // (single-host Open MPI or Slurm jobs) 127.0.0.1 at DefaultRootPort, moved
-// by the job's identity (RootPort). It reports false when no launcher is
-// found.
+// by the job's identity (RootPort). Bootstrap.Vars names the variables
+// it used, and an error names the variable and value at fault. It reports
+// false when no launcher is found.
 func BootstrapFromEnv() (Bootstrap, bool, error) {
 	return bootstrapFrom(os.LookupEnv)
 }
@@ -81,6 +82,15 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 		if b.NRanks, err = strconv.Atoi(ns); err != nil {
 			return b, true, fmt.Errorf("collectives: %s=%q is not a rank count", s.size, ns)
 		}
+		b.Vars = BootstrapVars{Rank: s.rank, NRanks: s.size}
+		// The rank and the count first, naming the variables: the
+		// checks below and Bootstrap.check would name neither.
+		if b.NRanks < 1 || b.NRanks > maxRanks {
+			return b, true, fmt.Errorf("collectives: %s=%q: want a rank count of 1 to %d", s.size, ns, maxRanks)
+		}
+		if b.Rank < 0 || b.Rank >= b.NRanks {
+			return b, true, fmt.Errorf("collectives: %s=%q is outside 0..%d, the ranks of %s=%d", s.rank, rs, b.NRanks-1, s.size, b.NRanks)
+		}
 		if ls, ok := get(s.local); ok {
 			if b.LocalRank, err = strconv.Atoi(ls); err != nil {
 				return b, true, fmt.Errorf("collectives: %s=%q is not a local rank", s.local, ls)
@@ -93,7 +103,9 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 		}
 		b.Job = jobFrom(s.name, get)
 		root, _ := get("METAROCE_ROOT")
-		if root == "" {
+		if root != "" {
+			b.Vars.Root = "METAROCE_ROOT"
+		} else {
 			addr, ok1 := get("MASTER_ADDR")
 			port, ok2 := get("MASTER_PORT")
 			switch {
@@ -105,6 +117,7 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 					return b, true, fmt.Errorf("collectives: MASTER_PORT=%q is not a port in 1..65534 (the rendezvous listens on the port after it)", port)
 				}
 				root = net.JoinHostPort(addr, strconv.Itoa(p+1))
+				b.Vars.Root = "MASTER_ADDR:MASTER_PORT+1"
 			case spansHosts(s.name, b, get):
 				// 127.0.0.1 would give every host a rendezvous of its
 				// own, and every rank would wait for ranks that never

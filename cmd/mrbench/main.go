@@ -28,11 +28,7 @@ const exitInterrupted = 130
 func main() {
 	// The first signal ends the run, which still writes what it measured.
 	ctx, stop := interrupt.Context(context.Background())
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if ctx.Err() != nil && code != exitOK {
-		os.Stderr.WriteString("mrbench: interrupted\n")
-		code = exitInterrupted
-	}
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr) // exitInterrupted after a signal
 	stop()
 	os.Exit(code)
 }

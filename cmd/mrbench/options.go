@@ -314,21 +314,52 @@ nccl-tests' long --op (the reduction) is -o here.
 
 Flags (aliases share a line):
 `)
-	printFlags(w, fs)
+	printFlags(w, fs, helpSections)
 	fmt.Fprint(w, `
 mrbench sim -h lists the simulator's scenarios and their flags.
 
 Exit status: 0 when every table ran and checked out; 1 when a run failed or
-produced wrong results; 2 on bad usage, found before anything runs; 130
-when interrupted (the tables so far are still written to --json and --csv).
+produced wrong results; 2 on bad usage or configuration (flags, a launcher's
+environment variables, a missing RCCL/NCCL library), found before anything
+runs; 130 when interrupted (the tables so far are still written to --json
+and --csv).
 `)
 }
+
+// helpSection is a titled group of flags in mrbench -h, each flag by one
+// of its names.
+type helpSection struct {
+	title string
+	flags []string
+}
+
+// helpSections is the order of mrbench -h. The flag package lists flags
+// alphabetically, which scatters related ones (-b and -e far apart, -T
+// first); this follows nccl-tests' own help, which reads from what is
+// swept to how it runs: the sizes (-b -e -i -f, nccl-tests' order), then
+// what runs (collective, data type, reduction, root), how it is timed and
+// checked, where it runs (ranks, transport, backend, the transport's
+// options), what it writes, and last the nccl-tests flags accepted only
+// for compatibility. TestHelpFlagOrder pins it, and fails when a flag is
+// defined without a place here.
+var helpSections = []helpSection{
+	{"Sizes", []string{"b", "e", "i", "f"}},
+	{"Collective and data", []string{"op", "d", "o", "r"}},
+	{"Iterations, timing and checking", []string{"n", "w", "c", "a", "z", "T"}},
+	{"Ranks and transport", []string{"np", "transport", "backend", "channels", "group-size", "loss", "seed", "netlab"}},
+	{"Output", []string{"json", "csv", "plot", "v"}},
+	{"nccl-tests compatibility (accepted, no effect)", []string{"t", "g", "m", "N", "p", "G", "C", "R"}},
+}
+
+// otherFlags titles the section of flags that helpSections leaves out.
+const otherFlags = "Other"
 
 // printFlags prints fs's flags as flag.PrintDefaults does, but with the
 // names that share one variable and usage text (aliases such as -n and
 // --iters) on one line, one-letter names with one dash and longer ones with
-// two.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+// two, in the titled sections and order of sections. A flag that no
+// section names is printed last, under otherFlags, rather than hidden.
+func printFlags(w io.Writer, fs *flag.FlagSet, sections []helpSection) {
 	type group struct {
 		names []string
 		f     *flag.Flag
@@ -350,38 +381,69 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		byUsage[key] = g
 		groups = append(groups, g)
 	})
+	byName := map[string]*group{}
 	for _, g := range groups {
-		sort.SliceStable(g.names, func(i, j int) bool { return len(g.names[i]) < len(g.names[j]) })
-		var b strings.Builder
-		b.WriteString(" ")
-		for i, n := range g.names {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			if len(n) == 1 {
-				b.WriteString(" -" + n)
-			} else {
-				b.WriteString(" --" + n)
-			}
+		for _, n := range g.names {
+			byName[n] = g
 		}
-		kind, usage := flag.UnquoteUsage(g.f)
-		if kind != "" {
-			b.WriteString(" " + kind)
-		}
-		b.WriteString("\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t"))
-		if !isZeroDefault(g.f) {
-			quoted := false
-			if gt, ok := g.f.Value.(flag.Getter); ok {
-				_, quoted = gt.Get().(string)
-			}
-			if quoted {
-				fmt.Fprintf(&b, " (default %q)", g.f.DefValue)
-			} else {
-				fmt.Fprintf(&b, " (default %v)", g.f.DefValue)
-			}
-		}
-		fmt.Fprintln(w, b.String())
 	}
+	placed := map[*group]bool{}
+	for _, sec := range sections {
+		fmt.Fprintf(w, "\n%s:\n", sec.title)
+		for _, n := range sec.flags {
+			if g := byName[n]; g != nil && !placed[g] {
+				placed[g] = true
+				printFlagGroup(w, g.names, g.f)
+			}
+		}
+	}
+	title := false
+	for _, g := range groups {
+		if placed[g] {
+			continue
+		}
+		if !title {
+			fmt.Fprintf(w, "\n%s:\n", otherFlags)
+			title = true
+		}
+		printFlagGroup(w, g.names, g.f)
+	}
+}
+
+// printFlagGroup prints one line of printFlags: the names of one flag,
+// shortest first, its type, usage and default.
+func printFlagGroup(w io.Writer, names []string, f *flag.Flag) {
+	names = append([]string(nil), names...)
+	sort.SliceStable(names, func(i, j int) bool { return len(names[i]) < len(names[j]) })
+	var b strings.Builder
+	b.WriteString(" ")
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		if len(n) == 1 {
+			b.WriteString(" -" + n)
+		} else {
+			b.WriteString(" --" + n)
+		}
+	}
+	kind, usage := flag.UnquoteUsage(f)
+	if kind != "" {
+		b.WriteString(" " + kind)
+	}
+	b.WriteString("\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t"))
+	if !isZeroDefault(f) {
+		quoted := false
+		if gt, ok := f.Value.(flag.Getter); ok {
+			_, quoted = gt.Get().(string)
+		}
+		if quoted {
+			fmt.Fprintf(&b, " (default %q)", f.DefValue)
+		} else {
+			fmt.Fprintf(&b, " (default %v)", f.DefValue)
+		}
+	}
+	fmt.Fprintln(w, b.String())
 }
 
 // isZeroDefault reports whether f's default is its type's zero value, which

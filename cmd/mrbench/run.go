@@ -48,9 +48,46 @@ type launcher interface {
 	source() string
 }
 
+// configError marks an error in the configuration that mrbench found
+// before running anything: the launcher's environment variables, a
+// backend's missing library. Like a bad flag, it is the user's to fix,
+// and it exits with exitUsage.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+// errInterrupted is the error recorded for a table that a signal stopped
+// (on stdout's FAILED line and in --json): whatever the ranks' own errors
+// say then (a cancelled call "still waiting on ranks", which reads as a
+// dead peer) is a consequence of the interruption.
+var errInterrupted = errors.New("interrupted")
+
+// interrupted reports whether ctx was cancelled, which is how main's
+// context reports SIGINT, SIGTERM and SIGHUP (a deadline is no
+// interruption).
+func interrupted(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
+
+// rendezvousProgressEvery is the interval of the progress lines of a
+// launched job's rendezvous on stderr (collectives.Bootstrap.Progress); a
+// variable so that tests see them at once.
+var rendezvousProgressEvery = collectives.DefaultProgressEvery
+
 // run is mrbench without the process around it: it parses args, runs the
-// tables, writes stdout and stderr, and returns the exit code.
+// tables, writes stdout and stderr, and returns the exit code. A run that
+// the context's cancellation (a signal) cut short exits with
+// exitInterrupted and says so, once, on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	code := runCommand(ctx, args, stdout, stderr)
+	if code != exitOK && interrupted(ctx) {
+		fmt.Fprintln(stderr, "mrbench: interrupted")
+		return exitInterrupted
+	}
+	return code
+}
+
+// runCommand is run before the interruption's exit status.
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "sim" {
 		return runSim(ctx, args[1:], stdout, stderr)
 	}
@@ -89,7 +126,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		if errors.As(err, new(configError)) {
+			return exitUsage
+		}
 		return exitFail
+	}
+	if b := bootOf(l); b != nil {
+		announceJob(o, b, stderr)
 	}
 	if !launched(l) {
 		// The ranks are known here: check what depends on their number
@@ -131,7 +174,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "mrbench: %s: %v\n", tr, err)
+			if err != errInterrupted {
+				fmt.Fprintf(stderr, "mrbench: %s: %v\n", tr, err)
+			}
 			code = exitFail
 			if isRoot {
 				rep.Tables[len(rep.Tables)-1].fail(err)
@@ -231,6 +276,9 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 		}
 		return err
 	})
+	if err != nil && interrupted(ctx) {
+		err = errInterrupted
+	}
 	t.finish()
 	if !isRoot {
 		return t, false, err
@@ -325,20 +373,55 @@ func checkLocal(o *options, stderr io.Writer) error {
 	return nil
 }
 
+// bootOf is the launched job's bootstrap of l, nil where this process
+// runs every rank itself.
+func bootOf(l launcher) *collectives.Bootstrap {
+	switch l := l.(type) {
+	case *hostLauncher:
+		return l.boot
+	case *rcclLauncher:
+		return l.boot
+	}
+	return nil
+}
+
 // jobRank is this process's rank in a launched job, and 0 where the
 // process runs every rank itself.
 func jobRank(l launcher) int {
-	var b *collectives.Bootstrap
-	switch l := l.(type) {
-	case *hostLauncher:
-		b = l.boot
-	case *rcclLauncher:
-		b = l.boot
+	if b := bootOf(l); b != nil {
+		return b.Rank
 	}
-	if b == nil {
-		return 0
+	return 0
+}
+
+// announceJob prepares b, this process's rank of a launched job, and tells
+// rank 0's stderr where the job's layout came from. A launcher's variables
+// left in the environment of a plain run (an sbatch script without srun, a
+// shell inside torchrun) make mrbench rank 0 of a job whose other ranks
+// never start: the line names those variables at once, and every few
+// seconds the rendezvous says which ranks it still waits for (on rank 0)
+// or that rank 0 has not answered (elsewhere), until its timeout.
+//
+// An explicit -np that is not the job's size is ignored with a warning
+// rather than refused: -np counts the ranks this process runs itself,
+// which under a launcher is one (the help says it is ignored there), and
+// scripts that pass one command line to several launchers must keep
+// working; the warning says how to run the -np ranks instead.
+func announceJob(o *options, b *collectives.Bootstrap, stderr io.Writer) {
+	b.ProgressEvery = rendezvousProgressEvery
+	b.Progress = func(line string) { fmt.Fprintf(stderr, "mrbench: %s\n", line) }
+	if b.Rank != 0 {
+		return
 	}
-	return b.Rank
+	fmt.Fprintf(stderr, "mrbench: %s\n", b.Describe())
+	if o.set["np"] && o.Ranks != b.NRanks {
+		vars := "its variables"
+		if b.Vars.Rank != "" {
+			vars = b.Vars.Rank + " and " + b.Vars.NRanks
+		}
+		fmt.Fprintf(stderr, "mrbench: -np %d ignored: the %s environment makes this process rank %d of a job of %d; to run %d ranks in this process, unset %s\n",
+			o.Ranks, b.Source, b.Rank, b.NRanks, o.Ranks, vars)
+	}
 }
 
 func launched(l launcher) bool {

@@ -37,7 +37,7 @@ type hostLauncher struct {
 func newHostLauncher(o *options) (*hostLauncher, error) {
 	b, ok, err := collectives.BootstrapFromEnv()
 	if err != nil {
-		return nil, fmt.Errorf("launcher environment: %w", err)
+		return nil, configError{fmt.Errorf("launcher environment: %w", err)}
 	}
 	l := &hostLauncher{o: o}
 	if ok {

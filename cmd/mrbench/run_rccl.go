@@ -38,30 +38,34 @@ func newRCCLLauncher(o *options, stderr io.Writer) (launcher, error) {
 		fmt.Fprintf(stderr, "mrbench: NCCL_NET_PLUGIN=%s ignored: a Go net plugin cannot be loaded into mrbench (a Go program); using none\n", prev)
 	}
 	os.Setenv("NCCL_NET_PLUGIN", "none")
+	// A library or runtime that is not installed, no GPU, too few GPUs
+	// for -np and a launcher's bad variables are the machine's
+	// configuration, found before anything runs: usage errors (exit 2),
+	// like the flags. A driver that fails to count its GPUs is not.
 	lib, err := rccl.Open("")
 	if err != nil {
-		return nil, fmt.Errorf("--backend rccl: %w", err)
+		return nil, configError{fmt.Errorf("--backend rccl: %w", err)}
 	}
 	rt, err := lib.Runtime()
 	if err != nil {
-		return nil, fmt.Errorf("--backend rccl: %w", err)
+		return nil, configError{fmt.Errorf("--backend rccl: %w", err)}
 	}
 	ndev, err := rt.DeviceCount()
 	if err != nil {
 		return nil, fmt.Errorf("--backend rccl: counting GPUs: %w", err)
 	}
 	if ndev < 1 {
-		return nil, fmt.Errorf("--backend rccl: the %s runtime sees no GPU", rt.API())
+		return nil, configError{fmt.Errorf("--backend rccl: the %s runtime sees no GPU", rt.API())}
 	}
 	l := &rcclLauncher{o: o, lib: lib, rt: rt, ndev: ndev}
 	b, ok, err := collectives.BootstrapFromEnv()
 	if err != nil {
-		return nil, fmt.Errorf("launcher environment: %w", err)
+		return nil, configError{fmt.Errorf("launcher environment: %w", err)}
 	}
 	if ok {
 		l.boot = &b
 	} else if o.Ranks > ndev {
-		return nil, fmt.Errorf("--backend rccl: -np %d but %d GPU(s): NCCL needs one GPU per rank of a process; use -np %d or run one process per rank under mpirun", o.Ranks, ndev, ndev)
+		return nil, configError{fmt.Errorf("--backend rccl: -np %d but %d GPU(s): NCCL needs one GPU per rank of a process; use -np %d or run one process per rank under mpirun", o.Ranks, ndev, ndev)}
 	}
 	return l, nil
 }

@@ -37,22 +37,27 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&plotPath, "plot", "", "write the scenario's plots as PNG (NAME.png, NAME-2.png, ...)")
 	fs.BoolVar(&verbose, "v", false, "progress and simulator speed on stderr")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: mrbench sim SCENARIO [flags]\n\nScenarios: %s\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: mrbench sim SCENARIO [flags]   (flags may also come before SCENARIO)\n\nScenarios: %s\n\n"+
 			"Rates are in bits per second, as links are quoted: columns ending in\n"+
 			"_gbit_s are Gb/s and _tbit_s Tb/s (mrbench's own tables are GB/s, bytes).\n\nFlags:\n",
 			strings.Join(scenarios.Names(), " "))
 		fs.PrintDefaults()
 	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			fs.Usage()
+	// The scenario's name may come before the flags, after them or among
+	// them (`mrbench sim --smoke loss`): the flags up to the name, the
+	// name, then the flags after it.
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
 			return exitOK
 		}
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
 		fmt.Fprintf(stderr, "mrbench sim: name a scenario: %s\n", strings.Join(scenarios.Names(), " "))
 		return exitUsage
 	}
-	name := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
+	name := fs.Arg(0)
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
 		}
@@ -92,6 +97,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	select {
 	case o = <-done:
 	case <-ctx.Done():
+		if interrupted(ctx) {
+			return exitInterrupted // run says so
+		}
 		fmt.Fprintf(stderr, "mrbench sim: %v\n", ctx.Err())
 		return exitFail
 	}

@@ -107,14 +107,15 @@ func TestSimCollectiveSweep(t *testing.T) {
 }
 
 // TestRCCLBackendWithoutLibrary: without RCCL or NCCL the backend fails at
-// once with the binding's explanation and a non-zero exit.
+// once with the binding's explanation and exits 2, a configuration error
+// found before anything runs.
 func TestRCCLBackendWithoutLibrary(t *testing.T) {
 	if lib, err := rccl.Open(""); err == nil {
 		t.Skipf("an RCCL/NCCL library is installed (%s)", lib.Path())
 	}
 	t.Setenv("NCCL_NET_PLUGIN", "libnccl-net-metaroce.so")
 	code, out, errs := runMrbench(t, "--backend", "rccl", "-np", "1")
-	assert.Equal(t, exitFail, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errs, "--backend rccl: ")
 	assert.Contains(t, errs, "METAROCE_RCCL_LIB")

@@ -170,6 +170,12 @@ func (s sweep) run(ctx context.Context, c comm, onRow func(Row)) (sweepResult, e
 				continue // too small for this collective over n ranks
 			}
 			for _, op := range s.Ops {
+				// An interrupted run stops between rows, on every rank
+				// that sees it, rather than start a row whose
+				// collectives may complete before they look at ctx.
+				if err := ctx.Err(); err != nil {
+					return res, err
+				}
 				var reduced []byte
 				in := inputs{dt: dt, op: op, n: n, reduces: s.Coll.Reduces()}
 				if in.reduces && s.Check > 0 {

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// watchWriter is a writer for run's stdout or stderr that keeps what is
+// written and calls then (once) when a line matches: a test acts on what
+// mrbench printed, not on a clock.
+type watchWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	match *regexp.Regexp
+	then  func()
+	fired bool
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.fired && w.match.Match(w.buf.Bytes()) {
+		w.fired = true
+		w.then()
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// launcherVars are the variables BootstrapFromEnv reads.
+var launcherVars = []string{
+	"METAROCE_RANK", "METAROCE_NRANKS", "METAROCE_LOCAL_RANK", "METAROCE_LOCAL_SIZE", "METAROCE_ROOT", "METAROCE_JOB",
+	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+	"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+	"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
+	"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_JOB_ID", "SLURM_STEP_ID",
+	"SLURM_HET_JOB_ID", "SLURM_STEP_NUM_NODES", "SLURM_NNODES",
+}
+
+// clearLauncherEnv unsets every launcher variable for the test (restored
+// after it), then sets env.
+func clearLauncherEnv(t *testing.T, env map[string]string) {
+	for _, k := range launcherVars {
+		t.Setenv(k, "") // registers the restore
+		os.Unsetenv(k)
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+}
+
+// TestStrayLauncherEnvironment: Slurm's variables in the environment of a
+// plain run (an sbatch script without srun) make this process rank 0 of a
+// job whose other rank never starts. Stderr names the variables and the
+// rendezvous at once, warns that the explicit -np is ignored, and then
+// says which rank the rendezvous waits for; the test interrupts the run on
+// that line.
+func TestStrayLauncherEnvironment(t *testing.T) {
+	root := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	clearLauncherEnv(t, map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "METAROCE_ROOT": root})
+	defer func(d time.Duration) { rendezvousProgressEvery = d }(rendezvousProgressEvery)
+	rendezvousProgressEvery = time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errw := &watchWriter{match: regexp.MustCompile(`waiting for rank 1 `), then: cancel}
+	var out bytes.Buffer
+	code := run(ctx, []string{"-np", "4", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "--timeout", "60s"}, &out, errw)
+	errs := errw.String()
+	assert.Equal(t, exitInterrupted, code, errs)
+	assert.Contains(t, errs, "mrbench: launcher slurm: rank 0 of 2 (SLURM_PROCID=0, SLURM_NTASKS=2), rendezvous at "+root+" (from METAROCE_ROOT)\n")
+	assert.Contains(t, errs, "mrbench: -np 4 ignored: the slurm environment makes this process rank 0 of a job of 2; to run 4 ranks in this process, unset SLURM_PROCID and SLURM_NTASKS\n")
+	assert.Contains(t, errs, "mrbench: rank 0: waiting for rank 1 (1 of 2 joined the rendezvous at "+root+") after ")
+	assert.Contains(t, errs, "SLURM_PROCID and SLURM_NTASKS do not belong to this run")
+	assert.NotContains(t, errs, "context canceled")
+}
+
+// TestLauncherEnvironmentErrorsAreUsage: a launcher variable that cannot
+// be a rank or a rank count is a configuration error, exit 2 like a bad
+// flag, named with its value.
+func TestLauncherEnvironmentErrorsAreUsage(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"RANK": "x", "WORLD_SIZE": "4"}, `RANK="x" is not a rank number`},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "0"}, `WORLD_SIZE="0": want a rank count`},
+		{map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "2"}, `SLURM_PROCID="3" is outside 0..1`},
+	} {
+		t.Run(fmt.Sprint(tc.env), func(t *testing.T) {
+			clearLauncherEnv(t, tc.env)
+			code, out, errs := runMrbench(t, "--transport", "tcp", "-b", "1K", "-e", "1K")
+			assert.Equal(t, exitUsage, code, errs)
+			assert.Contains(t, errs, "mrbench: launcher environment: ")
+			assert.Contains(t, errs, tc.want)
+			assert.Empty(t, out)
+		})
+	}
+}
+
+// TestInterruptedRun: a run whose context is cancelled (main's context on
+// SIGINT) mid-sweep says it was interrupted, on stderr, on the table's
+// FAILED line and in --json, instead of the cancelled collective's "a peer
+// may have died ... context canceled", and exits with exitInterrupted. The
+// test cancels when the first row is printed.
+func TestInterruptedRun(t *testing.T) {
+	clearLauncherEnv(t, nil)
+	p := filepath.Join(t.TempDir(), "r.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &watchWriter{match: regexp.MustCompile(`(?m)^ +\d+ +\d+ +float`), then: cancel}
+	var errb bytes.Buffer
+	code := run(ctx, []string{"-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1M", "-f", "2", "-n", "1", "-w", "0",
+		"--timeout", "60s", "--json", p}, out, &errb)
+	errs := errb.String()
+	assert.Equal(t, exitInterrupted, code, errs)
+	assert.Equal(t, "mrbench: interrupted\n", errs)
+	assert.Contains(t, out.String(), "# FAILED: interrupted\n")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var rep struct {
+		Tables []struct {
+			Status, Error string
+			Rows          []any
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Len(t, rep.Tables, 1)
+	assert.Equal(t, "failed", rep.Tables[0].Status)
+	assert.Equal(t, "interrupted", rep.Tables[0].Error)
+	assert.NotEmpty(t, rep.Tables[0].Rows, "the rows before the interruption are kept")
+}
+
+// TestHelpFlagOrder pins the order of mrbench -h: the sections of
+// helpSections, each flag once, and no flag left to the "Other" section.
+func TestHelpFlagOrder(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseOptions([]string{"-h"}, &out)
+	require.ErrorIs(t, err, errHelp)
+	var sections, flags []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "  -"):
+			first := strings.Fields(l)[0]
+			flags = append(flags, strings.TrimRight(first, ","))
+		case strings.HasSuffix(l, ":") && !strings.HasPrefix(l, " "):
+			sections = append(sections, strings.TrimSuffix(l, ":"))
+		}
+	}
+	assert.Equal(t, []string{"Flags (aliases share a line)", "Sizes", "Collective and data", "Iterations, timing and checking",
+		"Ranks and transport", "Output", "nccl-tests compatibility (accepted, no effect)"}, sections)
+	assert.Equal(t, []string{
+		"-b", "-e", "-i", "-f",
+		"--op", "-d", "-o", "-r",
+		"-n", "-w", "-c", "-a", "-z", "-T",
+		"--np", "--transport", "--backend", "--channels", "--group-size", "--loss", "--seed", "--netlab",
+		"--json", "--csv", "--plot", "-v",
+		"-t", "-g", "-m", "-N", "-p", "-G", "-C", "-R",
+	}, flags)
+	assert.NotContains(t, out.String(), "\n"+otherFlags+":\n")
+}
+
+// TestSimFlagsBeforeScenario: the simulator's flags may come before the
+// scenario's name as well as after it.
+func TestSimFlagsBeforeScenario(t *testing.T) {
+	code, _, errs := runMrbench(t, "sim", "--smoke", "nosuch")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errs, "unknown scenario", "the name after the flags is read as the scenario")
+	code, _, errs = runMrbench(t, "sim", "--smoke")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errs, "name a scenario")
+	code, _, errs = runMrbench(t, "sim", "-seed", "2", "nosuch", "--smoke", "extra")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errs, `unexpected argument "extra"`)
+	code, out, errs := runMrbench(t, "sim", "--seed", "3", "--smoke", "loss")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "scenario loss  seed 3")
+}
