@@ -110,11 +110,13 @@ func collectiveScenario(r *runner) (*Result, error) {
 		res.Plots = append(res.Plots, PlotSpec{Table: "busbw_vs_size", X: "size_mib", Y: "busbw_gbit_s", Series: "op+loss_pct+protocol",
 			Title: "bus bandwidth vs size per rank", LogX: true})
 	}
+	protos := []string{MetaRoCE, RoCEv2PFC, RoCEv2}
+	r.total = len(ops) * len(sizes) * len(losses) * len(protos)
 	for _, op := range ops {
 		for _, size := range sizes {
 			for _, lp := range losses {
 				c.Loss = 1 - math.Pow(1-lp/100, 0.25)
-				for _, proto := range []string{MetaRoCE, RoCEv2PFC, RoCEv2} {
+				for _, proto := range protos {
 					s, err := build(o, c, proto)
 					if err != nil {
 						return nil, err

@@ -41,12 +41,14 @@ func failureScenario(r *runner) (*Result, error) {
 	ts := res.table("timeseries", "case", "protocol", "t_us", "gbit_s")
 	res.Plots = append(res.Plots, PlotSpec{Table: "timeseries", X: "t_us", Y: "gbit_s", Series: "case+protocol",
 		Title: "throughput around a failure"})
-	for _, kase := range []string{"spine-link", "plane"} {
+	kases, protos := []string{"spine-link", "plane"}, []string{MetaRoCE, RoCEv2}
+	r.total = len(kases) * len(protos)
+	for _, kase := range kases {
 		planes := 1
 		if kase == "plane" {
 			planes = 2
 		}
-		for _, proto := range []string{MetaRoCE, RoCEv2} {
+		for _, proto := range protos {
 			c := o.fabric(leaves, spines, per, planes)
 			s, err := build(o, c, proto)
 			if err != nil {

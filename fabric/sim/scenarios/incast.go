@@ -44,7 +44,9 @@ func incastScenario(r *runner) (*Result, error) {
 		PlotSpec{Table: "timeseries", X: "t_us", Y: "queue_kb", Series: "protocol", Title: "incast bottleneck queue"},
 		PlotSpec{Table: "timeseries", X: "t_us", Y: "jain", Series: "protocol", Title: "incast Jain fairness"})
 	rtt := float64(c.BaseRTT(o.MTU+wire.DataHeaderLen+c.Overhead, 64+c.Overhead))
-	for _, proto := range []string{MetaRoCE, RoCEv2, RoCEv2PFC} {
+	protos := []string{MetaRoCE, RoCEv2, RoCEv2PFC}
+	r.total = len(protos)
+	for _, proto := range protos {
 		s, err := build(o, c, proto)
 		if err != nil {
 			return nil, err

@@ -25,8 +25,10 @@ func lossScenario(r *runner) (*Result, error) {
 	res.Plots = append(res.Plots, PlotSpec{Table: "goodput", X: "loss_pct", Y: "goodput_frac", Series: "protocol",
 		Title: "goodput vs random loss (fraction of line-rate payload)"})
 	const msg = 256 << 10
+	protos := []string{MetaRoCE, RoCEv2}
+	r.total = len(losses) * len(protos)
 	for _, lp := range losses {
-		for _, proto := range []string{MetaRoCE, RoCEv2} {
+		for _, proto := range protos {
 			c := base
 			c.Loss = 1 - math.Pow(1-lp/100, 0.25)
 			s, err := build(o, c, proto)

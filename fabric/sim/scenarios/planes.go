@@ -34,8 +34,10 @@ func planesScenario(r *runner) (*Result, error) {
 	tb := res.table("throughput", "planes", "protocol", "flows", "agg_tbit_s", "frac_of_capacity", "min_host_frac", "wasted_pkts")
 	res.Plots = append(res.Plots, PlotSpec{Table: "throughput", X: "planes", Y: "agg_tbit_s", Series: "protocol",
 		Title: "aggregate throughput vs planes"})
+	protos := []string{MetaRoCE, RoCEv2}
+	r.total = len(planes) * len(protos)
 	for _, p := range planes {
-		for _, proto := range []string{MetaRoCE, RoCEv2} {
+		for _, proto := range protos {
 			c := o.fabric(leaves, spines, per, p)
 			s, err := build(o, c, proto)
 			if err != nil {

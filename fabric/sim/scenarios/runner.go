@@ -239,7 +239,11 @@ type runner struct {
 	perf  Perf
 	start time.Time // wall clock at the scenario's start
 	runs  int       // simulations finished
-	label string    // what the next run is, for progress lines ("" if unsaid)
+	// total is the number of simulations the scenario will run, which it
+	// sets before its first from the parameters its loops go over, for
+	// the progress lines' "k of N" and ETA (0: not known up front).
+	total int
+	label string // what the next run is, for progress lines ("" if unsaid)
 }
 
 // run attaches job j's apps to s and runs until stop or the hard limit.
@@ -265,13 +269,56 @@ func (r *runner) runApps(s *sim.Sim, apps []sim.App, limit int64, stop func() bo
 	r.perf.WallSeconds += wall
 	r.runs++
 	if r.o.Log != nil {
-		fmt.Fprintf(r.o.Log, "  ran %s%s: %d events in %.2fs (%.2f M events/s), virtual %.3f ms\n",
-			r.labelled(), s.Describe(), s.Stats.Events, wall, float64(s.Stats.Events)/wall/1e6, float64(s.Now())/1e6)
+		count := ""
+		if r.counted() {
+			count = fmt.Sprintf("[%d of %d%s] ", r.runs, r.total, r.etaNote())
+		}
+		fmt.Fprintf(r.o.Log, "  %sran %s%s: %d events in %.2fs (%.2f M events/s), virtual %.3f ms\n",
+			count, r.labelled(), s.Describe(), s.Stats.Events, wall, float64(s.Stats.Events)/wall/1e6, float64(s.Now())/1e6)
 	} else if r.o.Progress != nil && time.Since(r.start) > ProgressAfter {
-		fmt.Fprintf(r.o.Progress, "  %d runs done after %.0f s; last: %s%.2f M events/s\n",
-			r.runs, time.Since(r.start).Seconds(), r.labelled(), float64(s.Stats.Events)/wall/1e6)
+		if r.counted() {
+			fmt.Fprintf(r.o.Progress, "  %d of %d runs done after %.0f s%s; last: %s%.2f M events/s\n",
+				r.runs, r.total, time.Since(r.start).Seconds(), r.etaNote(), r.labelled(), float64(s.Stats.Events)/wall/1e6)
+		} else {
+			fmt.Fprintf(r.o.Progress, "  %d runs done after %.0f s; last: %s%.2f M events/s\n",
+				r.runs, time.Since(r.start).Seconds(), r.labelled(), float64(s.Stats.Events)/wall/1e6)
+		}
 	}
 	r.label = ""
+}
+
+// counted reports whether the progress lines can say "k of N": the
+// scenario declared its total and has not run past it.
+func (r *runner) counted() bool {
+	return r.total > 0 && r.runs <= r.total
+}
+
+// etaNote is, while runs remain of the total, the time they are likely
+// to take, as ", ETA 1m20s"; otherwise "".
+func (r *runner) etaNote() string {
+	if d, ok := eta(time.Since(r.start), r.runs, r.total); ok {
+		return ", ETA " + formatETA(d)
+	}
+	return ""
+}
+
+// eta is the wall time the runs not yet done are likely to take, at the
+// mean wall time per finished run (set-up included) of elapsed over done;
+// false when none has finished or none remains.
+func eta(elapsed time.Duration, done, total int) (time.Duration, bool) {
+	if done <= 0 || done >= total {
+		return 0, false
+	}
+	return elapsed / time.Duration(done) * time.Duration(total-done), true
+}
+
+// formatETA rounds d to a tenth of a second under ten seconds, else to
+// the second.
+func formatETA(d time.Duration) string {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // labelled is the next run's label followed by ": ", or "".
@@ -347,16 +394,22 @@ var catalogue = map[string]func(*runner) (*Result, error){
 
 // Run runs the named scenario.
 func Run(name string, opts Options) (*Result, error) {
+	res, _, err := run(name, opts)
+	return res, err
+}
+
+// run is Run, returning also the runner, which counts the runs done.
+func run(name string, opts Options) (*Result, *runner, error) {
 	f, ok := catalogue[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: unknown scenario %q (have %v)", ErrUsage, name, Names())
+		return nil, nil, fmt.Errorf("%w: unknown scenario %q (have %v)", ErrUsage, name, Names())
 	}
 	if err := opts.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts.fill()
 	if err := opts.checkRows(name); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if opts.Log != nil {
 		fmt.Fprintf(opts.Log, "scenario %s seed %d smoke %v\n", name, opts.Seed, opts.Smoke)
@@ -364,12 +417,12 @@ func Run(name string, opts Options) (*Result, error) {
 	r := &runner{o: &opts, start: time.Now()}
 	res, err := f(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Scenario, res.Seed, res.Perf = name, opts.Seed, r.perf
 	if opts.Log != nil {
 		fmt.Fprintf(opts.Log, "scenario %s: %d events in %.2fs wall, %.2f M events/s\n",
 			name, r.perf.Events, r.perf.WallSeconds, r.perf.EventsPerSec()/1e6)
 	}
-	return res, nil
+	return res, r, nil
 }
