@@ -131,19 +131,31 @@ func rootWaitingLine(b Bootstrap, missing []int, waited, left time.Duration) str
 		fmt.Fprintf(&s, ", giving up in %v", left.Round(time.Second))
 	}
 	if len(missing) == b.NRanks-1 && b.Vars.Rank != "" {
-		fmt.Fprintf(&s, "; if no other rank was started, %s and %s do not belong to this run: unset them to run without %s",
-			b.Vars.Rank, b.Vars.NRanks, b.Source)
+		fmt.Fprintf(&s, "; if no other rank was started, %s and %s do not belong to this run: %s",
+			b.Vars.Rank, b.Vars.NRanks, unsetHint(b))
 	}
 	return s.String()
 }
 
+// unsetHint says what unsetting the launcher's variables does: the run
+// no longer takes its layout from that launcher, or, where the variables
+// are this package's own METAROCE_RANK and METAROCE_NRANKS, runs as one
+// process.
+func unsetHint(b Bootstrap) string {
+	if b.Source == "metaroce" {
+		return "unset them to run as a single process"
+	}
+	return "unset them to run without " + b.Source
+}
+
 // leafWaitingLine is the progress line of a rank other than 0: whether it
 // reached rank 0's rendezvous (and now waits for the others to join) or
-// not yet.
+// not yet. A rank prints the first only once (see exchangeLeaf): rank 0
+// lists the ranks still missing.
 func leafWaitingLine(b Bootstrap, reached bool, waited, left time.Duration) string {
 	var s strings.Builder
 	if reached {
-		fmt.Fprintf(&s, "rank %d: joined the rendezvous at %s, waiting for the other ranks of %d to join, after %v",
+		fmt.Fprintf(&s, "rank %d: joined the rendezvous at %s, waiting for the other ranks of %d to join (rank 0 reports which are missing), after %v",
 			b.Rank, b.Root, b.NRanks, waited.Round(time.Second))
 	} else {
 		fmt.Fprintf(&s, "rank %d: waiting for rank 0's rendezvous at %s to answer after %v",
@@ -211,8 +223,16 @@ func (b Bootstrap) check() error {
 }
 
 const (
-	maxRanks    = 1 << 16
-	bootMagic   = 0x4d524232 // "MRB2": the frame with a job tag
+	maxRanks = 1 << 16
+	// bootMagic starts every rendezvous frame, and changes with what the
+	// frames carry, so that ranks of different versions fail at the
+	// frame, with an error that says so, rather than misread each other.
+	bootMagic = 0x4d524233 // "MRB3": the blobs start with the agreed settings (agree.go)
+	// prevMagic is the version before ("MRB2": no settings in the blobs).
+	// Its frames are laid out as this version's, and rank 0 answers a
+	// rank of it in its own frame, which that version reads, with why
+	// the rendezvous failed.
+	prevMagic   = 0x4d524232
 	maxBlob     = 4096
 	dialBackoff = 50 * time.Millisecond
 	// helloWait bounds how long rank 0 waits for a connection's hello: a
@@ -224,6 +244,22 @@ const (
 // because it serves another job, the last answer the rank had at its
 // deadline.
 var errOtherJob = errors.New("the rendezvous there belongs to another job")
+
+// errVersion is wrapped by readFrame's error for a frame of another
+// version of the rendezvous: it says what to do.
+var errVersion = errors.New("run the same metaroce version on every rank")
+
+// magicText prints a frame's magic for errors: its four bytes where they
+// are printable ("MRB2"), else in hex.
+func magicText(m uint32) string {
+	b := binary.BigEndian.AppendUint32(nil, m)
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return fmt.Sprintf("%#010x", m)
+		}
+	}
+	return fmt.Sprintf("%q", b)
+}
 
 // exchange runs the rendezvous: it returns every rank's blob, indexed by
 // rank. It fails by the context's deadline with an error that names the
@@ -258,7 +294,13 @@ const (
 )
 
 func writeFrame(w io.Writer, rank, nranks int, tag uint64, blobs ...[]byte) error {
-	buf := binary.BigEndian.AppendUint32(nil, bootMagic)
+	return writeFrameMagic(w, bootMagic, rank, nranks, tag, blobs...)
+}
+
+// writeFrameMagic writes a frame with the given magic: bootMagic, or
+// prevMagic for a rank of the version before.
+func writeFrameMagic(w io.Writer, magic uint32, rank, nranks int, tag uint64, blobs ...[]byte) error {
+	buf := binary.BigEndian.AppendUint32(nil, magic)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(rank))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(nranks))
 	buf = binary.BigEndian.AppendUint64(buf, tag)
@@ -273,19 +315,25 @@ func writeFrame(w io.Writer, rank, nranks int, tag uint64, blobs ...[]byte) erro
 
 // frame is a rendezvous frame as read.
 type frame struct {
+	magic        uint32
 	rank, nranks int
 	tag          uint64
 	blobs        [][]byte
 }
 
-// readFrame reads a frame written by writeFrame, bounding every count.
+// readFrame reads a frame written by writeFrame, bounding every count. A
+// frame of the version before (prevMagic) is read whole, and returned
+// with an error that wraps errVersion; another magic is an error that
+// wraps it too, with the frame's magic only.
 func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 	var h [frameHeader]byte
 	if _, err = io.ReadFull(r, h[:]); err != nil {
 		return
 	}
-	if binary.BigEndian.Uint32(h[:]) != bootMagic {
-		return frame{}, errors.New("not a metaroce rendezvous peer of this version (bad magic)")
+	f.magic = binary.BigEndian.Uint32(h[:])
+	if f.magic != bootMagic && f.magic != prevMagic {
+		return frame{magic: f.magic}, fmt.Errorf("not a metaroce rendezvous peer of this version (magic %s, this version's is %s): %w",
+			magicText(f.magic), magicText(bootMagic), errVersion)
 	}
 	f.rank = int(binary.BigEndian.Uint32(h[4:]))
 	f.nranks = int(binary.BigEndian.Uint32(h[8:]))
@@ -310,6 +358,10 @@ func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 			return
 		}
 		f.blobs = append(f.blobs, bl)
+	}
+	if f.magic != bootMagic {
+		err = fmt.Errorf("a metaroce rendezvous peer of another version (magic %s, this version's is %s): %w",
+			magicText(f.magic), magicText(bootMagic), errVersion)
 	}
 	return
 }
@@ -397,7 +449,10 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			}
 			return nil, fmt.Errorf("collectives: bootstrap: accept on %s: %w", b.Root, err)
 		}
-		if err != nil || len(f.blobs) != 1 {
+		// A rank of the version before: its frame reads whole, and it is
+		// answered in that version's frame.
+		old := f.magic == prevMagic && errors.Is(err, errVersion)
+		if (err != nil && !old) || len(f.blobs) != 1 {
 			// A stray connection: keep waiting for the real ranks.
 			c.Close()
 			continue
@@ -408,13 +463,16 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			// A rank of another job that shares this address: turn it
 			// away (it retries, in case its own rank 0 comes up here
 			// later) and keep waiting for this job's ranks.
-			_ = writeFrame(c, 0, 0, tag) // best effort: it is closed either way
+			_ = writeFrameMagic(c, f.magic, 0, 0, tag) // best effort: it is closed either way
 			c.Close()
 			continue
 		}
 		rank, nranks, got := f.rank, f.nranks, f.blobs
 		var bad error
 		switch {
+		case old:
+			bad = fmt.Errorf("rank %d from %v runs another version of metaroce (rendezvous magic %s, rank 0's is %s): %w",
+				rank, c.RemoteAddr(), magicText(f.magic), magicText(bootMagic), errVersion)
 		case nranks != b.NRanks:
 			bad = fmt.Errorf("rank %d from %v believes the job has %d ranks, rank 0 has %d", rank, c.RemoteAddr(), nranks, b.NRanks)
 		case rank <= 0 || rank >= b.NRanks:
@@ -423,9 +481,10 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			bad = fmt.Errorf("rank %d joined twice (second from %v): check the launcher's rank assignment", rank, c.RemoteAddr())
 		}
 		if bad != nil {
-			// Tell the offender and every rank already waiting why, best
-			// effort: each is closed either way.
-			for _, w := range append([]net.Conn{c}, conns...) {
+			// Tell the offender (in its version's frame) and every rank
+			// already waiting why, best effort: each is closed either way.
+			_ = writeFrameMagic(c, f.magic, 0, abortRanks, tag, []byte(bad.Error()))
+			for _, w := range conns {
 				if w != nil {
 					_ = writeFrame(w, 0, abortRanks, tag, []byte(bad.Error()))
 				}
@@ -454,8 +513,8 @@ func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
 	hint := "check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT"
 	if len(miss) == b.NRanks-1 && b.Vars.Rank != "" {
 		// No rank at all: perhaps none was started (see rootWaitingLine).
-		hint = fmt.Sprintf("%s; if no other rank was started, %s=%d and %s=%d do not belong to this run: unset them to run without %s",
-			hint, b.Vars.Rank, b.Rank, b.Vars.NRanks, b.NRanks, b.Source)
+		hint = fmt.Sprintf("%s; if no other rank was started, %s=%d and %s=%d do not belong to this run: %s",
+			hint, b.Vars.Rank, b.Rank, b.Vars.NRanks, b.NRanks, unsetHint(b))
 	}
 	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; %s", rankList(miss), b.NRanks, b.Root, cause, hint)
 }
@@ -486,8 +545,18 @@ func rankList(ranks []int) string {
 func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
 	tag := jobTag(b.Job)
 	var reached atomic.Bool
+	// Once this rank has reached rank 0 it says so once: with many ranks,
+	// a line from each of them at every interval would bury rank 0's,
+	// which names the ranks still missing. (Turned away by another job's
+	// rank 0, it waits again, and says so again.)
+	said := false
 	defer reportWaiting(ctx, b, func(waited, left time.Duration) string {
-		return leafWaitingLine(b, reached.Load(), waited, left)
+		r := reached.Load()
+		if r && said {
+			return ""
+		}
+		said = r
+		return leafWaitingLine(b, r, waited, left)
 	})()
 	var lastErr error
 	for {
@@ -511,9 +580,10 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	}
 }
 
-// reportWaiting calls b.Progress with line's text every interval until the
-// returned function is called, which returns once no call is in progress
-// or to come. Without b.Progress it does nothing.
+// reportWaiting calls b.Progress with line's text every interval, unless
+// it is "", until the returned function is called, which returns once no
+// call is in progress or to come. Line is called on one goroutine only.
+// Without b.Progress it does nothing.
 func reportWaiting(ctx context.Context, b Bootstrap, line func(waited, left time.Duration) string) (stop func()) {
 	if b.Progress == nil {
 		return func() {}
@@ -526,7 +596,9 @@ func reportWaiting(ctx context.Context, b Bootstrap, line func(waited, left time
 		for {
 			select {
 			case <-t.C:
-				b.Progress(line(waitTimes(ctx, start)))
+				if l := line(waitTimes(ctx, start)); l != "" {
+					b.Progress(l)
+				}
 			case <-done:
 				return
 			}
@@ -568,10 +640,14 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 	defer reached.Store(false) // a rank 0 of another job turns it away
 	f, err := readFrame(c, b.NRanks)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
+		why := "rank 0 closed the connection: it stopped, or it runs another version of metaroce, which turns this rank away; " + errVersion.Error()
+		switch {
+		case ctx.Err() != nil:
+			why, err = "some ranks may not have started", ctx.Err()
+		case errors.Is(err, errVersion):
+			why = "rank 0 answered"
 		}
-		return nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (some ranks may not have started, or rank 0 runs another version of metaroce): %w", b.Rank, b.Root, err)
+		return nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (%s): %w", b.Rank, b.Root, why, err)
 	}
 	if f.nranks == abortRanks && len(f.blobs) == 1 {
 		return nil, fmt.Errorf("collectives: bootstrap: rank %d: rank 0 at %s gave the rendezvous up: %s", b.Rank, b.Root, f.blobs[0])

@@ -456,7 +456,7 @@ func TestBootstrapTurnsAwayOtherJob(t *testing.T) {
 	f, err := readFrame(c, 3)
 	c.Close()
 	require.NoError(t, err)
-	require.Equal(t, frame{tag: jobTag("a")}, f)
+	require.Equal(t, frame{magic: bootMagic, tag: jobTag("a")}, f)
 	// A rank of job b, turned away until its deadline, says so. The
 	// deadline must cover one dial and refusal on a loaded host.
 	strayCtx, strayCancel := context.WithTimeout(ctx, 1500*time.Millisecond)
@@ -502,7 +502,10 @@ func FuzzReadFrame(f *testing.F) {
 	buf.Reset()
 	require.NoError(f, writeFrame(&buf, 0, 2, 0, []byte("a"), []byte("")))
 	f.Add(buf.Bytes(), 2)
-	f.Add([]byte("MRB2"), 1)
+	f.Add([]byte("MRB3"), 1)
+	buf.Reset()
+	require.NoError(f, writeFrameMagic(&buf, prevMagic, 1, 2, 0, []byte("old")))
+	f.Add(buf.Bytes(), 1)
 	f.Fuzz(func(t *testing.T, data []byte, maxBlobs int) {
 		maxBlobs = max(maxBlobs%8, 0)
 		fr, err := readFrame(bytes.NewReader(data), maxBlobs)

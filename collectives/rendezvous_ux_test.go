@@ -1,8 +1,12 @@
 package collectives
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,12 +68,22 @@ func TestRendezvousWaitingLines(t *testing.T) {
 	b.Rank = 2
 	assert.Equal(t, "rank 2: waiting for rank 0's rendezvous at 10.0.0.1:29517 to answer after 5s, giving up in 1s",
 		leafWaitingLine(b, false, 5*time.Second, time.Second))
-	assert.Equal(t, "rank 2: joined the rendezvous at 10.0.0.1:29517, waiting for the other ranks of 4 to join, after 5s",
+	assert.Equal(t, "rank 2: joined the rendezvous at 10.0.0.1:29517, waiting for the other ranks of 4 to join (rank 0 reports which are missing), after 5s",
 		leafWaitingLine(b, true, 5*time.Second, -1))
 	err := missingErr(Bootstrap{Rank: 0, NRanks: 3, Root: "h:1", Source: "slurm", Vars: BootstrapVars{Rank: "SLURM_PROCID", NRanks: "SLURM_NTASKS"}},
 		[][]byte{[]byte("zero"), nil, nil}, context.DeadlineExceeded)
 	assert.ErrorContains(t, err, "ranks [1 2] of 3 never joined the rendezvous at h:1: context deadline exceeded; check that every rank")
 	assert.ErrorContains(t, err, "SLURM_PROCID=0 and SLURM_NTASKS=3 do not belong to this run: unset them to run without slurm")
+
+	// Our own variables: unsetting them runs one process, not "without
+	// metaroce".
+	own := Bootstrap{Rank: 0, NRanks: 2, Root: "h:1", Source: "metaroce", Vars: BootstrapVars{Rank: "METAROCE_RANK", NRanks: "METAROCE_NRANKS"}}
+	assert.Equal(t, "rank 0: waiting for rank 1 (1 of 2 joined the rendezvous at h:1) after 5s;"+
+		" if no other rank was started, METAROCE_RANK and METAROCE_NRANKS do not belong to this run: unset them to run as a single process",
+		rootWaitingLine(own, []int{1}, 5*time.Second, -1))
+	err = missingErr(own, [][]byte{[]byte("zero"), nil}, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "METAROCE_RANK=0 and METAROCE_NRANKS=2 do not belong to this run: unset them to run as a single process")
+	assert.NotContains(t, err.Error(), "without metaroce")
 	many := make([]int, 20)
 	for i := range many {
 		many[i] = i + 1
@@ -106,9 +120,10 @@ func TestRendezvousProgress(t *testing.T) {
 		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test"}, []byte("one"))
 		leafDone <- err
 	}()
-	require.Equal(t, 1, <-joined)
+	require.Equal(t, 1, recv(ctx, t, joined, "rank 1 joining"))
 	want := "rank 0: waiting for rank 2 (2 of 3 joined the rendezvous at " + root + ")"
-	for l := range lines {
+	for {
+		l := recv(ctx, t, lines, "rank 0's line "+strconv.Quote(want))
 		if strings.HasPrefix(l, want) {
 			break
 		}
@@ -118,9 +133,9 @@ func TestRendezvousProgress(t *testing.T) {
 		_, err := exchange(ctx, Bootstrap{Rank: 2, NRanks: 3, Root: root, Source: "test"}, []byte("two"))
 		leafDone <- err
 	}()
-	require.NoError(t, <-rootDone)
-	require.NoError(t, <-leafDone)
-	require.NoError(t, <-leafDone)
+	require.NoError(t, recv(ctx, t, rootDone, "rank 0's rendezvous"))
+	require.NoError(t, recv(ctx, t, leafDone, "a rank's rendezvous"))
+	require.NoError(t, recv(ctx, t, leafDone, "a rank's rendezvous"))
 
 	// A rank whose rank 0 never listens.
 	nowhere, err := freeLocalAddr()
@@ -139,9 +154,166 @@ func TestRendezvousProgress(t *testing.T) {
 		_, err := exchange(lctx, b, []byte("one"))
 		done <- err
 	}()
-	assert.Contains(t, <-leafLines, "rank 1: waiting for rank 0's rendezvous at "+nowhere+" to answer after")
+	assert.Contains(t, recv(ctx, t, leafLines, "rank 1's progress line"), "rank 1: waiting for rank 0's rendezvous at "+nowhere+" to answer after")
 	lcancel()
-	require.Error(t, <-done)
+	require.Error(t, recv(ctx, t, done, "rank 1 giving up"))
+}
+
+// recv receives from ch, or fails the test at once, naming what it waited
+// for, when ctx ends first: a line that never comes fails the test rather
+// than hanging it until go test's own timeout.
+func recv[T any](ctx context.Context, t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-ctx.Done():
+		require.FailNow(t, "gave up waiting for "+what, "%v", ctx.Err())
+		panic("unreachable")
+	}
+}
+
+// TestRendezvousLeafSaysJoinedOnce: a rank that has reached rank 0 says so
+// once, not at every interval: with a thousand ranks those lines would
+// flood the launcher's output, and rank 0's lines already name the ranks
+// still missing. Rank 0's own lines, every millisecond as the rank's,
+// serve as the clock: the rank stays silent while rank 0 prints many.
+func TestRendezvousLeafSaysJoinedOnce(t *testing.T) {
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lines := func() (chan string, func(string)) {
+		ch := make(chan string, 256)
+		return ch, func(l string) {
+			select {
+			case ch <- l:
+			default:
+			}
+		}
+	}
+	rootLines, rootReport := lines()
+	leafLines, leafReport := lines()
+	rootDone := make(chan error, 1)
+	go func() {
+		_, err := exchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", Progress: rootReport, ProgressEvery: time.Millisecond},
+			[]byte("zero"))
+		rootDone <- err
+	}()
+	leafDone := make(chan error, 2)
+	go func() {
+		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test", Progress: leafReport, ProgressEvery: time.Millisecond},
+			[]byte("one"))
+		leafDone <- err
+	}()
+	joinedLine := "rank 1: joined the rendezvous at " + root
+	for {
+		l := recv(ctx, t, leafLines, "rank 1's line "+strconv.Quote(joinedLine))
+		if strings.HasPrefix(l, joinedLine) {
+			break
+		}
+		require.Contains(t, l, "rank 1: waiting for rank 0's rendezvous", "an unexpected line")
+	}
+	// Rank 0's next 50 lines, each a millisecond or more after the one
+	// before.
+	for len(rootLines) > 0 {
+		<-rootLines
+	}
+	for range 50 {
+		require.Contains(t, recv(ctx, t, rootLines, "rank 0's lines"), "rank 0: waiting for rank 2")
+	}
+	select {
+	case l := <-leafLines:
+		require.FailNow(t, "rank 1 printed again after it had said it joined", "%s", l)
+	default:
+	}
+	go func() {
+		_, err := exchange(ctx, Bootstrap{Rank: 2, NRanks: 3, Root: root, Source: "test"}, []byte("two"))
+		leafDone <- err
+	}()
+	require.NoError(t, recv(ctx, t, rootDone, "rank 0's rendezvous"))
+	require.NoError(t, recv(ctx, t, leafDone, "a rank's rendezvous"))
+	require.NoError(t, recv(ctx, t, leafDone, "a rank's rendezvous"))
+}
+
+// TestRendezvousOtherVersion: ranks of different versions fail at the
+// rendezvous frame, each with an error that says to run one version on
+// every rank. Rank 0 answers a rank of the version before in that
+// version's frame, which that rank reads as rank 0 giving up; a rank whose
+// rank 0 runs another version, which closes the connection or answers in
+// another frame, says so.
+func TestRendezvousOtherVersion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const what = "run the same metaroce version on every rank"
+
+	var buf bytes.Buffer
+	require.NoError(t, writeFrameMagic(&buf, prevMagic, 0, 2, 0, []byte("a")))
+	_, err := readFrame(&buf, 2)
+	assert.ErrorContains(t, err, `a metaroce rendezvous peer of another version (magic "MRB2", this version's is "MRB3"): `+what)
+	_, err = readFrame(strings.NewReader("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), 2)
+	assert.ErrorContains(t, err, `not a metaroce rendezvous peer of this version (magic "GET ", this version's is "MRB3"): `+what)
+
+	// A rank of the version before, at this version's rank 0; a rank of
+	// this version is already waiting there.
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	joined := make(chan int, 1)
+	rootDone := make(chan error, 1)
+	go func() {
+		_, err := exchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", joined: func(r int) { joined <- r }}, []byte("zero"))
+		rootDone <- err
+	}()
+	leafDone := make(chan error, 1)
+	go func() {
+		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test"}, []byte("one"))
+		leafDone <- err
+	}()
+	require.Equal(t, 1, recv(ctx, t, joined, "rank 1 joining"))
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", root)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, writeFrameMagic(c, prevMagic, 2, 3, 0, []byte("old endpoint")))
+	f, err := readFrame(c, 3)
+	require.ErrorIs(t, err, errVersion)
+	assert.Equal(t, uint32(prevMagic), f.magic, "the answer is in the old rank's frame")
+	assert.Equal(t, abortRanks, f.nranks, "the old rank reads rank 0 giving up")
+	require.Len(t, f.blobs, 1)
+	assert.Contains(t, string(f.blobs[0]), "rank 2 from "+c.LocalAddr().String()+` runs another version of metaroce (rendezvous magic "MRB2", rank 0's is "MRB3"): `+what)
+	for _, err := range []error{recv(ctx, t, rootDone, "rank 0 giving up"), recv(ctx, t, leafDone, "rank 1 giving up")} {
+		assert.ErrorContains(t, err, "rank 2 from "+c.LocalAddr().String()+" runs another version of metaroce")
+		assert.ErrorContains(t, err, what)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	}
+
+	// A rank of this version at a rank 0 of another: one that reads the
+	// hello's header and closes (as the version before does), and one
+	// that answers in its own frame.
+	for _, answer := range []bool{false, true} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			var h [frameHeader]byte
+			if _, err := io.ReadFull(c, h[:]); err != nil {
+				return
+			}
+			if answer {
+				io.Copy(io.Discard, io.LimitReader(c, 4+int64(len("one"))))
+				_ = writeFrameMagic(c, 0x4d524234, 0, 2, 0, []byte("zero"), []byte("one"))
+			}
+		}()
+		_, err = exchange(ctx, Bootstrap{Rank: 1, NRanks: 2, Root: ln.Addr().String(), Source: "test"}, []byte("one"))
+		assert.ErrorContains(t, err, "rank 1: waiting for the table from rank 0 at "+ln.Addr().String(), "answer %v", answer)
+		assert.ErrorContains(t, err, what, "answer %v", answer)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded, "answer %v", answer)
+	}
 }
 
 // TestSettingsMismatchFailsFast: ranks with different channel counts (or
