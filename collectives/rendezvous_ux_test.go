@@ -214,10 +214,11 @@ func TestRendezvousLeafSaysJoinedOnce(t *testing.T) {
 		}
 		require.Contains(t, l, "rank 1: waiting for rank 0's rendezvous", "an unexpected line")
 	}
-	// Rank 0's next 50 lines, each a millisecond or more after the one
-	// before.
-	for len(rootLines) > 0 {
-		<-rootLines
+	// Rank 1 says it joined once its entry is sent; rank 0 may print a
+	// line or two more before it has read it. From its first line that
+	// misses rank 2 alone, rank 0's next 50 lines, each a millisecond or
+	// more after the one before, are the clock.
+	for !strings.Contains(recv(ctx, t, rootLines, "rank 0's line naming rank 2 alone"), "rank 0: waiting for rank 2") {
 	}
 	for range 50 {
 		require.Contains(t, recv(ctx, t, rootLines, "rank 0's lines"), "rank 0: waiting for rank 2")

@@ -282,7 +282,10 @@ func (e *Endpoint) connGone(c *Conn, err error) {
 // it (laterRefuse, sendHeld). The dialer keeps the CLOSE it cannot open
 // yet, opens it right after the HELLO_ACK (stashEarly), and both reach its
 // core in one turn: its Dial fails with ErrRefused instead of returning a
-// connection that closes at once, or waiting out HandshakeTimeout.
+// connection that closes at once, or waiting out HandshakeTimeout. Both
+// ways need the refusal made before the HELLO_ACK is polled: no transmit
+// pass may run between the HELLO and the drain of its EvAccepted (see
+// readSocket).
 func (e *Endpoint) refuse(id transport.ConnID) {
 	if e.auth == nil {
 		e.core.Close(e.now(), id)

@@ -36,6 +36,9 @@ type Endpoint struct {
 	// CLOSEs have left (see refuse).
 	laterRefuse []transport.ConnID
 	heldAcks    []heldDatagram
+	// refuseWait counts the turns in a row that ended with a refusal
+	// in laterRefuse still waiting for its HELLO_ACK (refuseWaitTurns).
+	refuseWait int
 	// early holds CLOSEs that arrived, with a secret, for connections
 	// still dialing: they open only with the keys of the HELLO_ACK that
 	// follows them (see stashEarly).

@@ -144,17 +144,31 @@ func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool)
 		// refuse). One whose HELLO_ACK the transmit budget left in the
 		// core waits for the next turn, unless the core had nothing
 		// more to send: then it has none to send (it could not be
-		// routed) and the connection closes all the same.
+		// routed) and the connection closes all the same. The wait
+		// lasts refuseWaitTurns turns at most, so that a transmit
+		// budget that stays full cannot put a refusal off for ever:
+		// then the turn polls the core past its budget until every
+		// refused HELLO_ACK is held (refuseFlush), and closes the
+		// connections whether or not it was.
 		now = e.now()
+		if more && e.refuseWait >= refuseWaitTurns {
+			n, m := e.refuseFlush(now)
+			sent, more = sent+n, m
+		}
 		left := e.laterRefuse[:0]
 		for _, id := range e.laterRefuse {
-			if more && !e.heldAck(id) {
+			if more && !e.heldAck(id) && e.refuseWait < refuseWaitTurns {
 				left = append(left, id)
 				continue
 			}
 			e.core.Close(now, id)
 		}
 		e.laterRefuse = left
+		if len(left) > 0 {
+			e.refuseWait++
+		} else {
+			e.refuseWait = 0
+		}
 		n, m := e.transmit(now)
 		e.sendHeld()
 		sent, more = sent+n, more || m || len(left) > 0
@@ -178,6 +192,39 @@ func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool)
 	// The turn may have taken a while (a full socket, a long read): timers
 	// are armed, and judged due, against when it ended.
 	return e.now(), more
+}
+
+// refuseWaitTurns bounds the turns in a row that turnOut waits for the
+// HELLO_ACK of a refused connection to leave the core within the transmit
+// budget.
+const refuseWaitTurns = 4
+
+// refuseFlush transmits past the budget until the HELLO_ACK of every
+// connection in laterRefuse is held or the core has nothing more to send,
+// and returns what transmit returns summed up and last. The core serves its
+// endpoint-level queue (at most a few budgets of CLOSEs and NACKs) first
+// and then its connections round robin, one datagram each, a HELLO_ACK
+// before anything else of its connection: the passes it makes reach every
+// connection. One whose HELLO_ACK they do not meet owes none (it left
+// already, or the connection is gone).
+func (e *Endpoint) refuseFlush(now transport.Time) (int, bool) {
+	sent, more := 0, true
+	for pass := e.core.NumConns()/txBudget + 8; more && pass > 0 && !e.refusalsHeld(); pass-- {
+		n, m := e.transmit(now)
+		sent, more = sent+n, m
+	}
+	return sent, more
+}
+
+// refusalsHeld reports whether the HELLO_ACK of every connection in
+// laterRefuse is held.
+func (e *Endpoint) refusalsHeld() bool {
+	for _, id := range e.laterRefuse {
+		if !e.heldAck(id) {
+			return false
+		}
+	}
+	return true
 }
 
 // nextWake is when the loop must next run a turn by itself: the core's next

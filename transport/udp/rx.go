@@ -57,6 +57,14 @@ func (e *Endpoint) readSocket(tag int32, now transport.Time) int {
 			// Later rounds start later: hand the core the time they
 			// arrived by, never an older one than it has seen.
 			now = e.now()
+			// The events of the rounds read so far first: a HELLO
+			// among them has made the core owe its HELLO_ACK, and only
+			// handling its EvAccepted says whether the connection is
+			// refused, which must come before the HELLO_ACK is polled
+			// (see refuse). Sent ahead of that, it reached the dialer
+			// before the CLOSE, whose Dial then succeeded and the
+			// connection closed at once.
+			e.drainEvents()
 			e.transmit(now)
 		}
 		got, err := s.ReadBatch(msgs)
