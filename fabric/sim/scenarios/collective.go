@@ -112,6 +112,7 @@ func collectiveScenario(r *runner) (*Result, error) {
 	}
 	protos := []string{MetaRoCE, RoCEv2PFC, RoCEv2}
 	r.total = len(ops) * len(sizes) * len(losses) * len(protos)
+	r.even = len(sizes) == 1
 	for _, op := range ops {
 		for _, size := range sizes {
 			for _, lp := range losses {

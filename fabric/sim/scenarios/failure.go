@@ -42,7 +42,7 @@ func failureScenario(r *runner) (*Result, error) {
 	res.Plots = append(res.Plots, PlotSpec{Table: "timeseries", X: "t_us", Y: "gbit_s", Series: "case+protocol",
 		Title: "throughput around a failure"})
 	kases, protos := []string{"spine-link", "plane"}, []string{MetaRoCE, RoCEv2}
-	r.total = len(kases) * len(protos)
+	r.total, r.even = len(kases)*len(protos), true
 	for _, kase := range kases {
 		planes := 1
 		if kase == "plane" {

@@ -45,7 +45,7 @@ func incastScenario(r *runner) (*Result, error) {
 		PlotSpec{Table: "timeseries", X: "t_us", Y: "jain", Series: "protocol", Title: "incast Jain fairness"})
 	rtt := float64(c.BaseRTT(o.MTU+wire.DataHeaderLen+c.Overhead, 64+c.Overhead))
 	protos := []string{MetaRoCE, RoCEv2, RoCEv2PFC}
-	r.total = len(protos)
+	r.total, r.even = len(protos), true
 	for _, proto := range protos {
 		s, err := build(o, c, proto)
 		if err != nil {

@@ -26,7 +26,7 @@ func lossScenario(r *runner) (*Result, error) {
 		Title: "goodput vs random loss (fraction of line-rate payload)"})
 	const msg = 256 << 10
 	protos := []string{MetaRoCE, RoCEv2}
-	r.total = len(losses) * len(protos)
+	r.total, r.even = len(losses)*len(protos), true
 	for _, lp := range losses {
 		for _, proto := range protos {
 			c := base

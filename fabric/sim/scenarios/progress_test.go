@@ -35,12 +35,13 @@ func TestProgressLines(t *testing.T) {
 
 // TestProgressLinesCounted: a scenario that declared its total has its
 // progress lines say "k of N", with an ETA while runs remain and none
-// after the last; the Log lines likewise.
+// after the last; the Log lines likewise. A scenario whose runs are not
+// of one size gets no ETA.
 func TestProgressLinesCounted(t *testing.T) {
 	var b strings.Builder
 	o := Options{Smoke: true, Progress: &b}
 	o.fill()
-	r := &runner{o: &o, start: time.Now().Add(-ProgressAfter - time.Second), total: 2}
+	r := &runner{o: &o, start: time.Now().Add(-ProgressAfter - time.Second), total: 2, even: true}
 	for _, label := range []string{"first", "second"} {
 		s, err := build(&o, o.fabric(2, 2, 2, 1), MetaRoCE)
 		require.NoError(t, err)
@@ -53,7 +54,7 @@ func TestProgressLinesCounted(t *testing.T) {
 	b.Reset()
 	o = Options{Smoke: true, Log: &b}
 	o.fill()
-	r = &runner{o: &o, start: time.Now(), total: 2}
+	r = &runner{o: &o, start: time.Now(), total: 2, even: true}
 	for range 3 { // one run more than declared: no "k of N" for it
 		s, err := build(&o, o.fabric(2, 2, 2, 1), MetaRoCE)
 		require.NoError(t, err)
@@ -64,6 +65,13 @@ func TestProgressLinesCounted(t *testing.T) {
 	assert.Regexp(t, `^  \[1 of 2, ETA [0-9.hms]+\] ran 4 hosts`, lines[0])
 	assert.Regexp(t, `^  \[2 of 2\] ran 4 hosts`, lines[1])
 	assert.Regexp(t, `^  ran 4 hosts`, lines[2])
+
+	b.Reset()
+	r = &runner{o: &o, start: time.Now(), total: 2}
+	s, err := build(&o, o.fabric(2, 2, 2, 1), MetaRoCE)
+	require.NoError(t, err)
+	r.runApps(s, nil, 1000, func() bool { return true })
+	assert.Regexp(t, `^  \[1 of 2\] ran 4 hosts`, b.String(), "runs of different sizes: no ETA")
 }
 
 // TestETA: the runs left at the mean wall time of those done, none

@@ -243,6 +243,12 @@ type runner struct {
 	// sets before its first from the parameters its loops go over, for
 	// the progress lines' "k of N" and ETA (0: not known up front).
 	total int
+	// even says that the runs take about as long as each other, so that
+	// the mean of those done extrapolates to an ETA. A scenario whose runs
+	// grow (sizes, plane counts) leaves it false and gets no ETA: the
+	// mean of its first, small runs promised seconds where minutes were
+	// left.
+	even  bool
 	label string // what the next run is, for progress lines ("" if unsaid)
 }
 
@@ -296,6 +302,9 @@ func (r *runner) counted() bool {
 // etaNote is, while runs remain of the total, the time they are likely
 // to take, as ", ETA 1m20s"; otherwise "".
 func (r *runner) etaNote() string {
+	if !r.even {
+		return ""
+	}
 	if d, ok := eta(time.Since(r.start), r.runs, r.total); ok {
 		return ", ETA " + formatETA(d)
 	}
