@@ -109,17 +109,10 @@ func TestRendezvousProgress(t *testing.T) {
 	}
 	joined := make(chan int, 4)
 	rootDone := make(chan error, 1)
-	go func() {
-		b := Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", Progress: report, ProgressEvery: time.Millisecond,
-			joined: func(r int) { joined <- r }}
-		_, err := exchange(ctx, b, []byte("zero"))
-		rootDone <- err
-	}()
+	goExchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", Progress: report, ProgressEvery: time.Millisecond,
+		joined: func(r int) { joined <- r }}, "zero", rootDone)
 	leafDone := make(chan error, 2)
-	go func() {
-		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test"}, []byte("one"))
-		leafDone <- err
-	}()
+	goExchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test"}, "one", leafDone)
 	require.Equal(t, 1, recv(ctx, t, joined, "rank 1 joining"))
 	want := "rank 0: waiting for rank 2 (2 of 3 joined the rendezvous at " + root + ")"
 	for {
@@ -129,10 +122,7 @@ func TestRendezvousProgress(t *testing.T) {
 		}
 		require.Contains(t, l, "waiting for rank", "an unexpected line")
 	}
-	go func() {
-		_, err := exchange(ctx, Bootstrap{Rank: 2, NRanks: 3, Root: root, Source: "test"}, []byte("two"))
-		leafDone <- err
-	}()
+	goExchange(ctx, Bootstrap{Rank: 2, NRanks: 3, Root: root, Source: "test"}, "two", leafDone)
 	require.NoError(t, recv(ctx, t, rootDone, "rank 0's rendezvous"))
 	require.NoError(t, recv(ctx, t, leafDone, "a rank's rendezvous"))
 	require.NoError(t, recv(ctx, t, leafDone, "a rank's rendezvous"))
@@ -195,17 +185,11 @@ func TestRendezvousLeafSaysJoinedOnce(t *testing.T) {
 	rootLines, rootReport := lines()
 	leafLines, leafReport := lines()
 	rootDone := make(chan error, 1)
-	go func() {
-		_, err := exchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", Progress: rootReport, ProgressEvery: time.Millisecond},
-			[]byte("zero"))
-		rootDone <- err
-	}()
+	goExchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", Progress: rootReport, ProgressEvery: time.Millisecond},
+		"zero", rootDone)
 	leafDone := make(chan error, 2)
-	go func() {
-		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test", Progress: leafReport, ProgressEvery: time.Millisecond},
-			[]byte("one"))
-		leafDone <- err
-	}()
+	goExchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test", Progress: leafReport, ProgressEvery: time.Millisecond},
+		"one", leafDone)
 	joinedLine := "rank 1: joined the rendezvous at " + root
 	for {
 		l := recv(ctx, t, leafLines, "rank 1's line "+strconv.Quote(joinedLine))
@@ -228,10 +212,7 @@ func TestRendezvousLeafSaysJoinedOnce(t *testing.T) {
 		require.FailNow(t, "rank 1 printed again after it had said it joined", "%s", l)
 	default:
 	}
-	go func() {
-		_, err := exchange(ctx, Bootstrap{Rank: 2, NRanks: 3, Root: root, Source: "test"}, []byte("two"))
-		leafDone <- err
-	}()
+	goExchange(ctx, Bootstrap{Rank: 2, NRanks: 3, Root: root, Source: "test"}, "two", leafDone)
 	require.NoError(t, recv(ctx, t, rootDone, "rank 0's rendezvous"))
 	require.NoError(t, recv(ctx, t, leafDone, "a rank's rendezvous"))
 	require.NoError(t, recv(ctx, t, leafDone, "a rank's rendezvous"))
@@ -261,15 +242,9 @@ func TestRendezvousOtherVersion(t *testing.T) {
 	require.NoError(t, err)
 	joined := make(chan int, 1)
 	rootDone := make(chan error, 1)
-	go func() {
-		_, err := exchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", joined: func(r int) { joined <- r }}, []byte("zero"))
-		rootDone <- err
-	}()
+	goExchange(ctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", joined: func(r int) { joined <- r }}, "zero", rootDone)
 	leafDone := make(chan error, 1)
-	go func() {
-		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test"}, []byte("one"))
-		leafDone <- err
-	}()
+	goExchange(ctx, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test"}, "one", leafDone)
 	require.Equal(t, 1, recv(ctx, t, joined, "rank 1 joining"))
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", root)
@@ -384,4 +359,13 @@ func TestUnspecifiedAddressRefused(t *testing.T) {
 			assert.NotErrorIs(t, err, context.DeadlineExceeded, "%s %s", tr, a)
 		}
 	}
+}
+
+// goExchange runs exchange for b with blob in a goroutine and sends its
+// error to done.
+func goExchange(ctx context.Context, b Bootstrap, blob string, done chan<- error) {
+	go func() {
+		_, err := exchange(ctx, b, []byte(blob))
+		done <- err
+	}()
 }
