@@ -144,20 +144,28 @@ func (e *Endpoint) sendHeld() {
 		if h.data == nil {
 			continue
 		}
-		if e.tx.used == len(e.tx.slots) {
-			e.flush()
-		}
-		q := &e.tx.queues[h.tag]
-		if len(q.msgs) == 0 {
-			e.tx.dirty = append(e.tx.dirty, int32(h.tag))
-		}
-		buf := e.tx.slots[e.tx.used]
-		e.tx.used++
-		q.msgs = append(q.msgs, sockio.Msg{Buf: buf, N: copy(buf, h.data), Addr: h.dst})
+		m := e.newMsg(h.tag, h.dst)
+		m.N = copy(m.Buf, h.data)
 	}
 	clear(e.heldAcks[len(keep):])
 	e.heldAcks = keep
 	e.flush()
+}
+
+// newMsg appends an empty datagram to dst on the socket tag to this turn's
+// queue, in the next free send slot (flushing first when none is left),
+// and returns it.
+func (e *Endpoint) newMsg(tag int, dst netip.AddrPort) *sockio.Msg {
+	if e.tx.used == len(e.tx.slots) {
+		e.flush()
+	}
+	q := &e.tx.queues[tag]
+	if len(q.msgs) == 0 {
+		e.tx.dirty = append(e.tx.dirty, int32(tag))
+	}
+	q.msgs = append(q.msgs, sockio.Msg{Buf: e.tx.slots[e.tx.used], Addr: dst})
+	e.tx.used++
+	return &q.msgs[len(q.msgs)-1]
 }
 
 // heldAck reports whether the HELLO_ACK of connection id is held.
@@ -232,15 +240,7 @@ func (e *Endpoint) queue(tx *transport.Transmit) {
 			return
 		}
 	}
-	if e.tx.used == len(e.tx.slots) {
-		e.flush()
-	}
-	if len(q.msgs) == 0 {
-		e.tx.dirty = append(e.tx.dirty, int32(tag))
-	}
-	q.msgs = append(q.msgs, sockio.Msg{Buf: e.tx.slots[e.tx.used], Addr: dst})
-	e.tx.used++
-	m := &q.msgs[len(q.msgs)-1]
+	m := e.newMsg(tag, dst)
 	defer func() {
 		if m.N == 0 && m.Tail == nil && size > 0 {
 			// put refused to seal it: send no empty datagram.
