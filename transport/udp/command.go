@@ -176,6 +176,8 @@ func (e *Endpoint) drainEvents() {
 			delete(e.sendOps, ev.Cookie)
 			if ev.Err == nil {
 				r.sizes[0] = int(ev.Len)
+			} else {
+				e.goneBeforeOps(ev)
 			}
 			r.finish(peerErr(r.conn.remote, ev.Err))
 		case transport.EvRecvDone:
@@ -186,6 +188,7 @@ func (e *Endpoint) drainEvents() {
 			delete(e.recvOps, ev.Cookie)
 			r := ref.req
 			if ev.Err != nil {
+				e.goneBeforeOps(ev)
 				if r.err == nil {
 					r.err = peerErr(r.conn.remote, ev.Err)
 				}
@@ -256,6 +259,25 @@ func (e *Endpoint) dialFailure(c *Conn, err error) error {
 		return fmt.Errorf("%w; or the peer requires authentication (%s) and this endpoint has no secret", err, auth.EnvSecret)
 	}
 	return err
+}
+
+// goneBeforeOps marks the connection of ev, a request's failure, gone when
+// the core has dropped that connection already: the core fails every
+// request of a connection that ends before its EvClosed, and a caller woken
+// by the first failure must find the connection gone, so that its next Send
+// or Recv fails at once with the same error instead of being queued on a
+// dead connection. The EvClosed that follows in this drain finds it gone
+// and only forgets it. A connection that lives on (a flow aborted, a
+// message too large, a local Close still lingering) is left alone.
+func (e *Endpoint) goneBeforeOps(ev transport.Event) {
+	c := e.conns[ev.Conn]
+	if c == nil || c.gone || c.dialing {
+		return
+	}
+	if _, alive := e.core.Stats(ev.Conn); alive {
+		return
+	}
+	e.connGone(c, peerErr(c.remote, ev.Err))
 }
 
 // connGone marks c gone with err and wakes whoever waits on it.

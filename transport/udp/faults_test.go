@@ -56,7 +56,8 @@ func TestBlackholedEntropy(t *testing.T) {
 // TestPeerClosedMidTransfer stops the receiving endpoint abruptly (its
 // sockets vanish without a CLOSE reaching the sender) and checks that the
 // sender's requests fail with an error naming the peer well within a
-// generous deadline.
+// generous deadline, and that the connection counts as gone by the time
+// the first of them completes.
 func TestPeerClosedMidTransfer(t *testing.T) {
 	msg := pattern(64<<20, 1)
 	cfg := Config{}
@@ -67,9 +68,13 @@ func TestPeerClosedMidTransfer(t *testing.T) {
 	ctx := testCtx(t)
 	// Make the peer unreachable: drop every datagram it would send, then
 	// close it so that its CLOSE never arrives either.
-	sr, err := pr.a.Send(1, msg, 0)
+	// What a caller woken by each failure would find: the connection
+	// already gone (notify runs as the request completes, before any
+	// other event of the drain that fails it).
+	var goneAtSend, goneAtRecv error
+	sr, err := pr.a.SendNotify(1, msg, 0, func() { goneAtSend = pr.a.closedErr() })
 	require.NoError(t, err)
-	rr, err := pr.a.Recv(2, [][]byte{make([]byte, 10)}, []uint32{0})
+	rr, err := pr.a.RecvNotify(2, [][]byte{make([]byte, 10)}, []uint32{0}, func() { goneAtRecv = pr.a.closedErr() })
 	require.NoError(t, err)
 	done := make(chan struct{})
 	require.NoError(t, pr.eb.enqueue(command{kind: cmdFunc, fn: func() {
@@ -90,6 +95,10 @@ func TestPeerClosedMidTransfer(t *testing.T) {
 		require.Equal(t, pr.eb.Addrs(), pe.Peer)
 		require.Contains(t, err.Error(), pr.eb.Addrs()[0].String())
 	}
+	// The connection was gone before either request completed, so a
+	// caller that sends again right after the failure is refused at once.
+	require.ErrorIs(t, goneAtSend, transport.ErrPeerDead)
+	require.ErrorIs(t, goneAtRecv, transport.ErrPeerDead)
 	// The connection is gone; new calls fail at once with the same error.
 	_, err = pr.a.Send(1, msg[:10], 0)
 	require.ErrorIs(t, err, transport.ErrPeerDead)
