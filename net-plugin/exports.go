@@ -170,10 +170,18 @@ func bytesAt(p unsafe.Pointer, n uintptr) []byte {
 	return unsafe.Slice((*byte)(p), n)
 }
 
+// metaroce_net_isend refuses a size above backend.MaxMessage before it
+// views the buffer: a size_t that wraps the address space (a negative int
+// sign-extended, say) would make unsafe.Slice panic, reported as a plugin
+// bug instead of the caller's invalid argument.
+//
 //export metaroce_net_isend
 func metaroce_net_isend(comm C.uintptr_t, data unsafe.Pointer, size C.size_t, tag C.int, req *C.uintptr_t) (rc C.ncclResult_t) {
 	defer guard("isend", &rc)
 	*req = 0
+	if uint64(size) > backend.MaxMessage {
+		return ret("isend", core.ErrSendSize(uint64(size)))
+	}
 	if data == nil && size != 0 {
 		return ret("isend", core.ErrNilArgument("data"))
 	}
@@ -182,6 +190,11 @@ func metaroce_net_isend(comm C.uintptr_t, data unsafe.Pointer, size C.size_t, ta
 	return ret("isend", err)
 }
 
+// metaroce_net_irecv views each posted buffer with at most
+// backend.MaxMessage bytes: no message is larger (isend refuses it), so the
+// capacity beyond is never written, and a capacity that wraps the address
+// space (a negative int sign-extended) would make unsafe.Slice panic.
+//
 //export metaroce_net_irecv
 func metaroce_net_irecv(comm C.uintptr_t, n C.int, data *unsafe.Pointer, sizes *C.size_t, tags *C.int, req *C.uintptr_t) (rc C.ncclResult_t) {
 	defer guard("irecv", &rc)
@@ -200,12 +213,24 @@ func metaroce_net_irecv(comm C.uintptr_t, n C.int, data *unsafe.Pointer, sizes *
 		if ptrs[i] == nil && szs[i] != 0 {
 			return ret("irecv", core.ErrNilArgument("data[i]"))
 		}
-		bufs[i] = bytesAt(ptrs[i], uintptr(szs[i]))
+		bufs[i] = bytesAt(ptrs[i], uintptr(min(uint64(szs[i]), backend.MaxMessage)))
 		tg[i] = int32(tgs[i])
 	}
 	h, err := plugin.Irecv(core.Handle(comm), bufs[:n], tg[:n])
 	*req = C.uintptr_t(h)
 	return ret("irecv", err)
+}
+
+// metaroce_net_bad_int_size fails a call of ABI v6..v8 whose int size is
+// negative (op names the call: isend, irecv or regMr), logging and
+// recording it as every other failure is. The adapters in tables.c call it
+// instead of converting such a size to size_t.
+//
+//export metaroce_net_bad_int_size
+func metaroce_net_bad_int_size(op *C.char, size C.int) (rc C.ncclResult_t) {
+	defer guard("size check", &rc)
+	name := C.GoString(op)
+	return ret(name, core.ErrNegativeSize(name, int64(size)))
 }
 
 //export metaroce_net_iflush

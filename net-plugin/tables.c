@@ -156,8 +156,12 @@ static ncclResult_t accept_v7(void* listenComm, void** recvComm, ncclNetDeviceHa
 static ncclResult_t regmr(void* comm, void* data, size_t size, int type, void** mhandle) {
   OUT(mhandle, metaroce_net_reg_mr(H(comm), data, size, type, &h));
 }
+/* The *_int adapters serve ABI v6..v8, whose sizes are C ints. A negative
+ * one (an overflowed size) is refused as an invalid argument through
+ * metaroce_net_bad_int_size, which logs it and records the last error like
+ * every other failure, before it could become a huge size_t. */
 static ncclResult_t regmr_int(void* comm, void* data, int size, int type, void** mhandle) {
-  if (size < 0) { if (mhandle) *mhandle = NULL; return ncclInternalError; }
+  if (size < 0) { if (mhandle) *mhandle = NULL; return metaroce_net_bad_int_size("regMr", size); }
   return regmr(comm, data, (size_t)size, type, mhandle);
 }
 static ncclResult_t regmr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle) {
@@ -176,7 +180,7 @@ static ncclResult_t isend_v9(void* comm, void* data, size_t size, int tag, void*
   return isend_v12(comm, data, size, tag, mhandle, NULL, request);
 }
 static ncclResult_t isend_int(void* comm, void* data, int size, int tag, void* mhandle, void** request) {
-  if (size < 0) { if (request) *request = NULL; return ncclInternalError; }
+  if (size < 0) { if (request) *request = NULL; return metaroce_net_bad_int_size("isend", size); }
   return isend_v12(comm, data, (size_t)size, tag, mhandle, NULL, request);
 }
 
@@ -191,7 +195,7 @@ static ncclResult_t irecv_int(void* comm, int n, void** data, int* sizes, int* t
   size_t s[NCCL_NET_MAX_DEVS_PER_NIC_V12];
   if (n < 1 || n > (int)(sizeof(s) / sizeof(s[0]))) { if (request) *request = NULL; return metaroce_net_irecv(H(comm), n, data, NULL, tags, NULL); }
   for (int i = 0; i < n; i++) {
-    if (sizes[i] < 0) { if (request) *request = NULL; return ncclInternalError; }
+    if (sizes[i] < 0) { if (request) *request = NULL; return metaroce_net_bad_int_size("irecv", sizes[i]); }
     s[i] = (size_t)sizes[i];
   }
   return irecv_v12(comm, n, data, s, tags, mhandles, NULL, request);

@@ -477,6 +477,33 @@ static void run_garbage(void) {
   if (T12->closeSend((void*)0x1234) == ncclSuccess) die("closeSend accepted a garbage comm");
   void* req = NULL;
   if (p_isend((void*)0x77, NULL, 0, 0, NULL, &req) == ncclSuccess || req != NULL) die("isend on a garbage comm");
+
+  /* Sizes no buffer can have: SIZE_MAX, which ABI <= v8 sees as the int -1
+   * (an overflowed or sign-extended size). Each is refused with an error
+   * naming the call, never reported as a plugin bug. */
+  size_t (*last_error)(char*, size_t) = (size_t (*)(char*, size_t))dlsym(lib, "metaroce_net_last_error");
+  if (!last_error) die("no metaroce_net_last_error symbol: %s", dlerror());
+  char msg[512];
+  static unsigned char one[1];
+  msg[0] = 0;
+  r = p_isend((void*)0x77, one, SIZE_MAX, 0, NULL, &req);
+  (void)last_error(msg, sizeof msg);
+  printf("RESULT garbage-isend-size rc=%d msg=%s\n", (int)r, msg);
+  if (r == ncclSuccess || req != NULL) die("isend of SIZE_MAX bytes accepted");
+  void* data[1] = {one}; size_t sizes[1] = {SIZE_MAX}; int tags[1] = {0}; void* mhs[1] = {NULL};
+  msg[0] = 0;
+  r = p_irecv((void*)0x77, 1, data, sizes, tags, mhs, &req);
+  (void)last_error(msg, sizeof msg);
+  printf("RESULT garbage-irecv-size rc=%d msg=%s\n", (int)r, msg);
+  if (r == ncclSuccess || req != NULL) die("irecv of SIZE_MAX bytes on a garbage comm accepted");
+  if (ver <= 7) {
+    void* mh = (void*)0x1;
+    msg[0] = 0;
+    r = T7->regMr((void*)0x77, one, -1, NCCL_PTR_HOST, &mh);
+    (void)last_error(msg, sizeof msg);
+    printf("RESULT garbage-regmr-size rc=%d msg=%s\n", (int)r, msg);
+    if (r == ncclSuccess || mh != NULL) die("regMr of -1 bytes accepted");
+  }
 }
 
 /* ---- environment set after load ----

@@ -219,6 +219,39 @@ func TestGarbageHandles(t *testing.T) {
 			if err != nil || !strings.Contains(out, "RESULT garbage rc=4") {
 				t.Fatalf("%s v%s: %v\n%s\n%s", be, v, err, out, errOut)
 			}
+			checkImpossibleSizes(t, be+" v"+v, v == "6", out)
+		}
+	}
+}
+
+// checkImpossibleSizes reads the garbage scenario's size lines: an isend
+// of SIZE_MAX bytes (the int -1 for ABI v6) is ncclInvalidArgument, as a
+// send larger than maxP2pBytes is; an irecv of that capacity and (ABI v6,
+// v7) a regMr of -1 bytes fail too. Every failure's last-error text names
+// its call and none is reported as a plugin bug (a recovered Go panic).
+// The text of an isend, and with int sizes (intSizes) of every call,
+// names the size as passed, so it cannot be an earlier failure's.
+func checkImpossibleSizes(t *testing.T, what string, intSizes bool, out string) {
+	t.Helper()
+	lines := regexp.MustCompile(`RESULT garbage-(\w+)-size rc=(\d+) msg=(.*)`).FindAllStringSubmatch(out, -1)
+	want := map[string]string{"isend": "isend", "irecv": "irecv", "regmr": "regMr"}
+	if len(lines) < 2 {
+		t.Fatalf("%s: size results missing:\n%s", what, out)
+	}
+	for _, m := range lines {
+		call, rc, msg := m[1], m[2], m[3]
+		if rc == "0" || !strings.Contains(msg, want[call]+" ") || strings.Contains(msg, "panic") {
+			t.Errorf("%s: %s of an impossible size: rc=%s, last error %q; want a failure naming %s, not a panic", what, call, rc, msg, want[call])
+		}
+		if call == "isend" && rc != "4" {
+			t.Errorf("%s: isend of an impossible size: rc=%s, want ncclInvalidArgument (4)", what, rc)
+		}
+		size := "18446744073709551615"
+		if intSizes {
+			size = "-1"
+		}
+		if (intSizes || call == "isend") && !strings.Contains(msg, " "+size+" ") {
+			t.Errorf("%s: %s of %s bytes: last error %q does not name the size", what, call, size, msg)
 		}
 	}
 }

@@ -91,6 +91,21 @@ func ErrBadGroup(n, max int) error {
 	return internalf("irecv of %d buffers (maxRecvs is %d)", n, max)
 }
 
+// ErrSendSize reports an isend of n bytes, more than backend.MaxMessage
+// (maxP2pBytes): test() reports sizes as C ints, so the size of a larger
+// message could not be reported. It is an invalid argument.
+func ErrSendSize(n uint64) error {
+	return fmt.Errorf("isend of %d bytes: at most %d (maxP2pBytes; test() reports sizes as int): %w", n, backend.MaxMessage, backend.ErrInvalidArgument)
+}
+
+// ErrNegativeSize reports a negative size passed to op (isend, irecv,
+// regMr) through ABI v6..v8, whose sizes are C ints: an overflowed or
+// corrupted size, refused as an invalid argument before it could be
+// converted to an unsigned byte count.
+func ErrNegativeSize(op string, size int64) error {
+	return fmt.Errorf("%s: size %d is negative (ABI v6..v8 pass sizes as int; an overflowed size?): %w", op, size, backend.ErrInvalidArgument)
+}
+
 // ErrNoFlush is iflush's answer: the plugin reports ptrSupport = NCCL_PTR_HOST
 // only, so NCCL never asks for a GPU flush.
 func ErrNoFlush() error {

@@ -86,9 +86,14 @@ func (r *req) overlaps(lo, hi uintptr) bool {
 	return false
 }
 
+// pending is a connect in progress, keyed in Plugin.pending by its listen
+// handle bytes.
 type pending struct {
 	d   backend.Dialer
 	dev int
+	// ctx is the context the connect was started under (0 for ABI ≤ v10,
+	// which has none): finalizing that context aborts the connect.
+	ctx Handle
 }
 
 // Plugin is one plugin instance, made by New. The shared library makes a
@@ -199,23 +204,35 @@ func orNone(s string) string {
 }
 
 // Finalize releases one Init context. State is kept for a later Init.
+//
+// NCCL abandons the connects in progress of a communicator it aborts (it
+// closes only the comms that connect returned) and then finalizes the
+// communicator's context, while other communicators of the process may
+// live on. Each abandoned connect holds a dialer (and, udp, a flow and a
+// reference on its peer's connection), so Finalize aborts the connects
+// started under ctx, and with the last context gone every one left.
 func (p *Plugin) Finalize(ctx Handle) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if _, ok := p.ctxs.remove(ctx); !ok {
+		p.mu.Unlock()
 		return internalf("finalize of unknown context %#x", uint64(ctx))
 	}
 	p.refs--
-	if p.refs == 0 {
-		// NCCL abandons the connects of an aborted setup: with the last
-		// context gone nobody will step them again, and each holds a
-		// dialer (and, udp, a reference on its peer's connection).
-		p.dialMu.Lock()
-		for k, pd := range p.pending {
-			pd.d.Abort()
+	last := p.refs == 0
+	var abandoned []backend.Dialer
+	p.dialMu.Lock()
+	for k, pd := range p.pending {
+		if last || pd.ctx == ctx {
+			abandoned = append(abandoned, pd.d)
 			delete(p.pending, k)
 		}
-		p.dialMu.Unlock()
+	}
+	p.dialMu.Unlock()
+	p.mu.Unlock()
+	// Outside the locks: an Abort waits for its dialer's goroutine, which
+	// must not hold up the other communicators' calls meanwhile.
+	for _, d := range abandoned {
+		d.Abort()
 	}
 	return nil
 }
@@ -333,7 +350,7 @@ func (p *Plugin) Connect(ctx Handle, dev int, handle []byte) (Handle, error) {
 			p.dialMu.Unlock()
 			return 0, err
 		}
-		pd = pending{d: d, dev: dev}
+		pd = pending{d: d, dev: dev, ctx: ctx}
 		p.pending[key] = pd
 	}
 	p.dialMu.Unlock()
@@ -455,7 +472,7 @@ func (p *Plugin) Isend(comm Handle, buf []byte, tag int32) (Handle, error) {
 		return 0, internalf("isend on unknown send comm %#x", uint64(comm))
 	}
 	if len(buf) > backend.MaxMessage {
-		return 0, fmt.Errorf("isend of %d bytes: at most %d (maxP2pBytes; test() reports sizes as int): %w", len(buf), backend.MaxMessage, backend.ErrInvalidArgument)
+		return 0, ErrSendSize(uint64(len(buf)))
 	}
 	r, err := sc.Isend(buf, tag)
 	if err != nil || r == nil {

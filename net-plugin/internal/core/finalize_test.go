@@ -1,0 +1,111 @@
+package core
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+)
+
+// stalledDialer is a connect that never completes on its own; it records
+// whether it was aborted.
+type stalledDialer struct{ aborted bool }
+
+func (d *stalledDialer) Step() (backend.SendConn, error) {
+	if d.aborted {
+		return nil, internalf("step after abort")
+	}
+	return nil, nil
+}
+
+func (d *stalledDialer) Abort() { d.aborted = true }
+
+// stallingBackend hands out stalledDialers and keeps them, by the first
+// byte of the listen handle, so that a test can inspect them.
+type stallingBackend struct {
+	nopBackend
+	dialers map[byte]*stalledDialer
+}
+
+func (b *stallingBackend) Dial(_ int, handle []byte) (backend.Dialer, error) {
+	d := &stalledDialer{}
+	b.dialers[handle[0]] = d
+	return d, nil
+}
+
+// TestFinalizeAbortsItsOwnAbandonedConnects: NCCL abandons the connects in
+// progress of a communicator it aborts and then finalizes that
+// communicator's context, while other communicators of the process keep
+// theirs. The finalize releases exactly the connects started under its
+// context; those of the live context carry on.
+func TestFinalizeAbortsItsOwnAbandonedConnects(t *testing.T) {
+	b := &stallingBackend{dialers: map[byte]*stalledDialer{}}
+	name := "test-" + strings.ToLower(t.Name()) // METAROCE_BACKEND is matched in lower case
+	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
+	t.Cleanup(func() { delete(Backends, name) })
+	p := New(envMap(map[string]string{"METAROCE_BACKEND": name}))
+
+	aborted, err := p.Init(12, 1)
+	require.NoError(t, err)
+	live, err := p.Init(12, 2)
+	require.NoError(t, err)
+
+	handle := func(id byte) []byte {
+		h := make([]byte, backend.HandleSize)
+		h[0] = id
+		return h
+	}
+	sc, err := p.Connect(aborted, 0, handle('a'))
+	require.NoError(t, err)
+	require.Zero(t, sc, "the connect must stay in progress")
+	sc, err = p.Connect(live, 0, handle('l'))
+	require.NoError(t, err)
+	require.Zero(t, sc)
+	require.Equal(t, 2, p.Live())
+
+	require.NoError(t, p.Finalize(aborted))
+	require.True(t, b.dialers['a'].aborted, "the finalized context's connect was not aborted")
+	require.False(t, b.dialers['l'].aborted, "another context's connect was aborted")
+	require.Equal(t, 1, p.Live(), "the finalized context's connect is still held")
+
+	// The live context's connect is still the one in progress: calling
+	// again with its handle steps it rather than dialing anew.
+	sc, err = p.Connect(live, 0, handle('l'))
+	require.NoError(t, err)
+	require.Zero(t, sc)
+	require.Equal(t, 1, p.Live())
+
+	require.NoError(t, p.Finalize(live))
+	require.True(t, b.dialers['l'].aborted)
+	require.Zero(t, p.Live())
+}
+
+// TestFinalizeReleasesConnectsOverRealBackends: over each backend, a
+// connect left in progress under one context is released when that
+// context is finalized, while another context of the same plugin lives on.
+func TestFinalizeReleasesConnectsOverRealBackends(t *testing.T) {
+	for _, be := range []string{"udp", "tcp"} {
+		t.Run(be, func(t *testing.T) {
+			rp, sp, rctx, sctx := loopbackPlugins(t, be)
+			other, err := sp.Init(12, 3)
+			require.NoError(t, err)
+			handle := make([]byte, backend.HandleSize)
+			lc, err := rp.Listen(rctx, 0, handle)
+			require.NoError(t, err)
+			sc, err := sp.Connect(sctx, 0, handle)
+			require.NoError(t, err)
+			require.Zero(t, sc, "connect must not complete in its first call")
+			require.Equal(t, 1, sp.Live())
+
+			require.NoError(t, sp.Finalize(sctx))
+			require.Equal(t, 1, sp.Refs())
+			require.Zero(t, sp.Live(), "the finalized context's connect is still held")
+
+			require.NoError(t, sp.Finalize(other))
+			require.NoError(t, rp.CloseListen(lc))
+			require.NoError(t, rp.Finalize(rctx))
+		})
+	}
+}
