@@ -34,6 +34,8 @@ func ParseFilter(spec string) (Filter, error) {
 	if spec == "" {
 		return f, nil
 	}
+	// set is the value as given, for the error: spec loses its markers below.
+	set := spec
 	if strings.HasPrefix(spec, "^") {
 		f.exclude, spec = true, spec[1:]
 	}
@@ -51,7 +53,7 @@ func ParseFilter(spec string) (Filter, error) {
 		f.names = append(f.names, n)
 	}
 	if len(f.names) == 0 {
-		return Filter{}, fmt.Errorf("METAROCE_IFNAMES=%q names no interface", spec)
+		return Filter{}, fmt.Errorf("METAROCE_IFNAMES=%q names no interface (want a comma list of interface names or prefixes, optionally after '^' to exclude or '=' for exact names)", set)
 	}
 	return f, nil
 }

@@ -1,8 +1,10 @@
 package netdev
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,6 +36,16 @@ func TestFilter(t *testing.T) {
 	f, err := ParseFilter("  ")
 	require.NoError(t, err)
 	require.True(t, f.Auto())
+}
+
+// TestFilterErrorQuotesTheValueSet: a spec that names no interface is
+// refused with the value the user set, not with what is left of it once
+// the '^' and '=' markers are taken off (which reads as an empty setting).
+func TestFilterErrorQuotesTheValueSet(t *testing.T) {
+	for _, spec := range []string{"^", "=", "^=", "^,", " , "} {
+		_, err := ParseFilter(spec)
+		require.ErrorContains(t, err, fmt.Sprintf("METAROCE_IFNAMES=%q", strings.TrimSpace(spec)), "spec %q", spec)
+	}
 }
 
 func TestSelectLoopback(t *testing.T) {
