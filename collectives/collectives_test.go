@@ -301,6 +301,18 @@ func TestBootstrapFromEnv(t *testing.T) {
 			want: Bootstrap{Rank: 0, NRanks: 2, Root: "h:9", Source: "metaroce", Job: "j"}},
 		{env: map[string]string{"RANK": "x", "WORLD_SIZE": "4"}, ok: true, err: "not a rank number"},
 		{env: map[string]string{"RANK": "5", "WORLD_SIZE": "4"}, ok: true, err: "outside"},
+		// Half of a pair that is only ever set whole is a broken
+		// environment, not a plain run: every process of the intended
+		// job would otherwise run a job of its own.
+		{env: map[string]string{"METAROCE_RANK": "1"}, ok: true, err: `METAROCE_RANK="1" is set but METAROCE_NRANKS is not`},
+		{env: map[string]string{"METAROCE_NRANKS": "2", "RANK": "0", "WORLD_SIZE": "2"}, ok: true, err: `METAROCE_NRANKS="2" is set but METAROCE_RANK is not`},
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, ok: true, err: `OMPI_COMM_WORLD_RANK="0" is set but OMPI_COMM_WORLD_SIZE is not`},
+		// RANK and WORLD_SIZE are names other software uses, and a Slurm
+		// batch shell has SLURM_PROCID alone: halves of those are no
+		// launcher.
+		{env: map[string]string{"RANK": "0"}, ok: false},
+		{env: map[string]string{"SLURM_PROCID": "0", "SLURM_JOB_ID": "5"}, ok: false},
+		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "-1", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true, err: `LOCAL_RANK="-1" is not a local rank`},
 	}
 	for i, tc := range cases {
 		b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })

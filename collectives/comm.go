@@ -144,6 +144,9 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 // Run executes the collective cfg describes (Rank, NRanks, Channels,
 // ChunkBytes, GroupSize and, for all-to-all, AllToAllInFlight are filled in
 // from the communicator where zero). send may be nil for an in-place call.
+// A call whose ctx is already done is refused before anything is sent, with
+// an error that wraps ctx.Err(), and leaves the communicator usable; a ctx
+// that ends during the call fails it and breaks the communicator.
 func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
 	if !c.mu.TryLock() {
 		return fmt.Errorf("collectives: %v: %w", cfg.Collective, ErrConcurrentUse)
@@ -193,6 +196,17 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	if !p.InPlace && int64(len(send)) < p.SendBytes {
 		return fmt.Errorf("collectives: %v of %d %v: send buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(send), p.SendBytes)
+	}
+	if err := ctx.Err(); err != nil {
+		if cause := context.Cause(ctx); cause != err {
+			err = fmt.Errorf("%w: %w", err, cause)
+		}
+		// Refused before anything is posted, as a misuse is: the call
+		// would otherwise post its first transfers and then race them
+		// against the done context, succeeding or breaking the
+		// communicator by chance, and blame the peers it was "still
+		// waiting on".
+		return fmt.Errorf("collectives: %v on rank %d not started: the caller's context was already done (%w); nothing was sent and the communicator stays usable, while the other ranks wait for this rank's call", cfg.Collective, c.rank, err)
 	}
 	if int64(cap(c.scratch)) < p.ScratchBytes {
 		c.scratch = make([]byte, p.ScratchBytes)

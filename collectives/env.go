@@ -23,7 +23,9 @@ import (
 // address comes from METAROCE_ROOT, else MASTER_ADDR:MASTER_PORT, else
 // (single-host Open MPI or Slurm jobs) 127.0.0.1 at DefaultRootPort, moved
 // by the job's identity (RootPort). Bootstrap.Vars names the variables
-// it used, and an error names the variable and value at fault. It reports
+// it used, and an error names the variable and value at fault: among them
+// a negative local rank, and a rank without a rank count or the reverse
+// where both always come together (METAROCE_*, Open MPI). It reports
 // false when no launcher is found.
 func BootstrapFromEnv() (Bootstrap, bool, error) {
 	return bootstrapFrom(os.LookupEnv)
@@ -61,16 +63,36 @@ func RootPort(job string) int {
 }
 
 func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
-	type scheme struct{ name, rank, size, local, localSize string }
+	// paired marks the schemes whose rank and rank count are only ever
+	// set together: our own variables, and Open MPI's, which mpirun sets
+	// for every process it starts. One of them without the other is a
+	// broken environment, refused rather than read as no launcher at all,
+	// which would run every process of the intended job as a job of its
+	// own. torchrun's RANK and WORLD_SIZE are names other software uses
+	// too, and a Slurm batch shell has SLURM_PROCID without SLURM_NTASKS
+	// unless a task count was asked for: those pairs count only when
+	// whole.
+	type scheme struct {
+		name, rank, size, local, localSize string
+		paired                             bool
+	}
 	schemes := []scheme{
-		{"metaroce", "METAROCE_RANK", "METAROCE_NRANKS", "METAROCE_LOCAL_RANK", "METAROCE_LOCAL_SIZE"},
-		{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
-		{"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-		{"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+		{"metaroce", "METAROCE_RANK", "METAROCE_NRANKS", "METAROCE_LOCAL_RANK", "METAROCE_LOCAL_SIZE", true},
+		{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", false},
+		{"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", true},
+		{"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", false},
 	}
 	for _, s := range schemes {
 		rs, ok1 := get(s.rank)
 		ns, ok2 := get(s.size)
+		if s.paired && (rs != "") != (ns != "") {
+			have, lack, v := s.rank, s.size, rs
+			if ns != "" {
+				have, lack, v = s.size, s.rank, ns
+			}
+			return Bootstrap{Source: s.name}, true, fmt.Errorf("collectives: %s=%q is set but %s is not: a job's layout needs both (set %s too, or unset %s)",
+				have, v, lack, lack, have)
+		}
 		if !ok1 || !ok2 {
 			continue
 		}
@@ -92,7 +114,7 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 			return b, true, fmt.Errorf("collectives: %s=%q is outside 0..%d, the ranks of %s=%d", s.rank, rs, b.NRanks-1, s.size, b.NRanks)
 		}
 		if ls, ok := get(s.local); ok {
-			if b.LocalRank, err = strconv.Atoi(ls); err != nil {
+			if b.LocalRank, err = strconv.Atoi(ls); err != nil || b.LocalRank < 0 {
 				return b, true, fmt.Errorf("collectives: %s=%q is not a local rank", s.local, ls)
 			}
 		}

@@ -1,6 +1,7 @@
 package collectives
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,52 @@ func TestMisuseRefused(t *testing.T) {
 					}
 				}
 				return c.Barrier(ctx)
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
+// TestDoneContextRefused: a call made with a context that is already done
+// fails at once on the calling rank, wrapping the context's error and
+// saying so rather than blaming the peers, sends nothing, and leaves the
+// communicator usable: the next call with a live context succeeds. Before,
+// the call posted its transfers and raced them against the done context,
+// so it either succeeded or broke the communicator.
+func TestDoneContextRefused(t *testing.T) {
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		t.Run(tr, func(t *testing.T) {
+			err := LaunchLocal(context.Background(), 2, Config{Transport: tr, Timeout: 10 * time.Second}, func(c *Comm) error {
+				cancelled, cancel := context.WithCancel(context.Background())
+				cancel()
+				expired, cancel2 := context.WithDeadline(context.Background(), time.Unix(1, 0))
+				defer cancel2()
+				why := errors.New("shutting down")
+				caused, cancel3 := context.WithCancelCause(context.Background())
+				cancel3(why)
+				for _, tc := range []struct {
+					ctx  context.Context
+					want error
+				}{{cancelled, context.Canceled}, {expired, context.DeadlineExceeded}, {caused, why}} {
+					for i := 0; i < 20; i++ { // the old race went either way
+						buf := fill(reduce.Int32, 64, func(int) float64 { return float64(c.Rank() + 1) })
+						err := c.AllReduce(tc.ctx, nil, buf, reduce.Int32, reduce.OpSum)
+						if !errors.Is(err, tc.want) {
+							return fmt.Errorf("rank %d: %v, want an error wrapping %v", c.Rank(), err, tc.want)
+						}
+						if !strings.Contains(err.Error(), "already done") || strings.Contains(err.Error(), "may have died") {
+							return fmt.Errorf("rank %d: the error does not say the context was done before the call: %v", c.Rank(), err)
+						}
+					}
+				}
+				buf := fill(reduce.Int32, 64, func(int) float64 { return float64(c.Rank() + 1) })
+				if err := c.AllReduce(context.Background(), nil, buf, reduce.Int32, reduce.OpSum); err != nil {
+					return fmt.Errorf("rank %d: the communicator is unusable after the refused calls: %w", c.Rank(), err)
+				}
+				if want := fill(reduce.Int32, 64, func(int) float64 { return 3 }); !bytes.Equal(buf, want) {
+					return fmt.Errorf("rank %d: wrong all-reduce after the refused calls", c.Rank())
+				}
+				return nil
 			})
 			require.NoError(t, err)
 		})
