@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -73,8 +74,16 @@ func (f secondsFlag) String() string {
 	return f.p.String()
 }
 
+// maxSeconds is the largest number of seconds a time.Duration holds (about
+// 292 years). A bare number beyond it, or NaN, would convert to a
+// wrapped-around duration that names no value the user gave.
+const maxSeconds = float64(math.MaxInt64) / float64(time.Second)
+
 func (f secondsFlag) Set(s string) error {
 	if v, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+		if math.IsNaN(v) || math.Abs(v) >= maxSeconds {
+			return fmt.Errorf("want a number of seconds below %.0f, or a duration (30s, 2m)", maxSeconds)
+		}
 		*f.p = time.Duration(v * float64(time.Second))
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +118,45 @@ func TestLocalChecksBeforeConnecting(t *testing.T) {
 		"-n", "1", "-w", "0", "--transport", "tcp")
 	assert.Equal(t, exitOK, code, errs)
 	assert.Contains(t, errs, "skipped, less than one element per rank for reducescatter over 4 ranks: 8 int32")
+}
+
+// TestLaunchedChecksBeforeConnecting: a launched job's rank count is known
+// from the launcher's variables before any connection, so the checks of
+// TestLocalChecksBeforeConnecting apply to it too, with that count: a
+// sweep without a row is a usage error rather than an empty table
+// reported OK, and a root or group size that the job's ranks cannot have
+// is one too, rather than a failure after connecting.
+func TestLaunchedChecksBeforeConnecting(t *testing.T) {
+	clearLauncherEnv(t, map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "1"})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--op", "alltoall", "-b", "1", "-e", "1", "-d", "double"}, "no row to run: alltoall over 1 ranks needs at least one element per rank"},
+		{[]string{"--op", "broadcast", "-r", "3", "-b", "8", "-e", "8"}, "-r 3: the root must be a rank, 0 to 0"},
+		{[]string{"--group-size", "2", "-b", "8", "-e", "8"}, "--group-size 2 does not divide the 1 ranks"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errs := runMrbench(t, append(tc.args, "-n", "1", "-w", "0", "--transport", "tcp")...)
+			assert.Equal(t, exitUsage, code, errs)
+			assert.Contains(t, errs, tc.want)
+			assert.Empty(t, out, "nothing runs")
+		})
+	}
+}
+
+// TestNoRowWordsFitTheCollective: the collectives that take one buffer
+// (all-reduce, broadcast, sendrecv) need one element, not one per rank, and
+// the errors and notes about sizes too small say which.
+func TestNoRowWordsFitTheCollective(t *testing.T) {
+	clearLauncherEnv(t, nil)
+	code, out, errs := runMrbench(t, "-np", "4", "-b", "4", "-e", "4", "-d", "double", "--transport", "tcp")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errs, "no row to run: allreduce over 4 ranks needs at least one element, and -b 4 to -e 4 gives none")
+	assert.Empty(t, out)
+	code, _, errs = runMrbench(t, "-np", "4", "--op", "broadcast", "-b", "4", "-e", "4", "-d", "all",
+		"-n", "1", "-w", "0", "--transport", "tcp")
+	assert.Equal(t, exitOK, code, errs)
+	assert.Contains(t, errs, "skipped, less than one element for broadcast over 4 ranks: 4 int64")
+	assert.NotContains(t, errs, "per rank")
 }

@@ -149,3 +149,35 @@ func TestStepFactorValues(t *testing.T) {
 		assert.Equal(t, tc.want, o.StepFactor, "-f %s", tc.f)
 	}
 }
+
+// TestTimeoutValues: -T takes a duration or a bare number of seconds; a
+// number that no time.Duration holds (NaN, Inf, beyond about 292 years) is
+// refused with the value as given, rather than wrapped around to a
+// negative duration that the error then names in its place.
+func TestTimeoutValues(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+		err  string
+	}{
+		{"30", 30 * time.Second, ""},
+		{"2.5", 2500 * time.Millisecond, ""},
+		{"2m", 2 * time.Minute, ""},
+		{"1e9", 1e9 * time.Second, ""},
+		{"-1", 0, "--timeout -1s: must be positive"},
+		{"1e30", 0, `invalid value "1e30" for flag -T: want a number of seconds below`},
+		{"NaN", 0, `invalid value "NaN" for flag -T: want a number of seconds below`},
+		{"inf", 0, `invalid value "inf" for flag -T: want a number of seconds below`},
+		{"-Inf", 0, `invalid value "-Inf" for flag -T: want a number of seconds below`},
+	} {
+		o, err := parseOptions([]string{"-T", tc.v}, io.Discard)
+		if tc.err != "" {
+			require.Error(t, err, "-T %s", tc.v)
+			assert.Contains(t, err.Error(), tc.err)
+			assert.NotContains(t, err.Error(), "-2562047h", "a wrapped-around duration")
+			continue
+		}
+		require.NoError(t, err, "-T %s", tc.v)
+		assert.Equal(t, tc.want, o.Timeout, "-T %s", tc.v)
+	}
+}

@@ -134,13 +134,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if b := bootOf(l); b != nil {
 		announceJob(o, b, stderr)
 	}
-	if !launched(l) {
-		// The ranks are known here: check what depends on their number
-		// now, rather than after connecting them.
-		if err := checkLocal(o, stderr); err != nil {
-			fmt.Fprintf(stderr, "mrbench: %v\n", err)
-			return exitUsage
-		}
+	// The rank count is known before any connection, from -np or from
+	// the launcher's variables: check what depends on it now. A launched
+	// job is checked on every rank alike (they share the flags and the
+	// count), so that each exits with the same usage error rather than
+	// connect and then fail, or run a sweep without a row and report it
+	// OK; rank 0 alone names the skipped sizes.
+	ranks, local := o.Ranks, o.Ranks
+	if b := bootOf(l); b != nil {
+		ranks, local = b.NRanks, max(b.LocalSize, 1)
+	}
+	if err := checkRanks(o, ranks, local, stderr, jobRank(l) == 0); err != nil {
+		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		return exitUsage
 	}
 	if jobRank(l) == 0 {
 		// Only rank 0 writes files; on other hosts the directory need
@@ -339,16 +345,13 @@ func (o *options) params() Params {
 // averageNames explains the -a modes in the header.
 var averageNames = [...]string{"rank 0", "average over ranks", "minimum over ranks", "maximum over ranks"}
 
-// writeHeader prints nccl-tests' opening lines, then ours: the run, the
-// transport, the CPU and the GPU, each a "#" line.
-// launched reports whether the ranks are processes of a launcher's job
-// (torchrun, mpirun, srun, or METAROCE_* variables), not goroutines of
-// this process.
-// checkLocal checks, for ranks run by this process, a broadcast root that
-// is no rank and a sweep that prints no row; sizes too small for the
-// collective over the ranks are named on stderr, as they print no row.
-func checkLocal(o *options, stderr io.Writer) error {
-	n := o.Ranks
+// checkRanks checks what depends on the job's rank count n before any
+// connection: a broadcast root that is no rank, a group size that does not
+// divide the ranks, a sweep that prints no row, and the memory of the
+// local ranks (those of the n that run on this host, at least 1), each
+// holding sw.rankMemory(n). When note is set it names on stderr the sizes
+// too small for the collective over the ranks, as they print no row.
+func checkRanks(o *options, n, local int, stderr io.Writer, note bool) error {
 	if o.Collective == sched.Broadcast && o.Root >= n {
 		return fmt.Errorf("-r %d: the root must be a rank, 0 to %d", o.Root, n-1)
 	}
@@ -357,20 +360,31 @@ func checkLocal(o *options, stderr io.Writer) error {
 	}
 	sw := newSweep(o)
 	if avail, ok := availableMemory(); ok {
-		if need := int64(n) * sw.rankMemory(n); need > avail {
-			return fmt.Errorf("-e %s over %d local ranks needs about %.1f GiB of memory, %.1f GiB available: lower -e or -np",
-				bytesize.Format(o.MaxBytes), n, float64(need)/(1<<30), float64(avail)/(1<<30))
+		if need := int64(local) * sw.rankMemory(n); need > avail {
+			return fmt.Errorf("-e %s over %d local ranks needs about %.1f GiB of memory, %.1f GiB available: lower -e, or run fewer ranks on this host (-np, or the launcher's ranks per host)",
+				bytesize.Format(o.MaxBytes), local, float64(need)/(1<<30), float64(avail)/(1<<30))
 		}
 	}
 	rows, skipped := sw.fits(n)
 	if rows == 0 {
-		return fmt.Errorf("no row to run: %v over %d ranks needs at least one element per rank, and -b %d to -e %d gives none",
-			o.Collective, n, o.MinBytes, o.MaxBytes)
+		return fmt.Errorf("no row to run: %v over %d ranks needs at least %s, and -b %d to -e %d gives none",
+			o.Collective, n, minElements(o.Collective), o.MinBytes, o.MaxBytes)
 	}
-	if len(skipped) > 0 {
-		fmt.Fprintf(stderr, "mrbench: skipped, less than one element per rank for %v over %d ranks: %s\n", o.Collective, n, strings.Join(skipped, ", "))
+	if len(skipped) > 0 && note {
+		fmt.Fprintf(stderr, "mrbench: skipped, less than %s for %v over %d ranks: %s\n", minElements(o.Collective), o.Collective, n, strings.Join(skipped, ", "))
 	}
 	return nil
+}
+
+// minElements says what a call of collective c needs at the least to run
+// (layoutFor): one element per rank's block for the collectives whose
+// buffers hold a block per rank, one element for the others.
+func minElements(c sched.Collective) string {
+	switch c {
+	case sched.ReduceScatter, sched.AllGather, sched.AllToAll:
+		return "one element per rank"
+	}
+	return "one element"
 }
 
 // bootOf is the launched job's bootstrap of l, nil where this process
@@ -424,11 +438,16 @@ func announceJob(o *options, b *collectives.Bootstrap, stderr io.Writer) {
 	}
 }
 
+// launched reports whether the ranks are processes of a launcher's job
+// (torchrun, mpirun, srun, or METAROCE_* variables), not goroutines of
+// this process.
 func launched(l launcher) bool {
 	s := l.source()
 	return s != launcherLocal && s != launcherNetlab
 }
 
+// writeHeader prints nccl-tests' opening lines, then ours: the run, the
+// transport, the CPU and the GPU, each a "#" line.
 func writeHeader(w io.Writer, o *options, env *Env, transport, describe, datapath string, infos []rankInfo) {
 	validation := 0
 	if o.Check > 0 {

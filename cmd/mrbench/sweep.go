@@ -249,7 +249,7 @@ func (s sweep) measure(ctx context.Context, c comm, bufs rankBuffers, l layout, 
 	k := call{Coll: s.Coll, Count: l.Count, DType: dt, Op: op, Root: s.Root, InPlace: inPlace}
 	run1 := func(ctx context.Context) error { return c.Collective(ctx, k, argSend, argRecv) }
 	batch := func(iters int) error {
-		bctx, cancel := context.WithTimeout(ctx, s.Timeout*time.Duration(max(iters, 1)))
+		bctx, cancel := context.WithTimeout(ctx, batchTimeout(s.Timeout, iters))
 		defer cancel()
 		for i := 0; i < iters; i++ {
 			if err := run1(bctx); err != nil {
@@ -300,6 +300,19 @@ func (s sweep) measure(ctx context.Context, c comm, bufs rankBuffers, l layout, 
 		m.oob += countClobbered(guard)
 	}
 	return m, nil
+}
+
+// batchTimeout is the deadline of a batch of iters collectives (at least
+// one) that may take per each: per × iters, held at the largest
+// time.Duration where the product would overflow. A timeout long enough to
+// mean "none" (-T 1000000h) would otherwise wrap around to a deadline in
+// the past, and the batch would fail at once as if a peer had stopped.
+func batchTimeout(per time.Duration, iters int) time.Duration {
+	k := time.Duration(max(iters, 1))
+	if per > math.MaxInt64/k {
+		return math.MaxInt64
+	}
+	return per * k
 }
 
 // aggregated is one row's figures combined over the ranks.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -156,4 +157,35 @@ func TestCombineTimes(t *testing.T) {
 	}{{0, 4}, {1, 4}, {2, 1}, {3, 7}} {
 		assert.Equal(t, tc.want, combineTimes(tc.mode, len(ts), get), "mode %d", tc.mode)
 	}
+}
+
+// failDoneComm is a comm that refuses every call whose context is already
+// done, as a transport does when it looks at the deadline first.
+type failDoneComm struct{ comm }
+
+func (c failDoneComm) Collective(ctx context.Context, k call, send, recv []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.comm.Collective(ctx, k, send, recv)
+}
+
+// TestSweepLongTimeout: a timeout long enough to mean "none" times the
+// iterations of a batch exceeds what a time.Duration holds; the batch's
+// deadline stays that far away instead of wrapping around into the past,
+// which failed every batch at once.
+func TestSweepLongTimeout(t *testing.T) {
+	s := smallSweep(sched.AllReduce)
+	s.Sizes, s.DTypes, s.Ops = []int64{64}, []reduce.DType{reduce.Float32}, []reduce.Op{reduce.OpSum}
+	s.Iters, s.Warmup = 20, 2
+	s.Timeout = 1000000 * time.Hour // -T 1000000h: 20 of them overflow
+	g := newMemGroup(2)
+	err := g.run(func(c comm) error {
+		_, err := s.run(context.Background(), failDoneComm{c}, nil)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(math.MaxInt64), batchTimeout(s.Timeout, s.Iters))
+	assert.Equal(t, 3*time.Second, batchTimeout(time.Second, 3))
+	assert.Equal(t, time.Second, batchTimeout(time.Second, 0), "a batch of no iterations still gets one timeout")
 }

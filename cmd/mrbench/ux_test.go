@@ -103,6 +103,8 @@ func TestLauncherEnvironmentErrorsAreUsage(t *testing.T) {
 		{map[string]string{"RANK": "x", "WORLD_SIZE": "4"}, `RANK="x" is not a rank number`},
 		{map[string]string{"RANK": "0", "WORLD_SIZE": "0"}, `WORLD_SIZE="0": want a rank count`},
 		{map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "2"}, `SLURM_PROCID="3" is outside 0..1`},
+		{map[string]string{"METAROCE_RANK": "1"}, `METAROCE_RANK="1" is set but METAROCE_NRANKS is not`},
+		{map[string]string{"OMPI_COMM_WORLD_SIZE": "4"}, `OMPI_COMM_WORLD_SIZE="4" is set but OMPI_COMM_WORLD_RANK is not`},
 	} {
 		t.Run(fmt.Sprint(tc.env), func(t *testing.T) {
 			clearLauncherEnv(t, tc.env)
