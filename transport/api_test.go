@@ -152,7 +152,7 @@ func TestPeerDies(t *testing.T) {
 	require.NoError(t, n.RunUntil(closed, dies+cfg.IdleTimeout+time1ms))
 	_, cerr := n.Closed(0, ca)
 	require.ErrorIs(t, cerr, transport.ErrPeerDead)
-	require.Contains(t, cerr.Error(), "peer 1")
+	require.Contains(t, cerr.Error(), "remote id 1")
 	require.LessOrEqual(t, n.Now(), dies+cfg.IdleTimeout+100*transport.Microsecond, "noticed too late")
 	require.GreaterOrEqual(t, n.Now(), dies+cfg.IdleTimeout-100*transport.Microsecond, "gave up too early")
 	require.True(t, n.AllDoneAt(0), "operations of the dead connection must complete with an error")

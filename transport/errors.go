@@ -35,8 +35,13 @@ var (
 	ErrFlowAborted = errors.New("flow aborted")
 )
 
-// ConnError is an error attached to one connection: it names the peer so a
-// user with many connections knows which one failed, and says what to do.
+// ConnError is an error attached to one connection: it names the
+// connection and the driver's RemoteID of its peer, so a user with many
+// connections knows which one failed, and says what to do. The text calls
+// the RemoteID a "remote id", not a peer number: it is the driver's own
+// index (an address-table slot in the UDP runtime), which a reader would
+// otherwise take for a rank. Drivers wrap the error with what names the
+// peer to their users (udp.PeerError: its addresses).
 type ConnError struct {
 	Conn   ConnID
 	Remote RemoteID
@@ -45,7 +50,7 @@ type ConnError struct {
 }
 
 func (e *ConnError) Error() string {
-	s := fmt.Sprintf("metaroce: connection %d to peer %d: %v", e.Conn, e.Remote, e.Err)
+	s := fmt.Sprintf("metaroce: connection %d (remote id %d): %v", e.Conn, e.Remote, e.Err)
 	if e.Detail != "" {
 		s += " (" + e.Detail + ")"
 	}
