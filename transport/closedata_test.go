@@ -126,3 +126,54 @@ func TestDataBeforeCloseIsAcknowledgedAfterLongLoss(t *testing.T) {
 // it waits up to twice HandshakeRetry for acknowledgements the closing
 // side may still send (onPeerClose).
 const graceWait = 150 * transport.Millisecond
+
+// TestReleasedFlowAfterCloseIsNotAcknowledged: as
+// TestDataAfterCloseIsNotAcknowledged, but the receiver also releases the
+// flow, before or after its Close (a user tearing down a comm and its
+// connection). The flow must not be freed while the connection closes: a
+// released flow's late DATA is acknowledged as stale, because a flow is
+// freed only once every receive of it completed, but Close failed the
+// receive, and the sender's send completed for data that never landed
+// (docs/spec.md §3.3, §3.4).
+func TestReleasedFlowAfterCloseIsNotAcknowledged(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		releaseBefore bool
+	}{
+		{"release after close", false},
+		{"release before close", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dropped := uint64(0)
+			for d := transport.Time(0); d < 12; d++ {
+				n, ca, cb := pair(t, baseNet(1), baseCfg())
+				const size = 64 << 10
+				_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
+				require.NoError(t, err)
+				require.NoError(t, n.RunFor(30*transport.Microsecond))
+				_, err = n.Send(0, ca, 0, make([]byte, size), 0)
+				require.NoError(t, err)
+				require.NoError(t, n.RunFor(d*transport.Microsecond))
+				ep := n.Node(1).EP
+				if tc.releaseBefore {
+					require.NoError(t, ep.ReleaseFlow(n.Now(), cb, 0))
+				}
+				ep.Close(n.Now(), cb)
+				if !tc.releaseBefore {
+					require.NoError(t, ep.ReleaseFlow(n.Now(), cb, 0))
+				}
+				require.NoError(t, n.RunFor(graceWait))
+				rerr, rok := outcome(n, 1, transport.EvRecvDone)
+				serr, sok := outcome(n, 0, transport.EvSendDone)
+				require.True(t, rok && sok, "close after %dµs: operations left pending", d)
+				if rerr != nil {
+					require.ErrorIs(t, serr, transport.ErrClosed, "close after %dµs: the receive failed (%v)", d, rerr)
+				} else {
+					require.NoError(t, serr, "close after %dµs: the receive completed", d)
+				}
+				dropped += ep.Counters().Dropped[transport.DropClosing]
+			}
+			require.NotZero(t, dropped, "no DATA arrived after a close")
+		})
+	}
+}

@@ -19,7 +19,9 @@ const maxTombstones = 1024
 // or matched message in progress, its state is freed, now or when the last
 // one completes. Announced receive groups of the peer that no send matched
 // are dropped with it. A flow id that was never used is simply remembered
-// as released. Using a released flow id again is an error (ErrInvalid).
+// as released. Using a released flow id again is an error (ErrInvalid). On
+// a closing connection the state stays until the connection is gone
+// (reapFlow).
 func (e *Endpoint) ReleaseFlow(now Time, id ConnID, flow uint32) error {
 	c := e.conns[id]
 	if c == nil {
@@ -118,7 +120,18 @@ func (c *Conn) tombstone(flow uint32, end flowEnd) {
 }
 
 // reapFlow frees a released flow once nothing of it is in progress.
+//
+// A closing connection frees no flow: Close failed the receive groups it
+// had not completed, and only the flow's doneMsg and closeLanded tell
+// those apart from the groups that landed (completedBeforeClose). A
+// tombstone of ReleaseFlow says that every group of the flow completed,
+// so a late copy of DATA of a failed group would then be acknowledged as
+// stale, and the peer's send completed for data thrown away (docs/spec.md
+// §3.3). The connection forgets its flows when it is gone.
 func (c *Conn) reapFlow(f *flow) {
+	if c.state == stateClosing || c.state == stateClosed {
+		return
+	}
 	if !f.released || len(f.sends) > 0 || len(f.unmatched) > 0 || len(f.txq) > 0 || f.inActive || len(f.recvs) > 0 {
 		return
 	}
