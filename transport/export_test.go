@@ -55,8 +55,19 @@ func CheckFootprint(e *Endpoint) error {
 		if sum != c.inflight {
 			return fmt.Errorf("%v: connection inflight %d, paths sum to %d", c, c.inflight, sum)
 		}
-		if len(c.retxQ) > len(c.paths)*wire.SackBits {
-			return fmt.Errorf("%v: %d retransmissions queued for %d paths", c, len(c.retxQ), len(c.paths))
+		// New DATA leaves only when nothing waits for a retransmission,
+		// so lost DATA never outnumbers what the paths can have
+		// outstanding. Lost control packets wait behind new ones and
+		// are bounded with them: at most what may be queued new, plus
+		// what was outstanding when lost.
+		retxData := 0
+		for _, it := range c.retxQ {
+			if it.kind == recData {
+				retxData++
+			}
+		}
+		if retxData > len(c.paths)*wire.SackBits {
+			return fmt.Errorf("%v: %d DATA retransmissions queued for %d paths", c, retxData, len(c.paths))
 		}
 		if len(c.flows) > cfg.MaxFlowsPerConn {
 			return fmt.Errorf("%v: %d flows", c, len(c.flows))
@@ -64,6 +75,9 @@ func CheckFootprint(e *Endpoint) error {
 		maxCtrl := 4*cfg.MaxPendingRecvs + len(c.flows)*(cfg.MaxPendingRecvs+cfg.MaxPendingSends)
 		if len(c.ctrlQ) > maxCtrl {
 			return fmt.Errorf("%v: %d control packets queued (bound %d)", c, len(c.ctrlQ), maxCtrl)
+		}
+		if maxWait := maxCtrl + 2*len(c.paths)*wire.SackBits; len(c.ctrlQ)+len(c.retxQ) > maxWait {
+			return fmt.Errorf("%v: %d packets queued new and %d for retransmission (bound %d)", c, len(c.ctrlQ), len(c.retxQ), maxWait)
 		}
 		for _, f := range c.flows {
 			if len(f.ready)+len(f.early) > cfg.MaxPendingRecvs || len(f.recvs) > cfg.MaxPendingRecvs || len(f.sends) > cfg.MaxPendingSends {

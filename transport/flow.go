@@ -589,9 +589,17 @@ func (c *Conn) onNack(n *wire.Nack) {
 }
 
 // queueNack queues a sequenced NACK, bounded so a misbehaving peer cannot
-// grow our queue.
+// grow our queues: at most 4 × MaxPendingRecvs packets wait, to be sent
+// for the first time (ctrlQ) or again (retxQ), when one more is refused
+// (docs/spec.md §3.4, "NACKs and their directions"). The retransmissions
+// count too: new control packets leave before them (§3.2, queue order),
+// so a peer that draws NACKs as fast as they leave and loses or reports
+// lost what it drew would otherwise keep the retransmission queue from
+// ever draining, and grow it without bound. The NACKs queued here
+// (NOT_READY, BAD_OFFSET) only inform their receiver, which counts them
+// and carries on.
 func (c *Conn) queueNack(r wire.NackReason, fid, msg uint32, idx uint8, v uint64) {
-	if len(c.ctrlQ) >= 4*c.ep.cfg.MaxPendingRecvs {
+	if len(c.ctrlQ)+len(c.retxQ) >= 4*c.ep.cfg.MaxPendingRecvs {
 		return
 	}
 	c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpNack, nack: wire.Nack{Reason: r, Index: idx, Flow: fid, Msg: msg, Value: v}})
