@@ -112,17 +112,16 @@ func (g *recvGroup) landed() bool {
 }
 
 type recvEntry struct {
-	capacity  uint64
-	tag       uint32
-	cookie    uint64
-	length    uint64 // message length, known from its first DATA
-	started   bool
-	chunks    []uint64 // bitmap of placed segments
-	nChunks   int
-	placed    int // segments placed
-	done      bool
-	err       error
-	senderTag uint32
+	capacity uint64
+	tag      uint32
+	cookie   uint64
+	length   uint64 // message length, known from its first DATA
+	started  bool
+	chunks   []uint64 // bitmap of placed segments
+	nChunks  int
+	placed   int // segments placed
+	done     bool
+	err      error
 }
 
 // getFlow returns flow id, creating it if create is set. Only the user's
