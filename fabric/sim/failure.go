@@ -3,9 +3,10 @@ package sim
 import "fmt"
 
 // FailSpineLink takes the link between leaf and spine of plane down at time
-// down and back up at time up (up ≤ down: never). Packets sent on a down
-// link, and those on the wire when it goes down, are lost; the leaf stops
-// hashing onto it at once, other leaves only after Config.RerouteDelay.
+// down and back up at time up (up ≤ down: never; a time the run has passed
+// is now). Packets sent on a down link, and those on the wire when it goes
+// down, are lost; the leaf stops hashing onto it at once, other leaves only
+// after Config.RerouteDelay.
 func (s *Sim) FailSpineLink(plane, leaf, spine int, down, up int64) error {
 	c := s.cfg
 	if plane < 0 || plane >= c.Planes || leaf < 0 || leaf >= c.Leaves || spine < 0 || spine >= c.Spines {
@@ -17,8 +18,8 @@ func (s *Sim) FailSpineLink(plane, leaf, spine int, down, up int64) error {
 }
 
 // FailPlane takes every link of plane down at down and up again at up
-// (up ≤ down: never), including host NIC links. Packets on those links
-// when they go down are lost.
+// (up ≤ down: never; a time the run has passed is now), including host NIC
+// links. Packets on those links when they go down are lost.
 func (s *Sim) FailPlane(plane int, down, up int64) error {
 	if plane < 0 || plane >= s.cfg.Planes {
 		return fmt.Errorf("%w: no plane %d", ErrConfig, plane)

@@ -144,13 +144,17 @@ func (s *Sim) Attach(h int, t Transport, app App) {
 	s.hosts[h].T, s.hosts[h].App = t, app
 }
 
-func (s *Sim) schedule(e event) { s.heap.Push(e.at, e) }
+// schedule queues e. An event due in the past (a failure scheduled for a
+// time the run has passed) is due now: virtual time never goes back.
+func (s *Sim) schedule(e event) {
+	if e.at < s.now {
+		e.at = s.now
+	}
+	s.heap.Push(e.at, e)
+}
 
 // At runs fn at virtual time t (or now if t is in the past).
 func (s *Sim) At(t int64, fn func(now int64)) {
-	if t < s.now {
-		t = s.now
-	}
 	s.schedule(event{at: t, kind: evCall, fn: fn})
 }
 
@@ -168,11 +172,12 @@ func (s *Sim) Start() {
 }
 
 // Run executes events until the heap is empty, virtual time passes until,
-// or stop returns true (checked after every event; nil: never).
+// or stop returns true (checked after every event; nil: never). An until
+// the run has already passed leaves the time where it is.
 func (s *Sim) Run(until int64, stop func() bool) {
 	for s.heap.Len() > 0 {
 		if at, _ := s.heap.Next(); at > until {
-			s.now = until
+			s.now = max(s.now, until)
 			return
 		}
 		_, e := s.heap.Pop()
@@ -330,21 +335,29 @@ func (s *Sim) ecmp(n *node, up []int32, pk *Packet, dstLeaf int) int32 {
 	if s.failures == 0 {
 		return up[h%uint64(len(up))]
 	}
-	var cand [256]int32
+	usable := func(sp int) bool {
+		return s.ports[up[sp]].up && !s.downKnown[s.dkIndex(int(n.plane), sp, dstLeaf)]
+	}
 	k := 0
-	for sp, pi := range up {
-		if !s.ports[pi].up || s.downKnown[s.dkIndex(int(n.plane), sp, dstLeaf)] {
-			continue
-		}
-		if k < len(cand) {
-			cand[k] = pi
+	for sp := range up {
+		if usable(sp) {
 			k++
 		}
 	}
 	if k == 0 {
 		return up[h%uint64(len(up))]
 	}
-	return cand[h%uint64(k)]
+	// The (h mod k)-th usable uplink, in spine order.
+	i := int(h % uint64(k))
+	for sp := range up {
+		if usable(sp) {
+			if i == 0 {
+				return up[sp]
+			}
+			i--
+		}
+	}
+	panic("sim: ecmp lost count of its uplinks")
 }
 
 // hash5 mixes the UDP 5-tuple (protocol fixed to UDP) with a switch seed.

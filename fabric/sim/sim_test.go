@@ -223,6 +223,60 @@ func TestECMPSpreadsByEntropyAndAvoidsDownLink(t *testing.T) {
 	assert.Error(t, s.FailPlane(3, 0, 0))
 }
 
+// TestTimeNeverGoesBack: a failure scheduled for a time the run has
+// passed happens now, and a Run to a time already passed leaves the time
+// where it is; neither rewinds the clock that later events are scheduled
+// from.
+func TestTimeNeverGoesBack(t *testing.T) {
+	s, bs := small(t, nil)
+	bs[0].dst, bs[0].n = 2, 10
+	s.Start()
+	s.Run(math.MaxInt64, nil)
+	end := s.Now()
+	require.Greater(t, end, int64(1000))
+	require.NoError(t, s.FailSpineLink(0, 0, 0, 500, 0))
+	s.Run(math.MaxInt64, nil)
+	require.Equal(t, end, s.Now(), "the failure due in the past ran now")
+	var at []int64
+	s.At(end-100, func(now int64) { at = append(at, now) })
+	s.Run(math.MaxInt64, nil)
+	require.Equal(t, []int64{end}, at)
+
+	s.At(end+100_000, func(int64) {})
+	s.Run(end-1000, nil)
+	require.Equal(t, end, s.Now(), "Run to a time already passed")
+	s.Run(end+50_000, nil)
+	require.Equal(t, end+50_000, s.Now())
+}
+
+// TestECMPAfterFailureUsesEverySpine: with a link down, a leaf spreads
+// flows over all its usable uplinks however many spines there are (a
+// candidate list of 256 left spines 256 and up unused).
+func TestECMPAfterFailureUsesEverySpine(t *testing.T) {
+	const spines = 300
+	s, _ := small(t, func(c *Config) { c.Spines = spines })
+	require.NoError(t, s.FailSpineLink(0, 0, 7, 0, 0))
+	s.Run(math.MaxInt64, nil)
+	leaf := &s.nodes[s.leafNode(0, 0)]
+	up := leaf.ports[2:]
+	used := make([]int, spines)
+	for e := 0; e < 16*spines; e++ {
+		pk := &Packet{Src: 0, Dst: 2, SrcPort: uint16(SrcPortBase + e), DstPort: DstPort}
+		pi := s.ecmp(leaf, up, pk, 1)
+		for sp, p := range up {
+			if p == pi {
+				used[sp]++
+			}
+		}
+	}
+	require.Zero(t, used[7], "the down uplink")
+	for sp, n := range used {
+		if sp != 7 {
+			require.Positive(t, n, "spine %d never chosen", sp)
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []Config{{Planes: 17}, {Oversub: 0.5}, {Kmin: 10, Kmax: 5}, {Loss: 1}, {XOFF: 1, XON: 2},
 		{LinkRate: math.NaN()}, {LinkRate: math.Inf(1)}, {LinkRate: 100}, {LinkRate: 2e18}, {Oversub: math.NaN()}} {
