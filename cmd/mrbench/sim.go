@@ -25,7 +25,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var jsonPath, csvPath, plotPath string
 	var sizes, losses, ops string
 	var verbose bool
-	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed of the simulation")
+	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed of the simulation, 1 or more")
 	fs.BoolVar(&opts.Smoke, "smoke", false, "small, fast variant (16 hosts or fewer, short runs)")
 	fs.Float64Var(&opts.LinkGbps, "link-gbps", 0, "link rate in Gb/s (0: the scenario's default, 400)")
 	fs.IntVar(&opts.MTU, "mtu", 0, "payload bytes per packet (0: 4096)")
@@ -65,6 +65,12 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mrbench sim: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if opts.Seed == 0 {
+		// The scenarios read a zero seed as "the default", 1: a run asked
+		// for seed 0 would print and be seed 1's.
+		fmt.Fprintf(stderr, "mrbench sim: --seed 0: seeds start at 1\n")
 		return exitUsage
 	}
 	if plotPath != "" && plotFormat(plotPath) != "png" {

@@ -45,6 +45,24 @@ func TestSimUsage(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 }
 
+// TestSimBadValues: a seed of 0 (which the scenarios would run as seed 1)
+// and a link rate the simulator cannot model are usage errors naming the
+// value, found before anything runs.
+func TestSimBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"loss", "--smoke", "--seed", "0"}, "--seed 0: seeds start at 1"},
+		{[]string{"loss", "--smoke", "--link-gbps", "1e-7"}, "link rate 1e-07 Gb/s"},
+	} {
+		code, out, errs := runMrbench(t, append([]string{"sim"}, tc.args...)...)
+		assert.Equal(t, exitUsage, code, "%v", tc.args)
+		assert.Empty(t, out, "%v", tc.args)
+		assert.Contains(t, errs, tc.want, "%v", tc.args)
+	}
+}
+
 // TestSimCollectiveRowsUsage: a bad or repeated size, loss or operation, or a row flag
 // given to another scenario, is a usage error that names the flag's value.
 func TestSimCollectiveRowsUsage(t *testing.T) {

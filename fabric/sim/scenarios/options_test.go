@@ -19,12 +19,15 @@ func TestOptionsOutOfRangeRefused(t *testing.T) {
 		{"NaN rate", Options{LinkGbps: math.NaN()}, "link rate"},
 		{"infinite rate", Options{LinkGbps: math.Inf(1)}, "link rate"},
 		{"negative rate", Options{LinkGbps: -5}, "link rate"},
+		{"rate under 1 kb/s", Options{LinkGbps: 1e-7}, "link rate 1e-07 Gb/s"},
 		{"negative MTU", Options{MTU: -1}, "MTU"},
 		{"tiny MTU", Options{MTU: 100}, "MTU"},
 		{"huge MTU", Options{MTU: 100_000_000}, "MTU"},
 		{"negative delay", Options{LinkDelay: -1}, "link delay"},
 		{"negative buffer", Options{Buffer: -1}, "buffer"},
 		{"inverted ramp", Options{Kmin: 500_000, Kmax: 100_000}, "Kmin must not exceed Kmax"},
+		// The fabric's own check, past the default Kmax (400 KB).
+		{"Kmin past the default Kmax", Options{Kmin: 500_000}, "Kmax 400000 < Kmin 500000"},
 		{"timeout exponent", Options{RoCETimeoutExp: 32}, "exponent"},
 		{"negative senders", Options{ConcurrentSenders: -1}, "concurrent senders"},
 	}
@@ -36,7 +39,7 @@ func TestOptionsOutOfRangeRefused(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	for _, o := range []Options{{}, {LinkGbps: 100, MTU: 1024, Kmin: 1000, Kmax: 1000, RoCETimeoutExp: 14}} {
+	for _, o := range []Options{{}, {LinkGbps: 100, MTU: 1024, Kmin: 1000, Kmax: 1000, RoCETimeoutExp: 14}, {LinkGbps: minLinkGbps}} {
 		require.NoError(t, o.check(), "%+v", o)
 	}
 }

@@ -72,6 +72,7 @@ const ProgressAfter = 5 * time.Second
 // payload and headers would not fit the 16-bit datagram size the protocol
 // advertises (spec §1, §2.8) describe no fabric this models.
 const (
+	minLinkGbps = 1e-6 // 1 kb/s, the slowest link the simulator models (sim.Config)
 	maxLinkGbps = 100_000
 	minMTU      = 256
 	maxMTU      = 65_000
@@ -86,8 +87,8 @@ func (o *Options) check() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...))
 	}
-	if !(o.LinkGbps >= 0 && o.LinkGbps <= maxLinkGbps) {
-		bad("link rate %g Gb/s: want 0 (the default) or up to %d", o.LinkGbps, maxLinkGbps)
+	if !(o.LinkGbps == 0 || o.LinkGbps >= minLinkGbps && o.LinkGbps <= maxLinkGbps) {
+		bad("link rate %g Gb/s: want 0 (the default) or %g to %d", o.LinkGbps, minLinkGbps, maxLinkGbps)
 	}
 	if o.MTU != 0 && (o.MTU < minMTU || o.MTU > maxMTU) {
 		bad("MTU %d bytes: want 0 (the default, 4096) or %d to %d", o.MTU, minMTU, maxMTU)
@@ -172,6 +173,10 @@ func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
 		c.PFC = true
 	}
 	s, err := sim.New(c)
+	if errors.Is(err, sim.ErrConfig) {
+		// The scenarios' own fabrics are valid: the options made it not.
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	if err != nil {
 		return nil, err
 	}
