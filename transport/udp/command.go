@@ -62,6 +62,16 @@ func (e *Endpoint) apply(now transport.Time, cmd *command) {
 	c := cmd.conn
 	switch cmd.kind {
 	case cmdDial:
+		if e.stopping {
+			// Shutdown has closed every connection already: one
+			// opened now would outlive it and be dropped at the
+			// deadline without a word to the peer.
+			c.gone = true
+			c.err = peerErr(c.remote, ErrEndpointClosed)
+			close(c.closed)
+			c.dialed <- c.err
+			return
+		}
 		p := e.peers.known(c.remote, cmd.blob)
 		p.refs++
 		id, err := e.core.Dial(now, p.id)
@@ -252,7 +262,7 @@ func (e *Endpoint) reportConnected() {
 func (e *Endpoint) dialFailure(c *Conn, err error) error {
 	switch {
 	case errors.Is(err, transport.ErrClosed) && !c.closing && !e.stopping:
-		return fmt.Errorf("%w (it closed the connection during the handshake; its log says why, e.g. plane addresses that do not match its planes or a full accept queue): %w", ErrRefused, err)
+		return fmt.Errorf("%w (it closed the connection during the handshake; its log says why, e.g. plane addresses that do not match its planes, a full accept queue, or its endpoint closing): %w", ErrRefused, err)
 	case errors.Is(err, transport.ErrHandshakeTimeout) && e.auth != nil:
 		return fmt.Errorf("%w; or the peer holds a different secret, or none: it drops a HELLO it cannot authenticate without answering, and every rank needs the same %s", err, auth.EnvSecret)
 	case errors.Is(err, transport.ErrHandshakeTimeout):
@@ -317,9 +327,17 @@ func (e *Endpoint) refuse(id transport.ConnID) {
 }
 
 // onAccepted makes a Conn for a connection a peer opened and queues it for
-// Accept, or refuses it when the peer's addresses are unusable or the queue
-// is full.
+// Accept, or refuses it when the endpoint is closing, the peer's addresses
+// are unusable or the queue is full.
 func (e *Endpoint) onAccepted(ev transport.Event) {
+	if e.stopping {
+		// Shutdown closed the connections there were; this one would
+		// be dropped at its deadline without a word to the peer, whose
+		// Dial would have succeeded.
+		e.logf("udp: refusing connection %d: the endpoint is closing", ev.Conn)
+		e.refuse(ev.Conn)
+		return
+	}
 	p := e.peers.byID[ev.Remote]
 	if p == nil || p.transient || len(p.addrs) != len(e.addrs) {
 		e.logf("udp: refusing connection %d: the peer's HELLO carried no usable per-plane addresses for %d planes", ev.Conn, len(e.addrs))

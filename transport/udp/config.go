@@ -159,7 +159,7 @@ func (cfg Config) resolve() (resolved, error) {
 	if cfg.Port != 0 && cfg.Port+r.PortsPerPlane-1 > 0xffff {
 		return resolved{}, fmt.Errorf("udp: ports %d..%d exceed 65535", cfg.Port, cfg.Port+r.PortsPerPlane-1)
 	}
-	if r.DropProb < 0 || r.DropProb > 1 {
+	if !(r.DropProb >= 0 && r.DropProb <= 1) { // NaN too
 		return resolved{}, fmt.Errorf("udp: drop probability %v out of range 0..1", r.DropProb)
 	}
 	for _, b := range r.Blackhole {

@@ -177,8 +177,8 @@ func Listen(cfg Config) (*Endpoint, error) {
 		e.release()
 		return nil, err
 	}
-	e.cfg.Core = r.Core
 	e.core = transport.NewEndpoint(r.Core, rand.New(rand.NewChaCha8(seed)))
+	e.cfg.Core = e.core.Config() // the core's defaults filled in too
 	e.dropRng = rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:16])))
 	e.rx.init()
 	e.tx.init(len(e.socks), r.MaxDatagram)
@@ -267,8 +267,10 @@ func (e *Endpoint) Config() Config { return e.cfg.Config }
 // Dial connects to the endpoint whose per-plane listening addresses are
 // remote (one per local plane, of the same address family). It returns when
 // the handshake completes, fails (within Core.HandshakeTimeout) or ctx ends.
-// A peer that refuses the connection fails it with ErrRefused, with a
-// secret as without; errors name the peer (PeerError).
+// A peer that refuses the connection (a closing peer refuses every one)
+// fails it with ErrRefused, with a secret as without; once Close has been
+// called, Dial fails with ErrEndpointClosed. Errors name the peer
+// (PeerError), those of ctx included.
 func (e *Endpoint) Dial(ctx context.Context, remote []netip.AddrPort) (*Conn, error) {
 	if len(remote) != len(e.addrs) {
 		return nil, fmt.Errorf("udp: dial needs %d plane addresses (one per local plane), got %d", len(e.addrs), len(remote))
@@ -288,10 +290,13 @@ func (e *Endpoint) Dial(ctx context.Context, remote []netip.AddrPort) (*Conn, er
 	if err != nil {
 		return nil, err
 	}
+	if e.closing.Load() {
+		return nil, peerErr(remote, ErrEndpointClosed)
+	}
 	c := newConn(e, remote)
 	c.dialed = make(chan error, 1)
 	if err := e.enqueue(command{kind: cmdDial, conn: c, blob: blob}); err != nil {
-		return nil, err
+		return nil, peerErr(remote, err)
 	}
 	select {
 	case err := <-c.dialed:
@@ -301,17 +306,25 @@ func (e *Endpoint) Dial(ctx context.Context, remote []netip.AddrPort) (*Conn, er
 		return c, nil
 	case <-ctx.Done():
 		e.enqueue(command{kind: cmdClose, conn: c})
-		return nil, ctx.Err()
+		return nil, peerErr(remote, ctx.Err())
 	case <-e.done:
-		return nil, ErrEndpointClosed
+		return nil, peerErr(remote, ErrEndpointClosed)
 	}
 }
 
 // Accept returns the next connection a peer opened to this endpoint. At most
-// 256 accepted connections wait for Accept; more are refused.
+// 256 accepted connections wait for Accept; more are refused. Once Close
+// has been called it fails with ErrEndpointClosed, also while connections
+// accepted before still wait (Close closes them).
 func (e *Endpoint) Accept(ctx context.Context) (*Conn, error) {
+	if e.closing.Load() {
+		return nil, ErrEndpointClosed
+	}
 	select {
 	case c := <-e.accepts:
+		if e.closing.Load() {
+			return nil, ErrEndpointClosed
+		}
 		return c, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
