@@ -137,6 +137,7 @@ func (c *Conn) ReleaseFlow(flow uint32) error {
 // that is gone it does nothing: its requests have failed already.
 func (c *Conn) AbortFlow(flow uint32) {
 	if c.closedErr() != nil {
+		c.ep.settle()
 		return
 	}
 	done := make(chan struct{})
@@ -163,6 +164,7 @@ func (c *Conn) closeWait() time.Duration {
 // (200 ms at the defaults) when it does not answer.
 func (c *Conn) Close() error {
 	if c.closedErr() != nil {
+		c.ep.settle()
 		return nil
 	}
 	if err := c.ep.enqueue(command{kind: cmdClose, conn: c}); err != nil {
@@ -233,5 +235,20 @@ func (c *Conn) PathStats() []transport.PathStats {
 		return ps
 	case <-c.ep.done:
 		return nil
+	}
+}
+
+// settle returns once the turn running now, if any, has ended. A
+// connection counts as gone before the turn that ends it has failed all of
+// its requests (goneBeforeOps), so a call that finds it gone and promises
+// that its requests are done (AbortFlow, Close) waits for that turn first.
+func (e *Endpoint) settle() {
+	done := make(chan struct{})
+	if e.enqueue(command{kind: cmdFunc, fn: func() { close(done) }}) != nil {
+		return // the endpoint stopped, which finished every request
+	}
+	select {
+	case <-done:
+	case <-e.done:
 	}
 }

@@ -3,6 +3,7 @@ package udp
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -66,16 +67,18 @@ func TestPeerClosedMidTransfer(t *testing.T) {
 	cfg.Core.IdleTimeout = transport.Second
 	pr := newPair(t, cfg)
 	ctx := testCtx(t)
-	// Make the peer unreachable: drop every datagram it would send, then
-	// close it so that its CLOSE never arrives either.
 	// What a caller woken by each failure would find: the connection
 	// already gone (notify runs as the request completes, before any
-	// other event of the drain that fails it).
-	var goneAtSend, goneAtRecv error
-	sr, err := pr.a.SendNotify(1, msg, 0, func() { goneAtSend = pr.a.closedErr() })
+	// other event of the drain that fails it). notify runs after Done is
+	// closed, so a Wait may return before it has: its findings come
+	// through channels.
+	goneAtSend, goneAtRecv := make(chan error, 1), make(chan error, 1)
+	sr, err := pr.a.SendNotify(1, msg, 0, func() { goneAtSend <- pr.a.closedErr() })
 	require.NoError(t, err)
-	rr, err := pr.a.RecvNotify(2, [][]byte{make([]byte, 10)}, []uint32{0}, func() { goneAtRecv = pr.a.closedErr() })
+	rr, err := pr.a.RecvNotify(2, [][]byte{make([]byte, 10)}, []uint32{0}, func() { goneAtRecv <- pr.a.closedErr() })
 	require.NoError(t, err)
+	// Make the peer unreachable: drop every datagram it would send, then
+	// close it so that its CLOSE never arrives either.
 	done := make(chan struct{})
 	require.NoError(t, pr.eb.enqueue(command{kind: cmdFunc, fn: func() {
 		pr.eb.cfg.DropProb = 1 // under the drive lock, which every reader holds
@@ -97,11 +100,63 @@ func TestPeerClosedMidTransfer(t *testing.T) {
 	}
 	// The connection was gone before either request completed, so a
 	// caller that sends again right after the failure is refused at once.
-	require.ErrorIs(t, goneAtSend, transport.ErrPeerDead)
-	require.ErrorIs(t, goneAtRecv, transport.ErrPeerDead)
+	require.ErrorIs(t, <-goneAtSend, transport.ErrPeerDead)
+	require.ErrorIs(t, <-goneAtRecv, transport.ErrPeerDead)
 	// The connection is gone; new calls fail at once with the same error.
 	_, err = pr.a.Send(1, msg[:10], 0)
 	require.ErrorIs(t, err, transport.ErrPeerDead)
+}
+
+// TestAbortFlowOnEndingConnection: a connection counts as gone before the
+// turn that ends it has failed all its requests, so AbortFlow and Close,
+// called from the first failure's wake-up while that turn still runs,
+// must wait for it: when they return, every request of the connection is
+// done, as they promise. The first failure's notify holds the turn until
+// the call returned and looked at the second request, or for at most
+// holdTurn, which is what lets the calls that wait complete.
+func TestAbortFlowOnEndingConnection(t *testing.T) {
+	const holdTurn = 300 * time.Millisecond
+	for _, call := range []string{"abort", "close"} {
+		t.Run(call, func(t *testing.T) {
+			cfg := Config{}
+			cfg.Core.IdleTimeout = transport.Second
+			pr := newPair(t, cfg)
+			ctx := testCtx(t)
+			var rr *Request
+			looked := make(chan bool, 1)
+			released := make(chan struct{})
+			notify := func() {
+				go func() {
+					if call == "abort" {
+						pr.a.AbortFlow(2)
+					} else {
+						_ = pr.a.Close()
+					}
+					done, _ := rr.Test()
+					looked <- done
+					close(released)
+				}()
+				select {
+				case <-released:
+				case <-time.After(holdTurn):
+				}
+			}
+			sr, err := pr.a.SendNotify(1, pattern(64<<20, 1), 0, notify)
+			require.NoError(t, err)
+			rr, err = pr.a.Recv(2, [][]byte{make([]byte, 10)}, []uint32{0})
+			require.NoError(t, err)
+			dropAll := make(chan struct{})
+			require.NoError(t, pr.eb.enqueue(command{kind: cmdFunc, fn: func() {
+				pr.eb.cfg.DropProb = 1
+				close(dropAll)
+			}}))
+			<-dropAll
+			require.NoError(t, pr.eb.Close())
+			require.ErrorIs(t, sr.Wait(ctx), transport.ErrPeerDead)
+			require.True(t, <-looked, "%s returned while the connection's other request was still in flight", call)
+			require.ErrorIs(t, rr.Wait(ctx), transport.ErrPeerDead)
+		})
+	}
 }
 
 // TestPeerCloseOrderly closes the connection on one side: the other side's
@@ -170,6 +225,7 @@ func TestListenErrors(t *testing.T) {
 		{Port: 70000},
 		{PortsPerPlane: 2000},
 		{DropProb: 2},
+		{DropProb: math.NaN()},
 		{Blackhole: []int{16}},
 		{MaxDatagram: 100},
 		{PortsPerPlane: 2, Core: transport.Config{PathsPerPlane: 4}},
