@@ -73,7 +73,8 @@ type Config struct {
 	// saves the wake-up of a sleeping loop thread (100 µs and more on a
 	// loaded host) when the next datagram or command comes soon, which
 	// keeps a bulk transfer's pipeline full. While a goroutine drives the
-	// datapath from Request.Wait the loop parks instead of spinning.
+	// datapath from Request.Wait, and for WaitSpin after a Request.Poll,
+	// the loop parks instead of spinning.
 	Spin time.Duration
 	// WaitSpin is how long Request.Wait keeps driving the datapath from the
 	// calling goroutine (reading ready sockets, running timers, sending)
@@ -84,6 +85,8 @@ type Config struct {
 	// 256 KiB message of a 4-rank ring), where blocking cost more CPU than
 	// polling: the thread's sleep and wake-up, and the event loop's turn in
 	// between (docs/results.md, side by side with what users pick instead).
+	// It is also how long the loop leaves the datapath to a caller of
+	// Request.Poll after its last poll.
 	WaitSpin time.Duration
 	// Secret turns on per-packet authentication (docs/security.md,
 	// package transport/auth): every datagram carries an AES-GCM (or, for

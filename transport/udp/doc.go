@@ -41,7 +41,10 @@
 // acknowledgement it owes, typically) to the loop it wakes. Commands that
 // find the lock taken are left to its holder or the loop, which checks the
 // queue before it sleeps. The loop spins for Config.Spin after work, which
-// keeps a bulk transfer's pipeline free of thread wake-ups.
+// keeps a bulk transfer's pipeline free of thread wake-ups. A caller that
+// tests its requests instead of waiting (the NCCL plugin's test(), on
+// NCCL's proxy thread) calls Request.Poll between tests: one turn each, and
+// the loop parks for Config.WaitSpin after the last poll, as for a waiter.
 //
 // # Handshake addresses
 //

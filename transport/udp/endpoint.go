@@ -85,8 +85,11 @@ type Endpoint struct {
 	spare    []command
 	stopped  bool
 	nCmds    atomic.Int32
-	sleeping atomic.Bool   // the loop blocks (or is about to) in the poller
-	spinners atomic.Int32  // goroutines in spinWait
+	sleeping atomic.Bool  // the loop blocks (or is about to) in the poller
+	spinners atomic.Int32 // goroutines in spinWait
+	// polledAt is when a caller last ran Request.Poll (e.now() units):
+	// for WaitSpin after it the loop parks, as while spinners > 0.
+	polledAt atomic.Int64
 	kick     chan struct{} // wakes a loop parked while spinners > 0
 	closing  atomic.Bool
 

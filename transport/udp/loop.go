@@ -55,15 +55,22 @@ func (e *Endpoint) run() {
 			timeout = 0
 			continue
 		}
-		if e.spinners.Load() > 0 {
-			// A goroutine spins in Request.Wait and runs the turns
-			// itself: park off the poller, so that datagrams arriving
-			// for it wake no thread, until the last spinner leaves, a
-			// command needs the loop, or parkLimit passes (spinners
-			// read only the listening sockets; a stray datagram on
-			// another one waits at most that long).
+		lease := e.pollLease(now)
+		if e.spinners.Load() > 0 || lease > 0 {
+			// A goroutine spins in Request.Wait, or polls with
+			// Request.Poll, and runs the turns itself: park off the
+			// poller, so that datagrams arriving for it wake no
+			// thread, until the last spinner leaves, a command needs
+			// the loop, or parkLimit passes (spinners read only the
+			// listening sockets; a stray datagram on another one
+			// waits at most that long). A poller's lease ends the
+			// park sooner: its polls may have stopped.
 			e.drive.Unlock()
-			park.Reset(parkLimit)
+			limit := parkLimit
+			if e.spinners.Load() == 0 {
+				limit = min(limit, lease)
+			}
+			park.Reset(limit)
 			select {
 			case <-e.kick:
 			case <-park.C:

@@ -3,6 +3,9 @@ package udp
 import (
 	"context"
 	"sync/atomic"
+	"time"
+
+	"github.com/metaroce/metaroce/transport"
 )
 
 // Request is one asynchronous Send or Recv. It completes exactly once; after
@@ -61,6 +64,40 @@ func (r *Request) Wait(ctx context.Context) error {
 // it may run under the endpoint's drive lock.
 func (e *Endpoint) Progress(done func() bool) bool {
 	return e.spinWait(done)
+}
+
+// Poll runs one turn of the datapath (read what arrived, run what is due,
+// transmit) in the calling goroutine when nobody else is running one, and
+// returns at once either way; on a finished request it does nothing. A
+// caller that tests its requests in a loop instead of waiting on them (an
+// NCCL proxy thread calling test()) polls between tests: its own thread
+// then moves the data, and a completion needs no wake-up of the event
+// loop, which on a busy host takes tens to hundreds of microseconds. For
+// Config.WaitSpin after each Poll the event loop parks, as it does while a
+// goroutine spins in Wait, so that it does not take the datagrams the
+// poller reads itself; it resumes when the polls stop.
+func (r *Request) Poll() {
+	if r.finished.Load() {
+		return
+	}
+	e := r.conn.ep
+	if e.cfg.WaitSpin <= 0 {
+		e.progress(nil)
+		return
+	}
+	e.polledAt.Store(int64(e.now()))
+	e.progress(nil)
+}
+
+// pollLease reports how much longer the loop may leave the datapath to
+// the callers of Request.Poll (0: it must run it itself).
+func (e *Endpoint) pollLease(now transport.Time) time.Duration {
+	at := e.polledAt.Load()
+	if at == 0 {
+		return 0
+	}
+	left := transport.Time(at) + transport.Time(e.cfg.WaitSpin) - now
+	return max(time.Duration(left), 0)
 }
 
 // Test reports without blocking whether the request completed, and its error.

@@ -70,8 +70,18 @@ func (q *recvReq) Test(sizes []int) (bool, error) {
 	u := q.r
 	done, err := u.Test()
 	if !done {
+		// Move the datapath from NCCL's thread, then look again.
 		r.mu.Unlock()
-		return false, nil
+		u.Poll()
+		r.mu.Lock()
+		if !q.used || q.r != u {
+			r.mu.Unlock()
+			return false, nil
+		}
+		if done, err = u.Test(); !done {
+			r.mu.Unlock()
+			return false, nil
+		}
 	}
 	r.put(&q.slot)
 	r.mu.Unlock()

@@ -63,8 +63,19 @@ func (q *sendReq) Test(sizes []int) (bool, error) {
 	}
 	done, err := q.r.Test()
 	if !done {
+		// Move the datapath from NCCL's thread, then look again.
+		u := q.r
 		s.mu.Unlock()
-		return false, nil
+		u.Poll()
+		s.mu.Lock()
+		if !q.used || q.r != u {
+			s.mu.Unlock()
+			return false, nil
+		}
+		if done, err = u.Test(); !done {
+			s.mu.Unlock()
+			return false, nil
+		}
 	}
 	size := q.size
 	s.put(&q.slot)
