@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 )
@@ -412,4 +413,53 @@ func TestTailGathered(t *testing.T) {
 
 	_, err = tx.WriteBatch([]Msg{{Buf: make([]byte, 3000), N: 3000, Seg: 1000, Tail: tail, Addr: rx.LocalAddr()}})
 	require.ErrorIs(t, err, ErrTooManySegments)
+}
+
+// TestPollerAfterClose: once Close has run, every call reports ErrClosed
+// rather than reaching the released descriptors (whose numbers the
+// process may already have given to other files), also when the calls
+// race with Close.
+func TestPollerAfterClose(t *testing.T) {
+	c := openT(t, Config{Local: lo4})
+	p, err := NewPoller()
+	require.NoError(t, err)
+	require.NoError(t, p.Add(c.Fd(), 1))
+	require.NoError(t, p.Close())
+	require.ErrorIs(t, p.Add(c.Fd(), 2), ErrClosed)
+	require.ErrorIs(t, p.Remove(c.Fd()), ErrClosed)
+	require.ErrorIs(t, p.Wake(), ErrClosed)
+	_, _, err = p.Wait(0, make([]int32, 4))
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, p.Close(), ErrClosed)
+
+	for round := 0; round < 50; round++ {
+		p, err := NewPoller()
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 50; i++ {
+					errs <- p.Wake()
+					if i%10 == 0 {
+						if err := p.Add(c.Fd(), 3); err == nil || errors.Is(err, ErrClosed) {
+							errs <- p.Remove(c.Fd())
+						}
+					}
+				}
+			}()
+		}
+		go func() {
+			wg.Wait()
+			close(errs)
+		}()
+		go p.Close()
+		for err := range errs {
+			if err != nil {
+				require.ErrorIs(t, err, ErrClosed, "round %d", round)
+			}
+		}
+	}
 }

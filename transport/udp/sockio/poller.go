@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,7 +24,8 @@ const maxEvents = 128
 // Wait from any goroutine through an eventfd.
 //
 // Wait must be called by one goroutine at a time; Add, Remove and Wake may be
-// called from any goroutine, and Close ends a blocked Wait with ErrClosed.
+// called from any goroutine, also while Close runs, and Close ends a blocked
+// Wait with ErrClosed. After Close every call reports ErrClosed.
 type Poller struct {
 	epfd int
 	evfd int
@@ -42,6 +44,14 @@ type Poller struct {
 	one              [8]byte
 	drain            [8]byte
 	closed           atomic.Bool
+	// fdMu is held shared by every use of epfd or evfd outside the
+	// runtime's poller (Add, Remove, Wake, Wait's non-blocking poll and
+	// its drain of the eventfd) and exclusively by Close, so that no call
+	// racing with Close reaches a descriptor number that Close released
+	// and the process may already have reused. A parked Wait holds no
+	// lock: the runtime keeps the epoll descriptor open under it until it
+	// returns.
+	fdMu sync.RWMutex
 }
 
 // NewPoller creates the epoll instance and its wake-up eventfd.
@@ -85,6 +95,11 @@ func (p *Poller) Add(fd int, tag int32) error {
 	if tag < 0 {
 		return fmt.Errorf("sockio: poller tag %d is negative", tag)
 	}
+	p.fdMu.RLock()
+	defer p.fdMu.RUnlock()
+	if p.closed.Load() {
+		return ErrClosed
+	}
 	return p.add(fd, tag)
 }
 
@@ -98,6 +113,11 @@ func (p *Poller) add(fd int, tag int32) error {
 
 // Remove unregisters fd. Remove it before closing it.
 func (p *Poller) Remove(fd int) error {
+	p.fdMu.RLock()
+	defer p.fdMu.RUnlock()
+	if p.closed.Load() {
+		return ErrClosed
+	}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
 		return fmt.Errorf("sockio: epoll_ctl del fd %d: %w", fd, err)
 	}
@@ -110,11 +130,14 @@ func (p *Poller) Remove(fd int) error {
 // (at most len(ready), the rest stay for the next Wait) and reports whether a
 // Wake arrived.
 func (p *Poller) Wait(timeout time.Duration, ready []int32) (n int, woken bool, err error) {
+	max := min(len(ready)+1, maxEvents)
+	p.fdMu.RLock()
 	if p.closed.Load() {
+		p.fdMu.RUnlock()
 		return 0, false, ErrClosed
 	}
-	max := min(len(ready)+1, maxEvents)
 	got, err := p.poll(max)
+	p.fdMu.RUnlock()
 	if err == nil && got == 0 && timeout != 0 {
 		got, err = p.park(timeout, max)
 	}
@@ -125,7 +148,11 @@ func (p *Poller) Wait(timeout time.Duration, ready []int32) (n int, woken bool, 
 		tag := p.events[i].Fd
 		if tag == wakeTag {
 			woken = true
-			unix.Read(p.evfd, p.drain[:])
+			p.fdMu.RLock()
+			if !p.closed.Load() {
+				unix.Read(p.evfd, p.drain[:])
+			}
+			p.fdMu.RUnlock()
 			continue
 		}
 		if n < len(ready) {
@@ -184,6 +211,8 @@ func (p *Poller) park(timeout time.Duration, max int) (int, error) {
 // Wake makes the current or next Wait return with woken set. Several Wakes
 // before a Wait collapse into one.
 func (p *Poller) Wake() error {
+	p.fdMu.RLock()
+	defer p.fdMu.RUnlock()
 	if p.closed.Load() {
 		return ErrClosed
 	}
@@ -197,6 +226,8 @@ func (p *Poller) Wake() error {
 // Close releases the epoll instance and the eventfd; the registered sockets
 // stay open.
 func (p *Poller) Close() error {
+	p.fdMu.Lock()
+	defer p.fdMu.Unlock()
 	if p.closed.Swap(true) {
 		return ErrClosed
 	}
