@@ -31,31 +31,49 @@ func TestDataAfterCloseIsNotAcknowledged(t *testing.T) {
 	var dropped uint64
 	partial := 0
 	for d := transport.Time(0); d < 30; d++ {
-		n, ca, cb := pair(t, baseNet(1), baseCfg())
-		const size = 64 << 10
-		_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
-		require.NoError(t, err)
-		require.NoError(t, n.RunFor(30*transport.Microsecond))
-		_, err = n.Send(0, ca, 0, make([]byte, size), 0)
-		require.NoError(t, err)
-		require.NoError(t, n.RunFor(d*transport.Microsecond))
-		if p := n.Node(1).Placed; p > 0 && p < size {
+		mid, drops := closeMidTransfer(t, d, func(n *transporttest.Net, ep *transport.Endpoint, cb transport.ConnID) {
+			ep.Close(n.Now(), cb)
+		})
+		if mid {
 			partial++
 		}
-		n.Node(1).EP.Close(n.Now(), cb)
-		require.NoError(t, n.RunFor(graceWait))
-		rerr, rok := outcome(n, 1, transport.EvRecvDone)
-		serr, sok := outcome(n, 0, transport.EvSendDone)
-		require.True(t, rok && sok, "close after %dµs: operations left pending", d)
-		if rerr != nil {
-			require.ErrorIs(t, serr, transport.ErrClosed, "close after %dµs: the receive failed (%v)", d, rerr)
-		} else {
-			require.NoError(t, serr, "close after %dµs: the receive completed", d)
-		}
-		dropped += n.Node(1).EP.Counters().Dropped[transport.DropClosing]
+		dropped += drops
 	}
 	require.NotZero(t, partial, "no close fell in the middle of the transfer")
 	require.NotZero(t, dropped, "no DATA arrived after a close")
+}
+
+// closeMidTransfer starts a 64 KiB transfer, lets it run for d µs and
+// then hands the receiving endpoint to closeIt, which closes the
+// connection cb (and may do more around it). Once the grace period is
+// over, both operations must have ended, and the sender's send as the
+// receive did: both succeed, or the send fails with ErrClosed too
+// (docs/spec.md §3.3). It reports whether the close came with the
+// message partly placed, and how much DATA the receiver dropped as
+// arriving after the close.
+func closeMidTransfer(t *testing.T, d transport.Time, closeIt func(n *transporttest.Net, ep *transport.Endpoint, cb transport.ConnID)) (partial bool, dropped uint64) {
+	t.Helper()
+	n, ca, cb := pair(t, baseNet(1), baseCfg())
+	const size = 64 << 10
+	_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
+	require.NoError(t, err)
+	require.NoError(t, n.RunFor(30*transport.Microsecond))
+	_, err = n.Send(0, ca, 0, make([]byte, size), 0)
+	require.NoError(t, err)
+	require.NoError(t, n.RunFor(d*transport.Microsecond))
+	p := n.Node(1).Placed
+	ep := n.Node(1).EP
+	closeIt(n, ep, cb)
+	require.NoError(t, n.RunFor(graceWait))
+	rerr, rok := outcome(n, 1, transport.EvRecvDone)
+	serr, sok := outcome(n, 0, transport.EvSendDone)
+	require.True(t, rok && sok, "close after %dµs: operations left pending", d)
+	if rerr != nil {
+		require.ErrorIs(t, serr, transport.ErrClosed, "close after %dµs: the receive failed (%v)", d, rerr)
+	} else {
+		require.NoError(t, serr, "close after %dµs: the receive completed", d)
+	}
+	return p > 0 && p < size, ep.Counters().Dropped[transport.DropClosing]
 }
 
 // TestDataBeforeCloseIsAcknowledged: the receiver has the whole message
@@ -146,32 +164,16 @@ func TestReleasedFlowAfterCloseIsNotAcknowledged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dropped := uint64(0)
 			for d := transport.Time(0); d < 12; d++ {
-				n, ca, cb := pair(t, baseNet(1), baseCfg())
-				const size = 64 << 10
-				_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: size})
-				require.NoError(t, err)
-				require.NoError(t, n.RunFor(30*transport.Microsecond))
-				_, err = n.Send(0, ca, 0, make([]byte, size), 0)
-				require.NoError(t, err)
-				require.NoError(t, n.RunFor(d*transport.Microsecond))
-				ep := n.Node(1).EP
-				if tc.releaseBefore {
-					require.NoError(t, ep.ReleaseFlow(n.Now(), cb, 0))
-				}
-				ep.Close(n.Now(), cb)
-				if !tc.releaseBefore {
-					require.NoError(t, ep.ReleaseFlow(n.Now(), cb, 0))
-				}
-				require.NoError(t, n.RunFor(graceWait))
-				rerr, rok := outcome(n, 1, transport.EvRecvDone)
-				serr, sok := outcome(n, 0, transport.EvSendDone)
-				require.True(t, rok && sok, "close after %dµs: operations left pending", d)
-				if rerr != nil {
-					require.ErrorIs(t, serr, transport.ErrClosed, "close after %dµs: the receive failed (%v)", d, rerr)
-				} else {
-					require.NoError(t, serr, "close after %dµs: the receive completed", d)
-				}
-				dropped += ep.Counters().Dropped[transport.DropClosing]
+				_, drops := closeMidTransfer(t, d, func(n *transporttest.Net, ep *transport.Endpoint, cb transport.ConnID) {
+					if tc.releaseBefore {
+						require.NoError(t, ep.ReleaseFlow(n.Now(), cb, 0))
+					}
+					ep.Close(n.Now(), cb)
+					if !tc.releaseBefore {
+						require.NoError(t, ep.ReleaseFlow(n.Now(), cb, 0))
+					}
+				})
+				dropped += drops
 			}
 			require.NotZero(t, dropped, "no DATA arrived after a close")
 		})
