@@ -119,3 +119,24 @@ func (f *flowEnd) Close() error {
 	drain(f.p, f.flow, inflight)
 	return nil
 }
+
+// testLocked reports whether the request of sl, a slot in use, is done,
+// and its error. The caller holds f.mu, and holds it again on return. A
+// request not done yet gets one turn of the datapath on the calling thread
+// (udp.Request.Poll: NCCL's proxy thread polls test() rather than
+// blocking, so it is the one that moves the data) and is looked at again;
+// the turn runs without the lock, as it may complete requests of other
+// comms, and a slot released or reused meanwhile reports not done.
+func (f *flowEnd) testLocked(sl *slot) (bool, error) {
+	u := sl.r
+	if done, err := u.Test(); done {
+		return true, err
+	}
+	f.mu.Unlock()
+	u.Poll()
+	f.mu.Lock()
+	if !sl.used || sl.r != u {
+		return false, nil
+	}
+	return u.Test()
+}

@@ -68,20 +68,10 @@ func (q *recvReq) Test(sizes []int) (bool, error) {
 		return false, fmt.Errorf("udpnet: test of a receive request that is not in flight: %w", backend.ErrInternal)
 	}
 	u := q.r
-	done, err := u.Test()
+	done, err := r.testLocked(&q.slot)
 	if !done {
-		// Move the datapath from NCCL's thread, then look again.
 		r.mu.Unlock()
-		u.Poll()
-		r.mu.Lock()
-		if !q.used || q.r != u {
-			r.mu.Unlock()
-			return false, nil
-		}
-		if done, err = u.Test(); !done {
-			r.mu.Unlock()
-			return false, nil
-		}
+		return false, nil
 	}
 	r.put(&q.slot)
 	r.mu.Unlock()

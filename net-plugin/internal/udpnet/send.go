@@ -61,21 +61,10 @@ func (q *sendReq) Test(sizes []int) (bool, error) {
 		s.mu.Unlock()
 		return false, fmt.Errorf("udpnet: test of a send request that is not in flight: %w", backend.ErrInternal)
 	}
-	done, err := q.r.Test()
+	done, err := s.testLocked(&q.slot)
 	if !done {
-		// Move the datapath from NCCL's thread, then look again.
-		u := q.r
 		s.mu.Unlock()
-		u.Poll()
-		s.mu.Lock()
-		if !q.used || q.r != u {
-			s.mu.Unlock()
-			return false, nil
-		}
-		if done, err = u.Test(); !done {
-			s.mu.Unlock()
-			return false, nil
-		}
+		return false, nil
 	}
 	size := q.size
 	s.put(&q.slot)
