@@ -81,6 +81,46 @@ results="$work/results"
 : >"$results"
 note() { echo "# $*" >&2; }
 
+# Every benchmark runs under timeout, which puts it in a process group of its
+# own so that a timeout ends its children too (mpirun's ranks, gloo's spawned
+# processes). A Ctrl-C at the terminal therefore never reaches it: run_timed
+# starts it in the background and waits in a way a signal interrupts, and on
+# SIGINT, SIGTERM or SIGHUP the script ends that whole group, waits for it
+# and exits (130, 143 or 129) instead of going on with the next cell. A
+# second signal while it waits kills the group outright.
+cur=""
+kill_cur() { # $1: signal
+	[ -n "$cur" ] || return 0
+	kill -"$1" -- "-$cur" 2>/dev/null || kill -"$1" "$cur" 2>/dev/null || true
+}
+on_signal() { # $1: signal name, $2: exit status
+	trap 'kill_cur KILL' INT TERM HUP
+	note "interrupted by SIG$1: stopping the running benchmark; no table"
+	if [ -n "$cur" ]; then
+		kill_cur TERM
+		while kill -0 "$cur" 2>/dev/null; do wait "$cur" 2>/dev/null || true; done
+	fi
+	exit "$2"
+}
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
+trap 'on_signal HUP 129' HUP
+
+# run_timed OUT CMD...: runs CMD for at most 600 s with its stdout in OUT and
+# its stderr in $work/err, and returns its exit status (124: timed out).
+run_timed() {
+	local out=$1 rc=0
+	shift
+	timeout 600 "$@" >"$out" 2>"$work/err" </dev/null &
+	cur=$!
+	wait "$cur" || rc=$?
+	cur=""
+	if [ "$rc" = 124 ]; then
+		echo "timed out after 600 s" >>"$work/err"
+	fi
+	return "$rc"
+}
+
 # bytes converts a size with a K/M/G suffix to bytes.
 bytes() {
 	local s=${1%[bB]} m=1
@@ -157,10 +197,12 @@ fi
 # Build mrbench and the MPI benchmark.
 (cd "$repo" && go build -o "$work/mrbench" ./cmd/mrbench)
 have_mpi=0
-if command -v mpicc >/dev/null && mpicc -O2 -o "$work/mpi_bench" "$here/mpi_bench.c" 2>"$work/mpicc.log"; then
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+	note "mpicc or mpirun not found (Debian: openmpi-bin libopenmpi-dev gcc libc6-dev): Open MPI skipped"
+elif mpicc -O2 -o "$work/mpi_bench" "$here/mpi_bench.c" 2>"$work/mpicc.log"; then
 	have_mpi=1
 else
-	note "mpicc missing or failed ($(head -c 300 "$work/mpicc.log" 2>/dev/null)): Open MPI skipped"
+	note "mpicc failed ($(head -c 300 "$work/mpicc.log")): Open MPI skipped"
 fi
 mpirun_flags=(--oversubscribe)
 if [ "$(id -u)" = 0 ]; then
@@ -188,10 +230,10 @@ run_mrbench() {
 	local peer=$1 tr=$2 n=$3 op b
 	for op in allreduce alltoall; do
 		for b in $size_bytes; do
-			timeout 600 "$work/mrbench" --transport "$tr" -np "$n" --op "$op" -d float -o sum -b "$b" -e "$b" \
-				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" -c 1 2>"$work/err" |
-				awk -v op="$op" '!/^#/ && NF >= 9 { print "RESULT", op, $1, $6, $7, $8, $9 }' | record "$peer" "$n" ||
+			run_timed "$work/out" "$work/mrbench" --transport "$tr" -np "$n" --op "$op" -d float -o sum -b "$b" -e "$b" \
+				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" -c 1 ||
 				note "$peer $n ranks $op $b: failed: $(tail -c 300 "$work/err")"
+			awk -v op="$op" '!/^#/ && NF >= 9 { print "RESULT", op, $1, $6, $7, $8, $9 }' "$work/out" | record "$peer" "$n"
 		done
 	done
 }
@@ -206,16 +248,18 @@ run_peer() {
 		local extra=()
 		[ "$peer" = ompi-tcp ] && extra=(--mca btl tcp,self)
 		for b in $size_bytes; do
-			timeout 600 mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" \
-				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" 2>"$work/err" | record "$peer" "$n" ||
+			run_timed "$work/out" mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" \
+				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
 				note "$peer $n ranks $b: failed: $(tail -c 300 "$work/err")"
+			record "$peer" "$n" <"$work/out"
 		done
 		;;
 	gloo)
 		[ -n "$python" ] || return 0
 		for b in $size_bytes; do
-			timeout 600 "$python" "$here/gloo_bench.py" -np "$n" -n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" \
-				2>"$work/err" | record gloo "$n" || note "gloo $n ranks $b: failed: $(tail -c 300 "$work/err")"
+			run_timed "$work/out" "$python" "$here/gloo_bench.py" -np "$n" -n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
+				note "gloo $n ranks $b: failed: $(tail -c 300 "$work/err")"
+			record gloo "$n" <"$work/out"
 		done
 		;;
 	esac

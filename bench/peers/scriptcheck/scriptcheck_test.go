@@ -1,14 +1,21 @@
 package scriptcheck
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // script is the benchmark script, relative to this package's directory.
@@ -129,4 +136,127 @@ esac`)
 			require.Contains(t, string(out), "busbw", "the table's header")
 		})
 	}
+}
+
+// TestScriptSignalStopsBenchmark runs run.sh with a stub mrbench that only
+// sleeps and, once the stub runs, sends the script SIGINT the way a
+// terminal's Ctrl-C does (to its whole process group) or SIGTERM the way
+// kill does (to the script alone). Either must end the script promptly with
+// 130 or 143, and take the benchmark with it: timeout runs the benchmark in
+// a process group of its own, which neither signal reaches by itself, so
+// the script used to carry on with the next cell after a Ctrl-C, and to
+// exit on SIGTERM leaving the benchmark running.
+func TestScriptSignalStopsBenchmark(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	bin := t.TempDir()
+	for _, tool := range []string{"awk", "cat", "chmod", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "sleep", "tail", "timeout"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("%s not found", tool)
+		}
+		require.NoError(t, os.Symlink(p, filepath.Join(bin, tool)))
+	}
+	stub := func(name, body string) {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	}
+	stub("id", `echo 1000`) // not root: nothing is installed
+	// The build writes an mrbench that notes its pid and sleeps.
+	stub("go", `while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+printf '#!/bin/sh\necho $$ >>"$PIDS"\nexec sleep 300\n' >"$out"
+chmod +x "$out"`)
+
+	for _, c := range []struct {
+		sig   syscall.Signal
+		group bool
+		code  int
+	}{
+		{syscall.SIGINT, true, 130},
+		{syscall.SIGTERM, false, 143},
+	} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			if c.sig == syscall.SIGINT && signal.Ignored(syscall.SIGINT) {
+				t.Skip("SIGINT is ignored in this process, and so in the script: it cannot be trapped")
+			}
+			pids := filepath.Join(t.TempDir(), "pids")
+			cmd := exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
+			cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "PIDS=" + pids}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			// A file, not a pipe: a process left behind holding the
+			// script's stderr must not hold up Wait.
+			stderr := &fileText{name: filepath.Join(t.TempDir(), "stderr")}
+			f, err := os.Create(stderr.name)
+			require.NoError(t, err)
+			defer f.Close()
+			cmd.Stderr = f
+			require.NoError(t, cmd.Start())
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var stubs []int
+			t.Cleanup(func() { // whatever is left of our own children, should a check fail
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				for _, p := range stubs {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+			})
+
+			deadline := time.Now().Add(30 * time.Second)
+			for len(stubs) == 0 {
+				require.True(t, time.Now().Before(deadline), "the stub mrbench never started; stderr:\n%s", stderr.String())
+				time.Sleep(20 * time.Millisecond)
+				b, _ := os.ReadFile(pids)
+				for _, f := range strings.Fields(string(b)) {
+					p, err := strconv.Atoi(f)
+					require.NoError(t, err)
+					stubs = append(stubs, p)
+				}
+			}
+			if c.group {
+				require.NoError(t, syscall.Kill(-cmd.Process.Pid, c.sig))
+			} else {
+				require.NoError(t, cmd.Process.Signal(c.sig))
+			}
+
+			var werr error
+			select {
+			case werr = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("run.sh still running 20 s after %v; stderr:\n%s", c.sig, stderr.String())
+			}
+			for _, p := range stubs {
+				require.Eventually(t, func() bool { return gone(p) }, 5*time.Second, 20*time.Millisecond,
+					"the benchmark (pid %d) outlived run.sh (%v); stderr:\n%s", p, werr, stderr.String())
+			}
+			var ee *exec.ExitError
+			require.ErrorAs(t, werr, &ee, "stderr:\n%s", stderr.String())
+			require.Equal(t, c.code, ee.ExitCode(), "stderr:\n%s", stderr.String())
+			require.Contains(t, stderr.String(), "interrupted by "+unix.SignalName(c.sig))
+		})
+	}
+}
+
+// gone reports whether process pid has ended: it no longer exists, or it
+// is a zombie that its parent has yet to reap.
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// fileText reads a file whole each time it is printed.
+type fileText struct{ name string }
+
+func (f *fileText) String() string {
+	b, _ := os.ReadFile(f.name)
+	return string(b)
 }
