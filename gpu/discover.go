@@ -1,10 +1,13 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/metaroce/metaroce/gpu/internal/dl"
 )
 
 // Options says where discovery looks.
@@ -48,11 +51,19 @@ func Discover(opt Options) (*Report, error) {
 	rep := &Report{}
 	if !opt.NoCUDADriver {
 		cu, err := QueryCUDA(opt.CUDADriver)
+		var le *dl.LoadError
 		switch {
-		case err != nil && len(nv) > 0:
-			rep.Notes = append(rep.Notes, "NVIDIA memory sizes unknown: "+err.Error())
 		case err == nil:
 			nv = mergeCUDA(root, nv, cu)
+		case len(nv) > 0:
+			rep.Notes = append(rep.Notes, "NVIDIA memory sizes unknown: "+err.Error())
+		case !errors.As(err, &le) || le.Explicit:
+			// No NVIDIA GPU in procfs, which some containers hide: a
+			// libcuda that was named (Options.CUDADriver or
+			// METAROCE_CUDA_LIB) and did not load, or one that loaded and
+			// failed, may be what hides the GPUs. Only a search that
+			// found no libcuda at all is the plain no-NVIDIA case.
+			rep.Notes = append(rep.Notes, "NVIDIA GPUs not queried: "+err.Error())
 		}
 	}
 	rep.Devices = append(amd, nv...)
@@ -85,12 +96,18 @@ func mergeCUDA(root fs.FS, proc, cu []Device) []Device {
 }
 
 // FallbackNotice is the one line to print when no GPU was found and host
-// memory is used instead, or "" when GPUs were found.
+// memory is used instead, or "" when GPUs were found. Notes, such as a
+// libcuda named by METAROCE_CUDA_LIB that did not load, follow in
+// parentheses.
 func (r *Report) FallbackNotice() string {
 	if len(r.Devices) > 0 {
 		return ""
 	}
-	return "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory"
+	s := "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory"
+	if len(r.Notes) > 0 {
+		s += " (" + strings.Join(r.Notes, "; ") + ")"
+	}
+	return s
 }
 
 // Summary is one line describing what discovery found, fit for a log or the

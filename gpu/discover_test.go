@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -67,6 +68,7 @@ func TestDiscoverThisMachine(t *testing.T) {
 			t.Skipf("%s exists: this machine has a GPU driver, the fallback cannot be observed", p)
 		}
 	}
+	t.Setenv(EnvCUDADriverLib, "") // the search, not a path the environment names
 	rep, err := Discover(Options{})
 	require.NoError(t, err)
 	if len(rep.Devices) > 0 {
@@ -131,4 +133,54 @@ func TestDiscoverMergesCUDA(t *testing.T) {
 	if !strings.Contains(rep.Summary(), "NVIDIA memory sizes unknown") || !strings.Contains(rep.Summary(), EnvCUDADriverLib) {
 		t.Errorf("summary %q does not explain the missing sizes", rep.Summary())
 	}
+}
+
+// TestDiscoverNamedDriverFailureNoted: without NVIDIA GPUs in procfs (some
+// containers hide them), a libcuda named by Options.CUDADriver or
+// METAROCE_CUDA_LIB that does not load, or one that loads and fails, is
+// noted in the one-line summary instead of vanishing behind "no GPU found".
+// Only a search that finds no libcuda at all stays silent.
+func TestDiscoverNamedDriverFailureNoted(t *testing.T) {
+	notALib := filepath.Join(t.TempDir(), "libcuda.so.1")
+	require.NoError(t, os.WriteFile(notALib, []byte("not a shared object\n"), 0o644))
+
+	oneLine := func(t *testing.T, rep *Report, want ...string) {
+		t.Helper()
+		require.Empty(t, rep.Devices)
+		require.Len(t, rep.Notes, 1)
+		require.Equal(t, rep.FallbackNotice(), rep.Summary())
+		require.NotContains(t, rep.Summary(), "\n")
+		require.Contains(t, rep.Summary(), "using host memory")
+		for _, w := range want {
+			require.Contains(t, rep.Summary(), w)
+		}
+	}
+
+	t.Run("path", func(t *testing.T) {
+		t.Setenv(EnvCUDADriverLib, "")
+		rep, err := Discover(Options{Root: fstest.MapFS{}, CUDADriver: "/nonexistent/libcuda.so.1"})
+		require.NoError(t, err)
+		oneLine(t, rep, "/nonexistent/libcuda.so.1", EnvCUDADriverLib)
+	})
+	t.Run("variable", func(t *testing.T) {
+		t.Setenv(EnvCUDADriverLib, notALib)
+		rep, err := Discover(Options{Root: fstest.MapFS{}})
+		require.NoError(t, err)
+		oneLine(t, rep, notALib, EnvCUDADriverLib)
+	})
+	t.Run("driver fails", func(t *testing.T) {
+		lib := fakeCUDADriver(t)
+		t.Setenv("FAKE_CU_INIT", "999")
+		rep, err := Discover(Options{Root: fstest.MapFS{}, CUDADriver: lib})
+		require.NoError(t, err)
+		oneLine(t, rep, "cuInit failed with error 999")
+	})
+	t.Run("no device is no problem", func(t *testing.T) {
+		lib := fakeCUDADriver(t)
+		t.Setenv("FAKE_CU_INIT", "100")
+		rep, err := Discover(Options{Root: fstest.MapFS{}, CUDADriver: lib})
+		require.NoError(t, err)
+		require.Empty(t, rep.Notes)
+		require.Equal(t, "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory", rep.Summary())
+	})
 }

@@ -15,9 +15,17 @@
 #   OUT_DIR          where logs go                     (default: ./mrbench-rccl-out)
 #   TIMEOUT_S        per-process limit in seconds      (default: 300)
 #   PORT             bootstrap TCP port on 127.0.0.1   (default: 29517)
+#
+# Without an NVIDIA GPU (no nvidia-smi, or one that lists no GPU) it prints
+# a SKIP line and exits 0. Exit status otherwise: 0 ok, 1 a rank failed or
+# mrbench reported wrong values, 2 a missing prerequisite or bad usage,
+# 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP (the ranks are stopped
+# first).
 set -euo pipefail
 
 die() { echo "mrbench_rccl.sh: $*" >&2; exit 2; }
+fail() { echo "mrbench_rccl.sh: $*" >&2; exit 1; }
+skip() { echo "SKIP: mrbench_rccl.sh: $*"; exit 0; }
 
 TORCH_ONLY=0
 case "${1:-}" in
@@ -30,11 +38,18 @@ OUT_DIR=${OUT_DIR:-./mrbench-rccl-out}
 TIMEOUT_S=${TIMEOUT_S:-300}
 PORT=${PORT:-29517}
 
-command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this check needs an NVIDIA GPU and driver"
-nvidia-smi -L | head -n 1
+command -v nvidia-smi >/dev/null || skip "nvidia-smi not found: this check needs an NVIDIA GPU and its driver"
+gpus=$(nvidia-smi -L 2>&1) || skip "nvidia-smi -L failed, so no usable NVIDIA GPU: $(printf '%s' "$gpus" | head -n 2)"
+case "$gpus" in
+"GPU "*) ;;
+*) skip "nvidia-smi -L lists no GPU: $(printf '%s' "$gpus" | head -n 2)" ;;
+esac
+printf '%s\n' "$gpus" | sed -n 1p
 command -v python3 >/dev/null || die "python3 not found: PyTorch provides NCCL and the CUDA runtime here"
+python3 -c 'import torch' 2>/dev/null ||
+	die "python3 cannot import torch: install PyTorch built for CUDA (pip install torch), which brings NCCL and the CUDA runtime"
 python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
-	die "PyTorch cannot see a GPU (python3 -c 'import torch; print(torch.cuda.is_available())')"
+	die "PyTorch cannot see the GPU that nvidia-smi lists (python3 -c 'import torch; print(torch.cuda.is_available())'): a CPU-only build?"
 
 # Find the NCCL and CUDA runtime libraries that PyTorch loads: the pip wheels
 # keep them under site-packages/nvidia/*, older builds under torch/lib.
@@ -74,6 +89,32 @@ if [ -n "${METAROCE_PLUGIN:-}" ]; then
 fi
 echo "net plugin:   $TORCH_PLUGIN for the preflight, none for mrbench"
 
+# Each rank runs under timeout, which gives it a process group of its own
+# (so that a timeout ends the rank's children too) that a Ctrl-C at the
+# terminal does not reach. On SIGINT, SIGTERM or SIGHUP the script ends the
+# running ranks' groups and waits for them before it exits; a second signal
+# while it waits kills them outright.
+running=()
+signal_running() { # $1: signal
+	local p
+	for p in "${running[@]}"; do
+		kill -"$1" -- "-$p" 2>/dev/null || kill -"$1" "$p" 2>/dev/null || true
+	done
+}
+on_signal() { # $1: signal name, $2: exit status
+	trap 'signal_running KILL' INT TERM HUP
+	echo "mrbench_rccl.sh: interrupted by SIG$1: stopping the ranks" >&2
+	signal_running TERM
+	local p
+	for p in "${running[@]}"; do
+		while kill -0 "$p" 2>/dev/null; do wait "$p" 2>/dev/null || true; done
+	done
+	exit "$2"
+}
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
+trap 'on_signal HUP 129' HUP
+
 # run_pair CMD... starts rank 0 and rank 1 of CMD (RANK is set for each) with
 # distinct NCCL_HOSTIDs, waits for both under TIMEOUT_S, and fails if either
 # does; logs go to $OUT_DIR/<tag>-rank<r>.log.
@@ -83,6 +124,7 @@ run_pair() {
 	for r in 0 1; do
 		RANK=$r NCCL_HOSTID="metaroce-check-host$r" timeout "$TIMEOUT_S" "$@" >"$OUT_DIR/$tag-rank$r.log" 2>&1 &
 		pids+=($!)
+		running=("${pids[@]}")
 	done
 	for r in 0 1; do
 		if ! wait "${pids[$r]}"; then
@@ -91,6 +133,7 @@ run_pair() {
 			rc=1
 		fi
 	done
+	running=()
 	return $rc
 }
 
@@ -108,7 +151,7 @@ assert float(x[0]) == 3.0 and float(x[-1]) == 3.0, float(x[0])
 print("preflight ok on rank", rank, "NCCL", torch.cuda.nccl.version())
 dist.destroy_process_group()
 PY
-NCCL_NET_PLUGIN=$TORCH_PLUGIN PORT=$PORT run_pair preflight python3 "$OUT_DIR/preflight.py" || die "PyTorch preflight failed: fix NCCL on this machine first"
+NCCL_NET_PLUGIN=$TORCH_PLUGIN PORT=$PORT run_pair preflight python3 "$OUT_DIR/preflight.py" || fail "PyTorch preflight failed: fix NCCL on this machine first"
 cat "$OUT_DIR"/preflight-rank0.log
 [ "$TORCH_ONLY" = 1 ] && exit 0
 
@@ -122,8 +165,8 @@ read -r -a EXTRA <<<"${MRBENCH_ARGS:--b 4K -e 64M -f 4 --op allreduce -c 1}"
 export MRBENCH PORT EXTRA_STR="${EXTRA[*]}"
 # The two processes join one job through mrbench's own launcher variables.
 NCCL_NET_PLUGIN=none run_pair mrbench bash -c 'read -r -a EXTRA <<<"$EXTRA_STR"; METAROCE_RANK=$RANK METAROCE_NRANKS=2 METAROCE_ROOT="127.0.0.1:$((PORT + 1))" exec "$MRBENCH" --backend rccl "${EXTRA[@]}"' ||
-	die "mrbench --backend rccl failed; logs in $OUT_DIR"
+	fail "mrbench --backend rccl failed; logs in $OUT_DIR"
 grep -q "Out of bounds values : 0 OK" "$OUT_DIR/mrbench-rank0.log" ||
-	die "mrbench reported wrong results; see $OUT_DIR/mrbench-rank0.log"
+	fail "mrbench reported wrong results; see $OUT_DIR/mrbench-rank0.log"
 cat "$OUT_DIR"/mrbench-rank0.log
 echo "mrbench_rccl.sh: ok (logs in $OUT_DIR)"

@@ -30,7 +30,7 @@ func TestOpenErrors(t *testing.T) {
 	_, err = Open("libc.so.6")
 	require.Error(t, err)
 	require.ErrorContains(t, err, "RCCL/NCCL library libc.so.6 has no symbol ncclGetVersion")
-	require.ErrorContains(t, err, "install a current RCCL")
+	require.ErrorContains(t, err, "install a current version of RCCL (ROCm package rccl)")
 	require.ErrorContains(t, err, "set "+EnvLib)
 	var se *dl.SymbolError
 	if !errors.As(err, &se) || se.Symbol != "ncclGetVersion" {

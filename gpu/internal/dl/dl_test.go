@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestOpenOrderAndMessages(t *testing.T) {
@@ -65,4 +67,11 @@ func TestGlobAndSymbols(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the C library libc.so.6 has no symbol no_such_symbol_here (") {
 		t.Fatalf("symbol error: %v", err)
 	}
+
+	// The remedy reads as a sentence whatever Install starts with: the
+	// specs say "the CUDA runtime (...)" or "ROCm's HIP runtime (...)".
+	r, err := Open(Spec{What: "CUDA runtime", Env: "METAROCE_TEST_RT_LIB", Install: "the CUDA runtime (libcudart)"}, libc)
+	require.NoError(t, err)
+	_, err = r.Sym("cudaMalloc")
+	require.ErrorContains(t, err, "it is too old or not a CUDA runtime library; install a current version of the CUDA runtime (libcudart) or set METAROCE_TEST_RT_LIB to another library")
 }

@@ -59,7 +59,7 @@ type SymbolError struct {
 }
 
 func (e *SymbolError) Error() string {
-	msg := fmt.Sprintf("the %s library %s has no symbol %s (%s): it is too old or not a %s library; install a current %s",
+	msg := fmt.Sprintf("the %s library %s has no symbol %s (%s): it is too old or not a %s library; install a current version of %s",
 		e.What, e.Path, e.Symbol, e.Reason, e.What, e.Install)
 	if e.Env != "" {
 		msg += " or set " + e.Env + " to another library"

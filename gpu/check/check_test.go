@@ -1,0 +1,194 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// script is the check, relative to this package's directory.
+const script = "mrbench_rccl.sh"
+
+// toolDir returns a directory to serve as the whole PATH, holding links to
+// the named tools of this machine; the test is skipped when one is missing.
+func toolDir(t *testing.T, tools ...string) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, tool := range tools {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("%s not found", tool)
+		}
+		require.NoError(t, os.Symlink(p, filepath.Join(bin, tool)))
+	}
+	return bin
+}
+
+func stub(t *testing.T, bin, name, body string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+}
+
+func lookBash(t *testing.T) string {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	return bash
+}
+
+// TestSkipsWithoutGPU: on a machine without an NVIDIA GPU (no nvidia-smi,
+// or one that fails or lists no GPU, as it does without a loaded driver)
+// the check prints a SKIP line and exits 0, before it looks for PyTorch.
+// It used to exit 2 when nvidia-smi was missing, and with nvidia-smi's own
+// status, saying nothing, when nvidia-smi failed.
+func TestSkipsWithoutGPU(t *testing.T) {
+	bash := lookBash(t)
+	for _, c := range []struct{ name, smi string }{
+		{"no nvidia-smi", ""},
+		{"no driver", `echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."; exit 9`},
+		{"no device", `echo "No devices were found"; exit 0`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := toolDir(t, "head", "sed")
+			if c.smi != "" {
+				stub(t, bin, "nvidia-smi", c.smi)
+			}
+			stub(t, bin, "python3", `echo python3 ran >&2; exit 1`)
+			cmd := exec.Command(bash, script)
+			cmd.Env = []string{"PATH=" + bin, "OUT_DIR=" + t.TempDir()}
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.True(t, strings.HasPrefix(string(out), "SKIP: "), "%s", out)
+			require.NotContains(t, string(out), "python3 ran")
+		})
+	}
+}
+
+// TestBadArgumentExits2: a bad argument is bad usage even without a GPU.
+func TestBadArgumentExits2(t *testing.T) {
+	bash := lookBash(t)
+	cmd := exec.Command(bash, script, "--bogus")
+	cmd.Env = []string{"PATH=" + toolDir(t)}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	require.Equal(t, 2, ee.ExitCode(), "%s", out)
+	require.Contains(t, string(out), "unknown argument --bogus")
+}
+
+// TestSignalStopsRanks starts the check with stubs for nvidia-smi and
+// PyTorch whose preflight ranks only sleep, and once both ranks run sends
+// the script SIGINT as a terminal's Ctrl-C does (to its process group) or
+// SIGTERM as kill does (to the script alone). The script must exit with
+// 130 or 143 and take both ranks with it: each runs under timeout, in a
+// process group that neither signal reaches by itself, and used to keep
+// running for up to TIMEOUT_S after the script had gone.
+func TestSignalStopsRanks(t *testing.T) {
+	bash := lookBash(t)
+	bin := toolDir(t, "cat", "head", "mkdir", "sed", "sleep", "tail", "timeout")
+	stub(t, bin, "nvidia-smi", `echo "GPU 0: Stub GPU (UUID: GPU-0)"`)
+	// python3 -c ... are the checks for PyTorch; python3 FILE is a rank.
+	stub(t, bin, "python3", `[ "$1" = -c ] && exit 0
+echo $$ >>"$PIDS"
+exec sleep 300`)
+	for _, c := range []struct {
+		sig   syscall.Signal
+		group bool
+		code  int
+	}{
+		{syscall.SIGINT, true, 130},
+		{syscall.SIGTERM, false, 143},
+	} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			if c.sig == syscall.SIGINT && signal.Ignored(syscall.SIGINT) {
+				t.Skip("SIGINT is ignored in this process, and so in the script: it cannot be trapped")
+			}
+			pids := filepath.Join(t.TempDir(), "pids")
+			logs := t.TempDir()
+			cmd := exec.Command(bash, script, "--torch-only")
+			cmd.Env = []string{"PATH=" + bin, "OUT_DIR=" + logs, "PIDS=" + pids,
+				"METAROCE_RCCL_LIB=/stub/libnccl.so.2", "METAROCE_CUDART_LIB=/stub/libcudart.so.12"}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			// A file, not a pipe: a rank left behind holding the script's
+			// output must not hold up Wait.
+			outName := filepath.Join(t.TempDir(), "out")
+			f, err := os.Create(outName)
+			require.NoError(t, err)
+			defer f.Close()
+			cmd.Stdout, cmd.Stderr = f, f
+			output := func() string { b, _ := os.ReadFile(outName); return string(b) }
+			require.NoError(t, cmd.Start())
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var ranks []int
+			t.Cleanup(func() { // whatever is left of our own children, should a check fail
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				for _, p := range ranks {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+			})
+
+			deadline := time.Now().Add(30 * time.Second)
+			for len(ranks) < 2 {
+				require.True(t, time.Now().Before(deadline), "the two ranks never started; output:\n%s", output())
+				time.Sleep(20 * time.Millisecond)
+				b, _ := os.ReadFile(pids)
+				ranks = ranks[:0]
+				for _, f := range strings.Fields(string(b)) {
+					p, err := strconv.Atoi(f)
+					require.NoError(t, err)
+					ranks = append(ranks, p)
+				}
+			}
+			if c.group {
+				require.NoError(t, syscall.Kill(-cmd.Process.Pid, c.sig))
+			} else {
+				require.NoError(t, cmd.Process.Signal(c.sig))
+			}
+
+			var werr error
+			select {
+			case werr = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the check still running 20 s after %v; output:\n%s", c.sig, output())
+			}
+			for _, p := range ranks {
+				require.Eventually(t, func() bool { return gone(p) }, 5*time.Second, 20*time.Millisecond,
+					"rank pid %d outlived the check (%v); output:\n%s", p, werr, output())
+			}
+			var ee *exec.ExitError
+			require.ErrorAs(t, werr, &ee, "output:\n%s", output())
+			require.Equal(t, c.code, ee.ExitCode(), "output:\n%s", output())
+			require.Contains(t, output(), "stopping the ranks")
+		})
+	}
+}
+
+// gone reports whether process pid has ended: it no longer exists, or it
+// is a zombie that its parent has yet to reap.
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	// The state follows the parenthesised command name.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
