@@ -45,7 +45,12 @@ install: plugin ## Install the plugin, its header and a pkg-config file under PR
 	install -m 644 include/metaroce/nccl_net.h $(DESTDIR)$(PREFIX)/include/metaroce/
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: metaroce-net\nDescription: MetaRoCE NCCL/RCCL net plugin\nVersion: 0.1.0\nLibs: -L$${libdir} -lnccl-net-metaroce\nCflags: -I$${includedir}\n' $(PREFIX) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/metaroce-net.pc
 
-test: vet unit fuzz ## Vet, unit tests, then each fuzz target for FUZZTIME
+# One after the other even under make -j: fuzzing beside the unit tests would
+# load the machine under their timing-sensitive transport and netlab cases.
+test: ## Vet, unit tests, then each fuzz target for FUZZTIME
+	$(MAKE) --no-print-directory vet
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory fuzz
 
 vet: ## go vet every package
 	$(GO) vet ./...
