@@ -104,19 +104,60 @@ func (e *Env) payload(n int) []byte {
 	return b
 }
 
-// checkBytes compares a completion against the message sent.
-func checkBytes(c Completion, want []byte) string {
+// recvBuffer returns the buffer of a one-buffer receive completion, or why
+// the completion cannot be judged: the IUT must report every posted buffer
+// in full, capacity bytes, or no byte it leaves out is known to be unwritten.
+func recvBuffer(c Completion, capacity int) ([]byte, string) {
+	if len(c.Bufs) != 1 {
+		return nil, fmt.Sprintf("completion reports %d buffers, posted 1", len(c.Bufs))
+	}
+	if b := c.Bufs[0]; len(b) != capacity {
+		return nil, fmt.Sprintf("completion reports a buffer of %d bytes, posted %d", len(b), capacity)
+	}
+	return c.Bufs[0], ""
+}
+
+// checkBytes compares a completion of a one-buffer receive of capacity
+// bytes against the message sent.
+func checkBytes(c Completion, capacity int, want []byte) string {
 	if c.Err != "" {
 		return "receive failed: " + c.Err
+	}
+	buf, bad := recvBuffer(c, capacity)
+	if bad != "" {
+		return bad
 	}
 	if len(c.Sizes) != 1 || c.Sizes[0] != len(want) {
 		return fmt.Sprintf("sizes %v, want [%d]", c.Sizes, len(want))
 	}
-	if !bytes.Equal(c.Bufs[0][:len(want)], want) {
+	if !bytes.Equal(buf[:len(want)], want) {
 		for i := range want {
-			if c.Bufs[0][i] != want[i] {
-				return fmt.Sprintf("byte %d is %#x, want %#x", i, c.Bufs[0][i], want[i])
+			if buf[i] != want[i] {
+				return fmt.Sprintf("byte %d is %#x, want %#x", i, buf[i], want[i])
 			}
+		}
+	}
+	// Nothing lands past the message: a receiver that copies a whole
+	// segment's worth of a short last segment writes there.
+	for i := len(want); i < len(buf); i++ {
+		if buf[i] != GuardByte {
+			return fmt.Sprintf("buffer byte %d past the %d-byte message written (%#x)", i, len(want), buf[i])
+		}
+	}
+	return ""
+}
+
+// guardIntact reports the first byte of a failed one-buffer receive of
+// capacity bytes that is not GuardByte: written by a packet that was to be
+// rejected. what names that packet for the evidence.
+func guardIntact(c Completion, capacity int, what string) string {
+	buf, bad := recvBuffer(c, capacity)
+	if bad != "" {
+		return bad
+	}
+	for i, b := range buf {
+		if b != GuardByte {
+			return fmt.Sprintf("buffer byte %d written (%#x) %s", i, b, what)
 		}
 	}
 	return ""
@@ -146,8 +187,9 @@ func caseHandshake(ctx context.Context, e *Env) (Verdict, string) {
 
 func caseForgedToken(ctx context.Context, e *Env) (Verdict, string) {
 	const flow = 2
+	const capacity = 4096
 	msg := e.payload(100)
-	p, rr, v, why := setup(ctx, e, flow, 4096)
+	p, rr, v, why := setup(ctx, e, flow, capacity)
 	if why != "" {
 		return v, why
 	}
@@ -155,21 +197,27 @@ func caseForgedToken(ctx context.Context, e *Env) (Verdict, string) {
 	forged := p.data(flow, rr.Msg, uint64(len(msg)), 0, bytes.Repeat([]byte{0x5a}, len(msg)), 0, wire.FlagAckReq)
 	forged[8] ^= 0x80 // flip a token bit
 	p.psn = 0
-	nAcks := len(p.acks)
+	nAcks, nNacks := len(p.acks), len(p.nacks)
 	p.send(forged)
 	p.quiet(ctx, silence)
 	if len(p.acks) != nAcks {
 		return Fail, fmt.Sprintf("forged DATA acknowledged: cum %d", p.acks[len(p.acks)-1].Cum)
 	}
-	if len(p.comps) > 0 {
-		return Fail, "forged DATA completed the receive"
+	if len(p.nacks) != nNacks {
+		// A wrong token is dropped (§3.3), not answered: a NACK would
+		// tell a forger that the connection id exists.
+		n := p.nacks[nNacks]
+		return Fail, fmt.Sprintf("forged DATA answered by NACK %v (dst_conn %#x, token %#x), not dropped silently", n.Reason, n.DstConn, n.Token)
+	}
+	if c, done := p.awaitCompletion(ctx, flow, 0); done {
+		return Fail, fmt.Sprintf("forged DATA completed the receive (error %q)", c.Err)
 	}
 	p.send(p.data(flow, rr.Msg, uint64(len(msg)), 0, msg, 0, wire.FlagAckReq))
 	c, ok := p.awaitCompletion(ctx, flow, completionWait)
 	if !ok {
 		return Fail, "genuine DATA after the forged one did not complete the receive"
 	}
-	if bad := checkBytes(c, msg); bad != "" {
+	if bad := checkBytes(c, capacity, msg); bad != "" {
 		return Fail, "after forged DATA: " + bad
 	}
 	return Pass, "forged DATA (token bit 63 flipped) drew no ACK in 300 ms; genuine DATA on the same PSN placed intact"
@@ -205,7 +253,8 @@ func caseUnknownConn(ctx context.Context, e *Env) (Verdict, string) {
 
 func caseSack(ctx context.Context, e *Env) (Verdict, string) {
 	const flow = 4
-	p, rr, v, why := setup(ctx, e, flow, 1<<16)
+	const capacity = 1 << 16
+	p, rr, v, why := setup(ctx, e, flow, capacity)
 	if why != "" {
 		return v, why
 	}
@@ -237,7 +286,12 @@ func caseSack(ctx context.Context, e *Env) (Verdict, string) {
 		}
 		return false
 	}) {
-		return Fail, "no ACK record for path 0 covering PSN 6"
+		if len(p.acks) == 0 {
+			return Fail, "no ACK record for path 0 after PSNs 0, 1, 3, 5, 6"
+		}
+		last := p.acks[len(p.acks)-1]
+		return Fail, fmt.Sprintf("no ACK record for path 0 covering PSN 6; the last (%s): cum %d SACK bits %v, want cum 2 bits [0 2 3]",
+			p.ackVia(len(p.acks)-1), last.Cum, sackBits(&last.Sack))
 	}
 	var want wire.SackBitmap
 	want.Set(0)
@@ -254,7 +308,7 @@ func caseSack(ctx context.Context, e *Env) (Verdict, string) {
 	if !ok {
 		return Fail, "ACK right, but the receive did not complete after PSNs 2, 4, 7"
 	}
-	if bad := checkBytes(c, msg); bad != "" {
+	if bad := checkBytes(c, capacity, msg); bad != "" {
 		return Fail, bad
 	}
 	return Pass, fmt.Sprintf("ACK record path 0 (%s): cum 2, SACK bits {0,2,3}; message completed after filling the holes", p.ackVia(at))
@@ -262,7 +316,8 @@ func caseSack(ctx context.Context, e *Env) (Verdict, string) {
 
 func caseReorder(ctx context.Context, e *Env) (Verdict, string) {
 	const flow = 5
-	p, rr, v, why := setup(ctx, e, flow, 1<<16)
+	const capacity = 1 << 16
+	p, rr, v, why := setup(ctx, e, flow, capacity)
 	if why != "" {
 		return v, why
 	}
@@ -277,7 +332,7 @@ func caseReorder(ctx context.Context, e *Env) (Verdict, string) {
 	if !ok {
 		return Fail, "receive did not complete"
 	}
-	if bad := checkBytes(c, msg); bad != "" {
+	if bad := checkBytes(c, capacity, msg); bad != "" {
 		return Fail, bad
 	}
 	return Pass, fmt.Sprintf("%d bytes in %d segments sent last-first, placed identically", len(msg), n)
@@ -285,26 +340,29 @@ func caseReorder(ctx context.Context, e *Env) (Verdict, string) {
 
 func caseOutOfBounds(ctx context.Context, e *Env) (Verdict, string) {
 	const flow = 6
-	capacity := uint64(2048)
+	const capacity = 2048
 	p, rr, v, why := setup(ctx, e, flow, capacity)
 	if why != "" {
 		return v, why
 	}
 	defer p.closeSock()
-	off := int(capacity) + p.seg - int(capacity)%p.seg // first segment boundary past the capacity
-	pl := e.payload(64)
+	// The last segment of a message one segment longer than fits: it
+	// starts inside the buffer and ends past it, so that a receiver which
+	// checks only where a segment starts, or places what fits of it,
+	// writes guard bytes. §3.4 fails the message on its length before
+	// placing anything.
+	off := (capacity - 1) / p.seg * p.seg
+	pl := e.payload(p.seg)
 	p.send(p.data(flow, rr.Msg, uint64(off+len(pl)), off, pl, -1, wire.FlagAckReq))
 	c, ok := p.awaitCompletion(ctx, flow, completionWait)
 	if !ok {
-		return Fail, fmt.Sprintf("no completion after DATA at offset %d beyond capacity %d", off, capacity)
+		return Fail, fmt.Sprintf("no completion after DATA [%d, %d) across the end of capacity %d", off, off+len(pl), capacity)
 	}
 	if c.Err == "" {
 		return Fail, fmt.Sprintf("receive completed without error, sizes %v", c.Sizes)
 	}
-	for i, b := range c.Bufs[0] {
-		if b != GuardByte {
-			return Fail, fmt.Sprintf("buffer byte %d written (%#x) by a rejected packet", i, b)
-		}
+	if bad := guardIntact(c, capacity, "by a rejected packet"); bad != "" {
+		return Fail, bad
 	}
 	nack := "no NACK"
 	for _, n := range p.nacks {
@@ -312,25 +370,48 @@ func caseOutOfBounds(ctx context.Context, e *Env) (Verdict, string) {
 			nack = fmt.Sprintf("NACK %v value %d", n.Reason, n.Value)
 		}
 	}
-	return Pass, fmt.Sprintf("offset %d > capacity %d: receive failed (%s), %s, all %d guard bytes intact", off, capacity, c.Err, nack, capacity)
+	return Pass, fmt.Sprintf("DATA [%d, %d) of a %d-byte message across the end of capacity %d: receive failed (%s), %s, all %d guard bytes intact",
+		off, off+len(pl), off+len(pl), capacity, c.Err, nack, capacity)
 }
 
 func caseDuplicate(ctx context.Context, e *Env) (Verdict, string) {
 	const flow = 7
-	p, rr, v, why := setup(ctx, e, flow, 1<<16)
+	const capacity = 1 << 16
+	p, rr, v, why := setup(ctx, e, flow, capacity)
 	if why != "" {
 		return v, why
 	}
 	defer p.closeSock()
 	msg := e.payload(2 * p.seg)
 	first := p.data(flow, rr.Msg, uint64(len(msg)), 0, msg[:p.seg], -1, wire.FlagAckReq)
+	// ackAfter waits for an ACK record newer than the first n with cum.
+	ackAfter := func(n int, cum wire.PSN) bool {
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return p.wait(wctx, nil, func() bool {
+			for _, r := range p.acks[n:] {
+				if r.Cum == cum {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	p.send(first)
+	if !ackAfter(0, 1) {
+		return Fail, "no ACK with cum 1 after PSN 0"
+	}
+	// A duplicate is dropped and answered by an immediate ACK (§3.1):
+	// the sender's ACK of the first copy may have been lost.
+	n := len(p.acks)
 	p.send(first)
+	if !ackAfter(n, 1) {
+		return Fail, "duplicate PSN 0 not acknowledged: no ACK record after it (§3.1 answers a duplicate at once)"
+	}
 	// The same content again under a fresh PSN, as a retransmission is sent.
+	n = len(p.acks)
 	p.send(p.data(flow, rr.Msg, uint64(len(msg)), 0, msg[:p.seg], -1, wire.FlagAckReq|wire.FlagRetransmit))
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if !p.wait(wctx, nil, func() bool { return len(p.acks) > 0 && p.acks[len(p.acks)-1].Cum == 2 }) {
+	if !ackAfter(n, 2) {
 		return Fail, "no ACK with cum 2 after PSN 0, duplicate PSN 0, retransmission PSN 1"
 	}
 	p.quiet(ctx, silence)
@@ -342,7 +423,7 @@ func caseDuplicate(ctx context.Context, e *Env) (Verdict, string) {
 	if !ok {
 		return Fail, "receive did not complete after the second segment"
 	}
-	if bad := checkBytes(c, msg); bad != "" {
+	if bad := checkBytes(c, capacity, msg); bad != "" {
 		return Fail, bad
 	}
 	return Pass, "duplicate PSN 0 and retransmitted segment 0 (PSN 1) acknowledged (cum 2), counted once; message intact"

@@ -197,7 +197,11 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 		}
 		return
 	}
-	if h.Token != fakeTok || f.peer == nil {
+	if (h.Token != fakeTok && !f.sw.acceptBadToken) || f.peer == nil {
+		if f.sw.nackBadToken && h.Op.Sequenced() {
+			nk := wire.Nack{Header: wire.Header{Token: h.Token}, Reason: wire.NackUnknownConn, Value: uint64(h.DstConn)}
+			f.sock.WriteToUDP(nk.Append(nil), from)
+		}
 		return
 	}
 	switch h.Op {
@@ -244,8 +248,11 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 		if _, err := wire.ParseData(&d, b); err != nil {
 			return
 		}
-		if f.ce {
+		if f.ce && !f.sw.ignoreCE {
 			f.ceCount++
+		}
+		if f.sw.silentDuplicate && (f.got[d.PSN] || d.PSN.Less(f.cum)) {
+			return
 		}
 		f.got[d.PSN] = true
 		for f.got[f.cum] {
@@ -272,6 +279,9 @@ func (f *fakeIUT) place(d *wire.Data) {
 	if r == nil || r.msg != d.Msg || r.chunks[d.Offset] {
 		return
 	}
+	if f.sw.boundsByOffset && d.Offset < uint64(len(r.buf)) {
+		copy(r.buf[d.Offset:], d.Payload)
+	}
 	if d.MsgLen > uint64(len(r.buf)) {
 		delete(f.recvs, d.Flow)
 		f.comps <- conformance.Completion{Flow: d.Flow, Bufs: [][]byte{r.buf}, Err: "message larger than the posted buffer"}
@@ -280,6 +290,9 @@ func (f *fakeIUT) place(d *wire.Data) {
 	r.chunks[d.Offset] = true
 	r.msgLen = d.MsgLen
 	copy(r.buf[d.Offset:], d.Payload)
+	if f.sw.overCopy {
+		clear(r.buf[min(uint64(len(r.buf)), d.Offset+uint64(len(d.Payload))):min(uint64(len(r.buf)), d.Offset+uint64(f.seg))])
+	}
 	if uint64(len(r.chunks)) == (d.MsgLen+uint64(f.seg)-1)/uint64(f.seg) {
 		delete(f.recvs, d.Flow)
 		f.comps <- conformance.Completion{Flow: d.Flow, Sizes: []int{int(d.MsgLen)}, Bufs: [][]byte{r.buf}}

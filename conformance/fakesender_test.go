@@ -29,6 +29,25 @@ type fakeSwitches struct {
 	// receive posted; placeAfterAbort fails the receive but still places
 	// the flow's later DATA into it (receiver rules, spec §3.4).
 	ignoreAbort, placeAfterAbort bool
+	// nackBadToken answers sequenced packets with a wrong token by a
+	// NACK UNKNOWN_CONN instead of dropping them silently (spec §3.3).
+	nackBadToken bool
+	// boundsByOffset checks only that a segment starts inside the posted
+	// buffer: it places what fits of a segment across the end, then fails
+	// the receive (spec §3.4 fails the message before placing anything).
+	boundsByOffset bool
+	// acceptBadToken does not check tokens; ignoreCE never counts CE
+	// marks in its ACK records.
+	acceptBadToken, ignoreCE bool
+	// silentDuplicate drops a DATA whose PSN arrived before without the
+	// immediate ACK spec §3.1 asks for.
+	silentDuplicate bool
+	// overCopy places a short last segment as a whole segment's worth,
+	// writing zeros past the end of the message.
+	overCopy bool
+	// resegment retransmits a segment one byte earlier than its first
+	// copy, cut differently (spec §3.4 places only segments of size S).
+	resegment bool
 }
 
 const (
@@ -266,6 +285,11 @@ func (s *fakeSender) nextPath() *fakePath {
 }
 
 func (s *fakeSender) transmit(p *fakePath, g *fakeSeg, retx bool, now time.Time) {
+	if retx && s.sw.resegment && g.off > 0 {
+		cp := *g
+		cp.off, cp.data = g.off-1, g.send.data[g.off-1:g.off+uint64(len(g.data))]
+		g = &cp
+	}
 	d := wire.Data{Header: s.f.hdr(wire.OpData), Flow: g.flow, Msg: g.msg, Offset: g.off, MsgLen: g.msgLen, Payload: g.data}
 	d.Path, d.PSN, d.Timestamp = p.id, p.next, fakeTS(now)
 	p.next++

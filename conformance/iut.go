@@ -29,6 +29,11 @@ type Completion struct {
 // reached over UDP at ListenAddr; the methods below are the side channel a
 // conformance run needs to drive and observe it. Every method must return
 // within its context's deadline.
+//
+// An IUT whose control channel can break (ProcessIUT) may also have a
+// method ControlErr() error, non-nil once it broke: Run adds that error to
+// the evidence of a case that fails, since what the case waited for may
+// have been lost with the channel rather than by the datapath.
 type IUT interface {
 	// ListenAddr is where the tester sends HELLO and every later packet.
 	ListenAddr() netip.AddrPort

@@ -21,27 +21,55 @@ const pollCompletions = 5 * time.Millisecond
 // processQuit bounds the wait for an IUT process to exit after quit.
 const processQuit = 3 * time.Second
 
+// listenWait bounds the wait for the reply to the first request, listen:
+// an IUT process that never answers (one that does not flush its stdout,
+// say) is reported then, not when the whole run's time is spent.
+const listenWait = 10 * time.Second
+
+// processLimits are the bounds a ProcessIUT holds its process to.
+type processLimits struct {
+	maxLine    int           // longest reply line, bytes
+	listenWait time.Duration // longest wait for the reply to listen
+}
+
+// acceptWait is the longest an IUT process is asked to wait for a
+// connection: the tester has completed the handshake when it asks, so the
+// connection is there at once in an IUT that conforms.
+const acceptWait = 5 * time.Second
+
 // ProcessIUT drives an implementation under test running as a separate
 // process that speaks the control contract of package control on its stdin
 // and stdout. Requests are serialised; a goroutine polls completions and
 // delivers them on Completions.
 type ProcessIUT struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan []byte // reply lines, closed when stdout ends
-	addr  netip.AddrPort
-	comps chan Completion
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	lines    chan []byte // reply lines, closed when stdout ends
+	readErr  error       // why the lines ended early, set before lines closes
+	maxLine  int         // longest reply line, bytes
+	addr     netip.AddrPort
+	comps    chan Completion
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	closed   sync.Once
+	closeErr error
 
-	mu     sync.Mutex // one request at a time
-	broken error      // set once the process stopped answering
+	mu sync.Mutex // one request at a time
+
+	bmu    sync.Mutex
+	broken error // set once the process stopped answering in step
 }
 
 // StartProcess starts argv (program and arguments), asks it to listen on
 // 127.0.0.1 and returns it ready for the suite. stderr receives the
 // process's diagnostics (nil discards them).
 func StartProcess(ctx context.Context, argv []string, stderr io.Writer) (*ProcessIUT, error) {
+	return startProcess(ctx, argv, stderr, processLimits{maxLine: control.MaxLine, listenWait: listenWait})
+}
+
+// startProcess is StartProcess with the given limits.
+func startProcess(ctx context.Context, argv []string, stderr io.Writer, lim processLimits) (*ProcessIUT, error) {
+	maxLine := lim.maxLine
 	if len(argv) == 0 {
 		return nil, errors.New("conformance: empty IUT command")
 	}
@@ -58,17 +86,28 @@ func StartProcess(ctx context.Context, argv []string, stderr io.Writer) (*Proces
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("conformance: start IUT %q: %w", argv[0], err)
 	}
-	p := &ProcessIUT{cmd: cmd, stdin: in, lines: make(chan []byte, 4),
+	p := &ProcessIUT{cmd: cmd, stdin: in, lines: make(chan []byte, 4), maxLine: maxLine,
 		comps: make(chan Completion, 256), stop: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), control.MaxLine)
+		// A token may be as long as the buffer's capacity or max,
+		// whichever is larger; the line proper excludes its newline.
+		sc.Buffer(make([]byte, 0, min(64<<10, maxLine)), maxLine+1)
 		for sc.Scan() {
+			if len(sc.Bytes()) > maxLine {
+				p.readErr = bufio.ErrTooLong
+				break
+			}
 			p.lines <- append([]byte(nil), sc.Bytes()...)
+		}
+		if p.readErr == nil {
+			p.readErr = sc.Err()
 		}
 		close(p.lines)
 	}()
-	rep, err := p.request(ctx, control.Request{Cmd: control.CmdListen, IP: "127.0.0.1"})
+	lctx, cancel := context.WithTimeout(ctx, lim.listenWait)
+	rep, err := p.request(lctx, control.Request{Cmd: control.CmdListen, IP: "127.0.0.1"})
+	cancel()
 	if err == nil {
 		p.addr, err = netip.ParseAddrPort(rep.Addr)
 		if err != nil {
@@ -90,12 +129,11 @@ func StartProcess(ctx context.Context, argv []string, stderr io.Writer) (*Proces
 func (p *ProcessIUT) request(ctx context.Context, r control.Request) (control.Reply, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.broken != nil {
-		return control.Reply{}, p.broken
+	if err := p.ControlErr(); err != nil {
+		return control.Reply{}, err
 	}
 	if _, err := io.WriteString(p.stdin, r.String()+"\n"); err != nil {
-		p.broken = fmt.Errorf("conformance: IUT stdin: %w", err)
-		return control.Reply{}, p.broken
+		return control.Reply{}, p.fail(fmt.Errorf("conformance: IUT stdin: %w", err))
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -105,22 +143,45 @@ func (p *ProcessIUT) request(ctx context.Context, r control.Request) (control.Re
 	select {
 	case line, ok := <-p.lines:
 		if !ok {
-			p.broken = errors.New("conformance: IUT closed its stdout")
-			return control.Reply{}, p.broken
+			switch {
+			case errors.Is(p.readErr, bufio.ErrTooLong):
+				return control.Reply{}, p.fail(fmt.Errorf("conformance: IUT reply to %q longer than %d bytes", r.Cmd, p.maxLine))
+			case p.readErr != nil:
+				return control.Reply{}, p.fail(fmt.Errorf("conformance: reading the IUT's stdout: %w", p.readErr))
+			}
+			return control.Reply{}, p.fail(errors.New("conformance: IUT closed its stdout"))
 		}
 		rep, err := control.ParseReply(line)
 		if err != nil {
-			p.broken = err
-			return rep, err
+			return rep, p.fail(fmt.Errorf("conformance: IUT reply to %q: %w", r.Cmd, err))
 		}
 		if !rep.OK {
 			return rep, fmt.Errorf("IUT: %s", rep.Error)
 		}
 		return rep, nil
 	case <-ctx.Done():
-		p.broken = fmt.Errorf("conformance: IUT did not answer %q: %w", r.Cmd, ctx.Err())
-		return control.Reply{}, p.broken
+		return control.Reply{}, p.fail(fmt.Errorf("conformance: IUT did not answer %q: %w", r.Cmd, ctx.Err()))
 	}
+}
+
+// fail marks the control channel broken with err, unless it already is,
+// and returns the error every later request gets.
+func (p *ProcessIUT) fail(err error) error {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	if p.broken == nil {
+		p.broken = err
+	}
+	return p.broken
+}
+
+// ControlErr reports why the control channel stopped working (the process
+// exited, did not answer in time, or answered what is not a reply), or nil
+// while it works. Run names it in the evidence of a case that fails.
+func (p *ProcessIUT) ControlErr() error {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	return p.broken
 }
 
 // poll asks for completions until Close.
@@ -143,10 +204,7 @@ func (p *ProcessIUT) poll() {
 		for _, c := range rep.Completions {
 			comp := Completion{Flow: c.Flow, Sizes: c.Sizes, Err: c.Error, Send: c.Op == control.OpSend}
 			for _, h := range c.Bufs {
-				b, err := hex.DecodeString(h)
-				if err != nil {
-					comp.Err = "control: completion buffer is not hex"
-				}
+				b, _ := hex.DecodeString(h) // ParseReply refused a reply with a buffer that is not hex
 				comp.Bufs = append(comp.Bufs, b)
 			}
 			select {
@@ -161,13 +219,17 @@ func (p *ProcessIUT) poll() {
 // ListenAddr implements IUT.
 func (p *ProcessIUT) ListenAddr() netip.AddrPort { return p.addr }
 
-// Accept implements IUT.
+// Accept implements IUT. The process is asked to wait at most half the
+// time left before ctx ends (and at most acceptWait): one that refuses the
+// accept at the end of its wait must have time to say so before the tester
+// gives up on the reply, which would leave the pipe out of step and every
+// later request failing.
 func (p *ProcessIUT) Accept(ctx context.Context) error {
-	r := control.Request{Cmd: control.CmdAccept, Timeout: 2 * time.Second}
+	r := control.Request{Cmd: control.CmdAccept, Timeout: acceptWait}
 	if d, ok := ctx.Deadline(); ok {
-		r.Timeout = min(time.Until(d), control.MaxAcceptWait*time.Millisecond).Truncate(time.Millisecond)
+		r.Timeout = min(time.Until(d)/2, acceptWait).Truncate(time.Millisecond)
 		if r.Timeout <= 0 {
-			return ctx.Err()
+			return fmt.Errorf("conformance: no time left to accept: %w", context.DeadlineExceeded)
 		}
 	}
 	_, err := p.request(ctx, r)
@@ -196,8 +258,13 @@ func (p *ProcessIUT) Counters(ctx context.Context) (map[string]uint64, error) {
 }
 
 // Close asks the process to quit, waits for it within a bound and kills it
-// otherwise.
+// otherwise. Later calls return what the first did.
 func (p *ProcessIUT) Close() error {
+	p.closed.Do(func() { p.closeErr = p.close() })
+	return p.closeErr
+}
+
+func (p *ProcessIUT) close() error {
 	close(p.stop)
 	p.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), processQuit)

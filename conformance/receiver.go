@@ -13,7 +13,8 @@ const ceMarked = 3
 
 func caseECN(ctx context.Context, e *Env) (Verdict, string) {
 	const flow = 30
-	p, rr, v, why := setup(ctx, e, flow, 1<<16)
+	const capacity = 1 << 16
+	p, rr, v, why := setup(ctx, e, flow, capacity)
 	if why != "" {
 		return v, why
 	}
@@ -50,7 +51,7 @@ func caseECN(ctx context.Context, e *Env) (Verdict, string) {
 	if !ok {
 		return Fail, "CE-marked DATA did not complete the receive (a receiver must accept any ECN codepoint)"
 	}
-	if bad := checkBytes(c, msg); bad != "" {
+	if bad := checkBytes(c, capacity, msg); bad != "" {
 		return Fail, bad
 	}
 	if rec.CE != ceMarked {
@@ -113,10 +114,8 @@ func caseFlowAborted(ctx context.Context, e *Env) (Verdict, string) {
 	if c.Err == "" {
 		return Fail, fmt.Sprintf("the receive on an aborted flow completed without error, sizes %v", c.Sizes)
 	}
-	for i, b := range c.Bufs[0] {
-		if b != GuardByte {
-			return Fail, fmt.Sprintf("buffer byte %d written (%#x) on an aborted flow", i, b)
-		}
+	if bad := guardIntact(c, capacity, "on an aborted flow"); bad != "" {
+		return Fail, bad
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

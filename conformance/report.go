@@ -23,7 +23,7 @@ func WriteHuman(w io.Writer, rs []Result) {
 		default:
 			skip++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Case.ID, r.Case.Spec, r.Case.Level, r.Verdict, r.Evidence)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Case.ID, r.Case.Spec, r.Case.Level, r.Verdict, oneLine(r.Evidence))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d cases: %d pass, %d fail, %d skip; mandatory failure: %v\n", len(rs), pass, fail, skip, MandatoryFailed(rs))

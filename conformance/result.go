@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 )
 
 // Level says whether a case is required of every implementation.
@@ -63,6 +64,19 @@ func MandatoryFailed(rs []Result) bool {
 	return false
 }
 
+// oneLine returns s with every control character (line breaks, tabs,
+// terminal escapes) replaced by a blank. Evidence quotes the IUT's own
+// error text, which may span lines; a line-oriented report must keep one
+// line per case, or that text would read as test points or rows.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
 // WriteTAP writes rs in Test Anything Protocol version 13.
 func WriteTAP(w io.Writer, rs []Result) {
 	fmt.Fprintf(w, "TAP version 13\n1..%d\n", len(rs))
@@ -73,13 +87,13 @@ func WriteTAP(w io.Writer, rs []Result) {
 		}
 		dir := ""
 		if r.Verdict == Skip {
-			dir = " # SKIP " + r.Evidence
+			dir = " # SKIP " + oneLine(r.Evidence)
 		} else if r.Verdict == Fail && r.Case.Level == Optional {
 			dir = " # TODO optional"
 		}
 		fmt.Fprintf(w, "%s %d - %s %s (%s)%s\n", ok, i+1, r.Case.ID, r.Case.Title, r.Case.Spec, dir)
 		if r.Verdict != Skip {
-			fmt.Fprintf(w, "  # %s\n", r.Evidence)
+			fmt.Fprintf(w, "  # %s\n", oneLine(r.Evidence))
 		}
 	}
 }
@@ -91,6 +105,6 @@ func WriteTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, r := range rs {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.Case.ID, r.Case.Spec, r.Case.Level, r.Verdict,
-			strings.ReplaceAll(r.Evidence, "|", "/"))
+			strings.ReplaceAll(oneLine(r.Evidence), "|", "/"))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,13 @@ type Env struct {
 // connect opens a fresh tester connection: handshake, then IUT.Accept. A
 // failure here is reported by the caller as a failed case.
 func (e *Env) connect(ctx context.Context) (*peer, error) {
+	// Without its control channel the IUT cannot accept: say so at once
+	// rather than after a handshake with what may be a dead process.
+	if ctl, ok := e.IUT.(interface{ ControlErr() error }); ok {
+		if err := ctl.ControlErr(); err != nil {
+			return nil, fmt.Errorf("the IUT's control channel failed: %w", err)
+		}
+	}
 	p, err := newPeer(e.IUT, e.Rng)
 	if err != nil {
 		return nil, err
@@ -44,6 +52,7 @@ func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
 	env := &Env{IUT: iut, Rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	rs := make([]Result, 0, len(cases))
 	_, addrOnly := iut.(AddrIUT)
+	ctl, _ := iut.(interface{ ControlErr() error })
 	for _, c := range cases {
 		if addrOnly && c.NeedsControl {
 			rs = append(rs, Result{Case: c, Verdict: Skip, Evidence: "needs a control channel"})
@@ -52,6 +61,14 @@ func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
 		cctx, cancel := context.WithTimeout(ctx, caseTimeout)
 		v, ev := c.Run(cctx, env)
 		cancel()
+		if v == Fail && ctl != nil {
+			// What the case waited for may have been lost with the
+			// control channel (a completions reply that was garbage):
+			// say so, unless the evidence does already.
+			if err := ctl.ControlErr(); err != nil && !strings.Contains(ev, err.Error()) {
+				ev += "; the IUT's control channel failed: " + err.Error()
+			}
+		}
 		rs = append(rs, Result{Case: c, Verdict: v, Evidence: ev})
 	}
 	return rs

@@ -5,9 +5,10 @@
 // Exit status: 0 when every mandatory case passed (and the JUnit report,
 // if asked for, was written); 1 when a mandatory case failed, the IUT could
 // not be brought up (its process did not answer, the in-process datapath
-// could not listen) or the JUnit report could not be written; 2 on bad
-// usage, found before anything runs (unknown flags, not exactly one of
-// --self, --iut and --addr, a bad address, format or case id, a
+// could not listen; the reports then fail every case as not run) or the
+// JUnit report could not be written; 2 on bad usage, found before anything
+// runs (unknown flags, not exactly one of --self, --iut and --addr, a bad
+// address (port 0 or no address included), format or case id, a
 // non-positive --timeout, an --iut program that does not exist, a --junit
 // file that cannot be created). -h prints the usage and exits 0.
 //
@@ -116,6 +117,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if ap, err = netip.ParseAddrPort(*addr); err != nil {
 			return usage("--addr %q: %v", *addr, err)
 		}
+		// Nothing can be sent there: every case would fail and blame
+		// the implementation for the command line.
+		if ap.Port() == 0 || ap.Addr().IsUnspecified() {
+			return usage("--addr %q: want the IUT's address and a non-zero port, such as 192.0.2.7:4793", *addr)
+		}
 	}
 	// The report file is created before the run, so that a path that
 	// cannot be written is a usage error now rather than a lost report
@@ -128,6 +134,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer junitFile.Close()
 	}
 
+	report := func(rs []conformance.Result) int {
+		return writeReports(rs, formats, stdout, stderr, *junit, junitFile)
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	var iut conformance.IUT
@@ -136,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		u, err := udpiut.Listen(*seed)
 		if err != nil {
 			fmt.Fprintln(stderr, "mrconform: starting the in-process IUT:", err)
-			return exitFail
+			return report(notRun(cases, "starting the in-process IUT: "+err.Error()))
 		}
 		defer u.Close()
 		iut = u
@@ -144,14 +154,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p, err := conformance.StartProcess(ctx, argv, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "mrconform: starting the IUT:", err)
-			return exitFail
+			return report(notRun(cases, "starting the IUT: "+err.Error()))
 		}
 		defer p.Close()
 		iut = p
 	default:
 		iut = conformance.AddrIUT(ap)
 	}
-	rs := conformance.Run(ctx, iut, cases, *seed)
+	return report(conformance.Run(ctx, iut, cases, *seed))
+}
+
+// writeReports writes rs in every format on stdout and, when junitFile is
+// set, as JUnit XML (named junit in messages), and returns the exit
+// status: 1 when a mandatory case failed or the JUnit report could not be
+// written.
+func writeReports(rs []conformance.Result, formats []string, stdout, stderr io.Writer, junit string, junitFile *os.File) int {
 	for i, f := range formats {
 		if i > 0 {
 			fmt.Fprintln(stdout)
@@ -171,11 +188,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if junitFile != nil {
 		if err := writeJUnit(junitFile, rs); err != nil {
-			fmt.Fprintf(stderr, "mrconform: --junit %s: %v\n", *junit, err)
+			fmt.Fprintf(stderr, "mrconform: --junit %s: %v\n", junit, err)
 			code = exitFail
 		}
 	}
 	return code
+}
+
+// notRun fails every case with why none of them could run, so that the
+// reports (the JUnit file above all, created before the run) are complete
+// and well-formed when the IUT cannot be brought up.
+func notRun(cases []*conformance.Case, why string) []conformance.Result {
+	rs := make([]conformance.Result, len(cases))
+	for i, c := range cases {
+		rs[i] = conformance.Result{Case: c, Verdict: conformance.Fail, Evidence: "not run: " + why}
+	}
+	return rs
 }
 
 // selectCases returns the cases named in a comma-separated list, all for "".

@@ -18,7 +18,10 @@ func TestUsage(t *testing.T) {
 	for _, args := range [][]string{nil, {"--self", "--addr", "127.0.0.1:1"}, {"--addr", "nonsense"}, {"--bogus"},
 		{"--self", "--format", "pdf"}, {"--self", "--cases", "nosuch"}, {"--iut", "/nonexistent/iut"}, {"--self", "extra"},
 		{"--self", "--timeout", "0s"}, {"--self", "--timeout", "-1s"}, {"--addr", "127.0.0.1:9", "--timeout", "0s"},
-		{"--iut", "   "}, {"--self", "--junit", "/nonexistent-dir/report.xml"}} {
+		{"--iut", "   "}, {"--self", "--junit", "/nonexistent-dir/report.xml"},
+		// Nothing can be sent to port 0 or to no address at all: the
+		// command line is wrong, not the implementation.
+		{"--addr", "127.0.0.1:0"}, {"--addr", "0.0.0.0:4793"}, {"--addr", "[::]:4793"}} {
 		var out, errb bytes.Buffer
 		require.Equal(t, exitUsage, run(args, &out, &errb), "%v", args)
 		require.NotEmpty(t, errb.String(), "%v", args)
@@ -40,6 +43,38 @@ func TestIUTThatDoesNotAnswer(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, exitFail, run([]string{"--iut", "false", "--timeout", "30s"}, &out, &errb))
 	require.Contains(t, errb.String(), "starting the IUT")
+}
+
+// TestJUnitWhenIUTDoesNotStart: the JUnit report asked for is written,
+// well-formed, when the IUT cannot be brought up: every case selected
+// fails, saying why it did not run. It was left empty, which CI reads as a
+// broken report rather than a failed run.
+func TestJUnitWhenIUTDoesNotStart(t *testing.T) {
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	var out, errb bytes.Buffer
+	code := run([]string{"--iut", "false", "--timeout", "30s", "--cases", "handshake,sack", "--junit", junit}, &out, &errb)
+	require.Equal(t, exitFail, code)
+	require.Contains(t, errb.String(), "starting the IUT")
+	x, err := os.ReadFile(junit)
+	require.NoError(t, err)
+	var s struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Name    string `xml:"name,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
+		} `xml:"testcase"`
+	}
+	require.NoError(t, xml.Unmarshal(x, &s), "%q", x)
+	require.Equal(t, 2, s.Tests)
+	require.Equal(t, 2, s.Failures)
+	for _, c := range s.Cases {
+		require.NotNil(t, c.Failure, c.Name)
+		require.Contains(t, c.Failure.Message, "not run: starting the IUT", c.Name)
+	}
+	require.Contains(t, out.String(), "not ok 2 - sack", "the reports on stdout say the same")
 }
 
 // TestJUnitWriteError: a report that cannot be written fails the run (1),

@@ -3,7 +3,10 @@
 // requests, one per line, on stdin and answers each with one JSON line on
 // stdout (docs/conformance.md, "Control contract"); a bad request, a line
 // longer than the contract's 64 MiB included, gets an error reply and the
-// next line is served. Diagnostics go to stderr.
+// next line is served. No reply is longer than 64 MiB either: completions
+// reports as many operations as fit and the rest at the next call, and a
+// receive whose buffers could not be reported on one line is refused when
+// posted. Diagnostics go to stderr.
 //
 // Exit status: 0 after quit or at the end of its input; 1 when stdin cannot
 // be read or stdout written; 2 on bad usage, found before anything runs.

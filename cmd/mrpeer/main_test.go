@@ -3,11 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/metaroce/metaroce/conformance/control"
+	"github.com/metaroce/metaroce/transport/udp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -132,4 +136,62 @@ func TestLineLimit(t *testing.T) {
 	for i, long := range []bool{false, true, false, true, false, true} {
 		require.Equal(t, long, strings.Contains(errs[i], "longer than"), "line %d: %s", i, errs[i])
 	}
+}
+
+// TestRepliesFitALine: every reply line stays within the line limit of the
+// contract (the server's maxLine, small here). A receive whose completion
+// could not fit is refused when posted; completions that do not fit one
+// reply together are reported over several calls. Before, two completed
+// receives went out in one reply over the limit, which the tester reads
+// as a broken control channel.
+func TestRepliesFitALine(t *testing.T) {
+	s := newServer(1, io.Discard)
+	s.maxLine = 4096
+	defer s.shutdown()
+	do := func(line string) control.Reply {
+		t.Helper()
+		req, err := control.ParseRequest(line)
+		require.NoError(t, err)
+		rep := s.do(req)
+		require.LessOrEqual(t, len(rep.Format()), s.maxLine, "%s: %s", line, rep.Format())
+		return rep
+	}
+	rep := do("listen")
+	require.True(t, rep.OK, rep.Error)
+	client, err := udp.Listen(udp.Config{Addrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Seed: 2})
+	require.NoError(t, err)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dialed := make(chan error, 1)
+	go func() {
+		_, err := client.Dial(ctx, []netip.AddrPort{netip.MustParseAddrPort(rep.Addr)})
+		dialed <- err
+	}()
+	require.True(t, do("accept 10000").OK)
+	require.NoError(t, <-dialed)
+
+	rep = do("post-recv 1 1200 1")
+	require.False(t, rep.OK)
+	require.Contains(t, rep.Error, "reply line")
+	require.True(t, do("post-recv 1 1000 1").OK)
+	require.True(t, do("post-recv 2 1000 2").OK)
+	require.True(t, do("close").OK) // fails both receives, buffers in full
+	s.wg.Wait()                     // both completions recorded
+	var got []control.Completion
+	for calls := 0; len(got) < 2; calls++ {
+		require.Less(t, calls, 3)
+		rep := do("completions")
+		require.True(t, rep.OK)
+		got = append(got, rep.Completions...)
+	}
+	var flows []uint32
+	for _, c := range got {
+		flows = append(flows, c.Flow)
+		require.Len(t, c.Bufs, 1)
+		require.Len(t, c.Bufs[0], 2000)
+		require.NotEmpty(t, c.Error)
+	}
+	require.ElementsMatch(t, []uint32{1, 2}, flows)
+	require.Empty(t, do("completions").Completions)
 }

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,22 @@ import (
 // defaultAccept is how long accept waits when the request names no timeout.
 const defaultAccept = 5 * time.Second
 
+// maxErrText is the longest error text a completion carries, bytes; a
+// longer one is cut, so that the completion's reply line has a known bound.
+const maxErrText = 256
+
+// completionBound bounds the length of a reply line that carries one
+// receive completion of buffers of caps bytes: each buffer in hex, its
+// size, the error text (every byte escaped in JSON at worst) and the fixed
+// fields.
+func completionBound(caps []uint64) uint64 {
+	n := uint64(200 + 6*maxErrText)
+	for _, c := range caps {
+		n += 2*c + 16
+	}
+	return n
+}
+
 // server holds the IUT's state between requests: one endpoint, the
 // connections accepted so far (the latest is current) and the completions
 // not yet reported. Requests are served one at a time; completions are
@@ -26,7 +44,7 @@ const defaultAccept = 5 * time.Second
 type server struct {
 	seed    uint64
 	log     io.Writer
-	maxLine int // longest request line, bytes without the newline (control.MaxLine)
+	maxLine int // longest request or reply line, bytes without the newline (control.MaxLine)
 	ep      *udp.Endpoint
 	conns   []*udp.Conn
 	nextID  uint64
@@ -132,11 +150,7 @@ func (s *server) do(r control.Request) control.Reply {
 	case control.CmdSend:
 		return s.send(r.Flow, r.Data, r.Tags[0])
 	case control.CmdCompletions:
-		s.mu.Lock()
-		rep := control.Reply{OK: true, Completions: s.done}
-		s.done = nil
-		s.mu.Unlock()
-		return rep
+		return s.completions()
 	case control.CmdCounters:
 		return s.counters()
 	case control.CmdClose:
@@ -194,12 +208,40 @@ func (s *server) current() (*udp.Conn, error) {
 	return s.conns[len(s.conns)-1], nil
 }
 
+// completions reports the operations finished since the last call, as
+// many as fit one reply line; the others wait for the next call.
+func (s *server) completions() control.Reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	size := len(control.Reply{OK: true, Completions: []control.Completion{{}}}.Format())
+	n := 0
+	for ; n < len(s.done); n++ {
+		b, _ := json.Marshal(s.done[n])
+		size += len(b) + 1 // and a comma
+		if n > 0 && size > s.maxLine {
+			break
+		}
+	}
+	rep := control.Reply{OK: true, Completions: s.done[:n:n]}
+	s.done = s.done[n:]
+	if len(s.done) == 0 {
+		s.done = nil
+	}
+	return rep
+}
+
 // postRecv posts a grouped receive whose buffers hold 0xA5, the tester's
 // guard byte, so that unwritten bytes are visible in the completion.
 func (s *server) postRecv(flow uint32, caps []uint64, tags []uint32) control.Reply {
 	c, err := s.current()
 	if err != nil {
 		return control.Fail(err)
+	}
+	// The completion carries every buffer in hex on one reply line: a
+	// group too large for that could never be reported (the contract's
+	// 8 buffers of 16 MiB exceed its 64 MiB line).
+	if b := completionBound(caps); b > uint64(s.maxLine) {
+		return control.Fail(fmt.Errorf("mrpeer: post-recv: the completion of these buffers would need a reply line of up to %d bytes, over the %d-byte limit", b, s.maxLine))
 	}
 	bufs := make([][]byte, len(caps))
 	for i, n := range caps {
@@ -220,13 +262,22 @@ func (s *server) postRecv(flow uint32, caps []uint64, tags []uint32) control.Rep
 			comp.Bufs = append(comp.Bufs, hex.EncodeToString(b))
 		}
 		if err != nil {
-			comp.Error = err.Error()
+			comp.Error = errText(err)
 		} else {
 			comp.Sizes = req.Sizes()
 		}
 		return comp
 	})
 	return control.Reply{OK: true, ID: id}
+}
+
+// errText is err's text, cut to maxErrText bytes.
+func errText(err error) string {
+	t := err.Error()
+	if len(t) > maxErrText {
+		t = strings.ToValidUTF8(t[:maxErrText-3], "") + "..."
+	}
+	return t
 }
 
 func (s *server) send(flow uint32, data []byte, tag uint32) control.Reply {
@@ -243,7 +294,7 @@ func (s *server) send(flow uint32, data []byte, tag uint32) control.Reply {
 	s.watch(req, func(err error) control.Completion {
 		comp := control.Completion{ID: id, Op: control.OpSend, Flow: flow}
 		if err != nil {
-			comp.Error = err.Error()
+			comp.Error = errText(err)
 		} else {
 			comp.Sizes = []int{len(data)}
 		}

@@ -3,6 +3,9 @@ package control
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +38,16 @@ func TestParseRequest(t *testing.T) {
 		{line: "send 1 12:x 1", err: "seed"},
 		{line: "send 1 00 1,2", err: "one tag"},
 		{line: "close now", err: "takes 0 arguments"},
+		// Numbers are decimal, tags also 0x-hexadecimal: a leading zero
+		// is not octal, and other bases and digit separators are refused.
+		{line: "post-recv 4 100 010", want: Request{Cmd: CmdPostRecv, Flow: 4, Caps: []uint64{100}, Tags: []uint32{10}}},
+		{line: "send 3 00 0X1f", want: Request{Cmd: CmdSend, Flow: 3, Data: []byte{0}, Tags: []uint32{31}}},
+		{line: "post-recv 4 100 0o17", err: "tag"},
+		{line: "post-recv 4 100 0b101", err: "tag"},
+		{line: "post-recv 4 100 1_000", err: "tag"},
+		{line: "post-recv 4 100 0x", err: "tag"},
+		{line: "post-recv 4 100 0x_1", err: "tag"},
+		{line: "post-recv 4 100 0x100000000", err: "tag"},
 		{line: "send 1 00", err: "takes 3 arguments"},
 	} {
 		got, err := ParseRequest(tc.line)
@@ -79,7 +92,12 @@ func TestReply(t *testing.T) {
 	got, err := ParseReply(r.Format())
 	require.NoError(t, err)
 	require.Equal(t, r, got)
-	for _, bad := range []string{"", "ok", `{"ok":false}`, `{"ok":true,"completions":[{"op":"write"}]}`} {
+	for _, bad := range []string{"", "ok", `{"ok":false}`, `{"ok":true,"completions":[{"op":"write"}]}`,
+		// A buffer that is not hex, or a negative size, is garbage: the
+		// tester must not read it as a receive that failed or placed less.
+		`{"ok":true,"completions":[{"id":1,"op":"recv","flow":6,"error":"x","bufs":["a5zz"]}]}`,
+		`{"ok":true,"completions":[{"id":1,"op":"recv","flow":6,"sizes":[1],"bufs":["a5a"]}]}`,
+		`{"ok":true,"completions":[{"id":1,"op":"recv","flow":6,"sizes":[-1],"bufs":["a5"]}]}`} {
 		_, err := ParseReply([]byte(bad))
 		require.Error(t, err, "%q", bad)
 	}
@@ -106,6 +124,25 @@ func FuzzParseRequest(f *testing.F) {
 		if r.String() != back.String() {
 			t.Fatalf("%q → %q → %q", line, r.String(), back.String())
 		}
+		// Every number read as the contract writes it: decimal, tags
+		// also after 0x, nothing else.
+		f := strings.Fields(line)
+		if r.Cmd != CmdPostRecv && r.Cmd != CmdSend {
+			return
+		}
+		if want, err := strconv.ParseUint(f[1], 10, 32); err != nil || uint32(want) != r.Flow {
+			t.Fatalf("%q: flow %d from %q", line, r.Flow, f[1])
+		}
+		for i, tag := range strings.Split(f[3], ",") {
+			digits, base := tag, 10
+			if h, ok := strings.CutPrefix(strings.ToLower(tag), "0x"); ok {
+				digits, base = h, 16
+			}
+			want, err := strconv.ParseUint(digits, base, 32)
+			if err != nil || strings.ContainsAny(digits, "_+-") || uint32(want) != r.Tags[i] {
+				t.Fatalf("%q: tag %d from %q", line, r.Tags[i], tag)
+			}
+		}
 	})
 }
 
@@ -114,7 +151,23 @@ func FuzzParseReply(f *testing.F) {
 	f.Add([]byte(`{"ok":true,"addr":"127.0.0.1:1"}`))
 	f.Add([]byte(`{"ok":false,"error":"x"}`))
 	f.Add([]byte(`{"ok":true,"completions":[{"id":1,"op":"send","flow":2,"error":"too large"}]}`))
+	f.Add([]byte(`{"ok":true,"completions":[{"id":1,"op":"recv","flow":2,"sizes":[1],"bufs":["a5"]}]}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		ParseReply(line)
+		r, err := ParseReply(line)
+		if err != nil {
+			return
+		}
+		for _, c := range r.Completions {
+			for _, b := range c.Bufs {
+				if _, err := hex.DecodeString(b); err != nil {
+					t.Fatalf("%q: accepted buffer %q: %v", line, b, err)
+				}
+			}
+			for _, n := range c.Sizes {
+				if n < 0 {
+					t.Fatalf("%q: accepted size %d", line, n)
+				}
+			}
+		}
 	})
 }

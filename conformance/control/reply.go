@@ -1,6 +1,7 @@
 package control
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 )
@@ -55,6 +56,16 @@ func ParseReply(line []byte) (Reply, error) {
 	for _, c := range r.Completions {
 		if c.Op != OpRecv && c.Op != OpSend {
 			return r, fmt.Errorf("control: completion %d: op %q, want recv or send", c.ID, c.Op)
+		}
+		for i, n := range c.Sizes {
+			if n < 0 {
+				return r, fmt.Errorf("control: completion %d: sizes[%d] is %d, want a byte count", c.ID, i, n)
+			}
+		}
+		for i, b := range c.Bufs {
+			if _, err := hex.DecodeString(b); err != nil {
+				return r, fmt.Errorf("control: completion %d: bufs[%d] is not hex: %v", c.ID, i, err)
+			}
 		}
 	}
 	return r, nil

@@ -208,9 +208,16 @@ func parseTags(s string) ([]uint32, error) {
 	}
 	out := make([]uint32, len(parts))
 	for i, p := range parts {
-		v, err := strconv.ParseUint(p, 0, 32)
+		// Decimal, or hexadecimal after 0x: base 0 would also read a
+		// leading zero as octal ("010" is 8), 0b and 0o prefixes and
+		// digit separators, none of which the contract has.
+		digits, base := p, 10
+		if len(p) >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X') {
+			digits, base = p[2:], 16
+		}
+		v, err := strconv.ParseUint(digits, base, 32)
 		if err != nil {
-			return nil, fmt.Errorf("control: tag %q: want a 32-bit number", p)
+			return nil, fmt.Errorf("control: tag %q: want a decimal or 0x-hexadecimal 32-bit number", p)
 		}
 		out[i] = uint32(v)
 	}
