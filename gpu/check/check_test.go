@@ -1,20 +1,17 @@
 package check
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/internal/scripttest"
 )
 
 // script is the check, relative to this package's directory.
@@ -131,64 +128,9 @@ exec sleep 300`)
 			cmd.Stdout, cmd.Stderr = f, f
 			output := func() string { b, _ := os.ReadFile(outName); return string(b) }
 			require.NoError(t, cmd.Start())
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			var ranks []int
-			t.Cleanup(func() { // whatever is left of our own children, should a check fail
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				for _, p := range ranks {
-					syscall.Kill(p, syscall.SIGKILL)
-				}
-			})
-
-			deadline := time.Now().Add(30 * time.Second)
-			for len(ranks) < 2 {
-				require.True(t, time.Now().Before(deadline), "the two ranks never started; output:\n%s", output())
-				time.Sleep(20 * time.Millisecond)
-				b, _ := os.ReadFile(pids)
-				ranks = ranks[:0]
-				for _, f := range strings.Fields(string(b)) {
-					p, err := strconv.Atoi(f)
-					require.NoError(t, err)
-					ranks = append(ranks, p)
-				}
-			}
-			if c.group {
-				require.NoError(t, syscall.Kill(-cmd.Process.Pid, c.sig))
-			} else {
-				require.NoError(t, cmd.Process.Signal(c.sig))
-			}
-
-			var werr error
-			select {
-			case werr = <-done:
-			case <-time.After(20 * time.Second):
-				t.Fatalf("the check still running 20 s after %v; output:\n%s", c.sig, output())
-			}
-			for _, p := range ranks {
-				require.Eventually(t, func() bool { return gone(p) }, 5*time.Second, 20*time.Millisecond,
-					"rank pid %d outlived the check (%v); output:\n%s", p, werr, output())
-			}
-			var ee *exec.ExitError
-			require.ErrorAs(t, werr, &ee, "output:\n%s", output())
-			require.Equal(t, c.code, ee.ExitCode(), "output:\n%s", output())
+			code := scripttest.Interrupt(t, cmd, pids, 2, c.group, c.sig, output)
+			require.Equal(t, c.code, code, "output:\n%s", output())
 			require.Contains(t, output(), "stopping the ranks")
 		})
 	}
-}
-
-// gone reports whether process pid has ended: it no longer exists, or it
-// is a zombie that its parent has yet to reap.
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

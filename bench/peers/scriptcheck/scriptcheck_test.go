@@ -1,20 +1,18 @@
 package scriptcheck
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/internal/scripttest"
 	"golang.org/x/sys/unix"
 )
 
@@ -192,65 +190,11 @@ chmod +x "$out"`)
 			defer f.Close()
 			cmd.Stderr = f
 			require.NoError(t, cmd.Start())
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			var stubs []int
-			t.Cleanup(func() { // whatever is left of our own children, should a check fail
-				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				for _, p := range stubs {
-					syscall.Kill(p, syscall.SIGKILL)
-				}
-			})
-
-			deadline := time.Now().Add(30 * time.Second)
-			for len(stubs) == 0 {
-				require.True(t, time.Now().Before(deadline), "the stub mrbench never started; stderr:\n%s", stderr.String())
-				time.Sleep(20 * time.Millisecond)
-				b, _ := os.ReadFile(pids)
-				for _, f := range strings.Fields(string(b)) {
-					p, err := strconv.Atoi(f)
-					require.NoError(t, err)
-					stubs = append(stubs, p)
-				}
-			}
-			if c.group {
-				require.NoError(t, syscall.Kill(-cmd.Process.Pid, c.sig))
-			} else {
-				require.NoError(t, cmd.Process.Signal(c.sig))
-			}
-
-			var werr error
-			select {
-			case werr = <-done:
-			case <-time.After(20 * time.Second):
-				t.Fatalf("run.sh still running 20 s after %v; stderr:\n%s", c.sig, stderr.String())
-			}
-			for _, p := range stubs {
-				require.Eventually(t, func() bool { return gone(p) }, 5*time.Second, 20*time.Millisecond,
-					"the benchmark (pid %d) outlived run.sh (%v); stderr:\n%s", p, werr, stderr.String())
-			}
-			var ee *exec.ExitError
-			require.ErrorAs(t, werr, &ee, "stderr:\n%s", stderr.String())
-			require.Equal(t, c.code, ee.ExitCode(), "stderr:\n%s", stderr.String())
+			code := scripttest.Interrupt(t, cmd, pids, 1, c.group, c.sig, stderr.String)
+			require.Equal(t, c.code, code, "stderr:\n%s", stderr.String())
 			require.Contains(t, stderr.String(), "interrupted by "+unix.SignalName(c.sig))
 		})
 	}
-}
-
-// gone reports whether process pid has ended: it no longer exists, or it
-// is a zombie that its parent has yet to reap.
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
-	}
-	// The state follows the parenthesised command name.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 // fileText reads a file whole each time it is printed.
