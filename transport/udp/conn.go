@@ -140,14 +140,7 @@ func (c *Conn) AbortFlow(flow uint32) {
 		c.ep.settle()
 		return
 	}
-	done := make(chan struct{})
-	if err := c.ep.enqueue(command{kind: cmdAbort, conn: c, flow: flow, fn: func() { close(done) }}); err != nil {
-		return // the endpoint stopped, failing every request
-	}
-	select {
-	case <-done:
-	case <-c.ep.done:
-	}
+	c.ep.applyAndWait(command{kind: cmdAbort, conn: c, flow: flow})
 }
 
 // closeWait is how long Close waits at least for the connection to end.
@@ -242,10 +235,16 @@ func (c *Conn) PathStats() []transport.PathStats {
 // connection counts as gone before the turn that ends it has failed all of
 // its requests (goneBeforeOps), so a call that finds it gone and promises
 // that its requests are done (AbortFlow, Close) waits for that turn first.
-func (e *Endpoint) settle() {
+func (e *Endpoint) settle() { e.applyAndWait(command{kind: cmdFunc}) }
+
+// applyAndWait queues cmd, whose fn it sets, and returns once a turn has
+// applied it, or once the endpoint has stopped (which finishes every
+// request).
+func (e *Endpoint) applyAndWait(cmd command) {
 	done := make(chan struct{})
-	if e.enqueue(command{kind: cmdFunc, fn: func() { close(done) }}) != nil {
-		return // the endpoint stopped, which finished every request
+	cmd.fn = func() { close(done) }
+	if e.enqueue(cmd) != nil {
+		return
 	}
 	select {
 	case <-done:

@@ -81,11 +81,9 @@ func (r *Request) Poll() {
 		return
 	}
 	e := r.conn.ep
-	if e.cfg.WaitSpin <= 0 {
-		e.progress(nil)
-		return
+	if e.cfg.WaitSpin > 0 {
+		e.polledAt.Store(int64(e.now()))
 	}
-	e.polledAt.Store(int64(e.now()))
 	e.progress(nil)
 }
 
