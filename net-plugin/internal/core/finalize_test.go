@@ -3,6 +3,7 @@ package core
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -108,4 +109,60 @@ func TestFinalizeReleasesConnectsOverRealBackends(t *testing.T) {
 			require.NoError(t, rp.Finalize(rctx))
 		})
 	}
+}
+
+// TestIdleConnectsAreReleased: before ABI v11 nothing tells the plugin that
+// NCCL gave a connect up. A connect NCCL has not called for abandonAfter is
+// aborted by a later connect call, one it keeps calling is not, and a call
+// with the released handle after all dials anew.
+func TestIdleConnectsAreReleased(t *testing.T) {
+	b := &stallingBackend{dialers: map[byte]*stalledDialer{}}
+	name := "test-" + strings.ToLower(t.Name())
+	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
+	t.Cleanup(func() { delete(Backends, name) })
+	p := New(envMap(map[string]string{"METAROCE_BACKEND": name, "METAROCE_TIMEOUT_MS": "20000"}))
+	clock := time.Unix(1000, 0)
+	p.now = func() time.Time { return clock }
+	require.NoError(t, p.InitLegacy(10))
+	after := p.abandonAfter()
+	require.Equal(t, minAbandonAfter, after, "2 × 20 s is under the floor")
+
+	handle := func(id byte) []byte {
+		h := make([]byte, backend.HandleSize)
+		h[0] = id
+		return h
+	}
+	connect := func(id byte) {
+		t.Helper()
+		sc, err := p.Connect(0, 0, handle(id))
+		require.NoError(t, err)
+		require.Zero(t, sc)
+	}
+	connect('a') // given up by NCCL after this call
+	connect('b') // still called
+	clock = clock.Add(after / 2)
+	connect('b')
+	clock = clock.Add(after/2 + time.Millisecond) // 'a' idle just over the limit
+	connect('b')
+	require.True(t, b.dialers['a'].aborted, "the idle connect was not released")
+	require.False(t, b.dialers['b'].aborted, "a connect still called was released")
+	require.Equal(t, 1, p.Live())
+
+	// Sweeps are at most once per sweepEvery: 'b' idle past the limit is
+	// kept until the next sweep is due.
+	first := b.dialers['a']
+	clock = clock.Add(after + sweepEvery/2)
+	connect('a') // dials anew, and sweeps: 'b' is now idle too long
+	require.NotSame(t, first, b.dialers['a'], "a call after the release must dial anew")
+	require.True(t, b.dialers['b'].aborted)
+	require.Equal(t, 1, p.Live())
+	connect('c') // within sweepEvery of the last sweep: nothing swept
+	require.Equal(t, 2, p.Live())
+	clock = clock.Add(after / 2)
+	connect('c')
+	clock = clock.Add(after/2 + time.Millisecond)
+	connect('c') // 'a' idle too long, 'c' called throughout
+	require.True(t, b.dialers['a'].aborted)
+	require.False(t, b.dialers['c'].aborted)
+	require.Equal(t, 1, p.Live())
 }

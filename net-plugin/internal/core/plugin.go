@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
@@ -94,6 +95,8 @@ type pending struct {
 	// ctx is the context the connect was started under (0 for ABI ≤ v10,
 	// which has none): finalizing that context aborts the connect.
 	ctx Handle
+	// stepped is when NCCL last called connect for it (see reapIdle).
+	stepped time.Time
 }
 
 // Plugin is one plugin instance, made by New. The shared library makes a
@@ -116,8 +119,13 @@ type Plugin struct {
 	mrs     *table[mr]
 	reqs    *table[req]
 
-	dialMu  sync.Mutex
-	pending map[string]pending // listen handle bytes -> connect in progress
+	dialMu    sync.Mutex
+	pending   map[string]pending // listen handle bytes -> connect in progress
+	lastSweep time.Time          // of reapIdle, guarded by dialMu
+
+	// now is the clock of the idle-connect reaper; time.Now unless a test
+	// sets it before the first call.
+	now func() time.Time
 }
 
 // New returns an uninitialised plugin reading its configuration, and the
@@ -132,6 +140,7 @@ func New(lookup LookupEnv) *Plugin {
 		mrs:     newTable[mr](KindMR, maxMRs),
 		reqs:    newTable[req](KindReq, maxReqs),
 		pending: map[string]pending{},
+		now:     time.Now,
 	}
 }
 
@@ -338,6 +347,12 @@ func (p *Plugin) Connect(ctx Handle, dev int, handle []byte) (Handle, error) {
 		return 0, err
 	}
 	key := string(handle)
+	now, after := p.now(), p.abandonAfter() // p.mu before dialMu, as in Finalize
+	p.dialMu.Lock()
+	idle := p.reapIdleLocked(now, after)
+	p.dialMu.Unlock()
+	abortIdle(idle)
+
 	p.dialMu.Lock()
 	pd, ok := p.pending[key]
 	if !ok {
@@ -351,8 +366,9 @@ func (p *Plugin) Connect(ctx Handle, dev int, handle []byte) (Handle, error) {
 			return 0, err
 		}
 		pd = pending{d: d, dev: dev, ctx: ctx}
-		p.pending[key] = pd
 	}
+	pd.stepped = now
+	p.pending[key] = pd
 	p.dialMu.Unlock()
 
 	sc, err := pd.d.Step()
@@ -372,6 +388,63 @@ func (p *Plugin) Connect(ctx Handle, dev int, handle []byte) (Handle, error) {
 		return 0, fmt.Errorf("more than %d send connections: %w", maxComms, backend.ErrInternal)
 	}
 	return h, nil
+}
+
+// Idle connects. NCCL calls connect for one handle again and again until it
+// returns a comm; it stops only when it gives the connect up, which it does
+// without telling the plugin: on an aborted communicator, and before ABI
+// v11 no finalize follows either (see Finalize). Such a connect holds its
+// dialer, and under the udp backend a flow and a reference on the peer's
+// connection, for the life of the process. A connect that NCCL has not
+// called for abandonAfter is taken as given up and aborted: NCCL's own
+// setup would have failed long before (its bootstrap and the plugin's
+// handshake are bounded by Config.Timeout), so a live communicator never
+// leaves a connect that long. Should NCCL call again after all, the call
+// dials anew.
+
+// minAbandonAfter is the shortest idle time after which a connect is taken
+// as given up, whatever Config.Timeout says.
+const minAbandonAfter = time.Minute
+
+// sweepEvery bounds how often Connect looks for idle connects, so that a
+// setup of thousands of connects does not walk the table on every call.
+const sweepEvery = time.Second
+
+// abandonAfter is the idle time after which a connect is given up: twice
+// Config.Timeout, and at least minAbandonAfter.
+func (p *Plugin) abandonAfter() time.Duration {
+	p.mu.Lock()
+	t := p.cfg.Timeout
+	p.mu.Unlock()
+	return max(2*t, minAbandonAfter)
+}
+
+// reapIdleLocked removes from p.pending the connects not called for longer
+// than after, at most once per sweepEvery, and returns their dialers for
+// the caller to abort once it has released dialMu (an abort waits for the
+// dialer's goroutine). The caller holds dialMu.
+func (p *Plugin) reapIdleLocked(now time.Time, after time.Duration) []backend.Dialer {
+	if now.Sub(p.lastSweep) < sweepEvery {
+		return nil
+	}
+	p.lastSweep = now
+	var idle []backend.Dialer
+	for k, pd := range p.pending {
+		if now.Sub(pd.stepped) > after {
+			idle = append(idle, pd.d)
+			delete(p.pending, k)
+		}
+	}
+	if len(idle) > 0 {
+		Logf(LogWarn, SubsysNet, "NET/MetaRoCE : released %d connect(s) in progress that NCCL has not called for %v (an aborted communicator's)", len(idle), after)
+	}
+	return idle
+}
+
+func abortIdle(ds []backend.Dialer) {
+	for _, d := range ds {
+		d.Abort()
+	}
 }
 
 // Accept advances a non-blocking accept; 0 means "call again".
