@@ -66,9 +66,15 @@ type Conn struct {
 	inflight int // bytes in flight on all paths
 
 	// Pacing (docs/spec.md §3.5): the earliest time the next sequenced
-	// packet may leave.
-	paceNext Time
-	paceHeld bool // the last attempt to send was held back by the pacer
+	// packet may leave. The last paced packet, of paceBytes bytes, was
+	// charged the gap from paceFrom to paceNext at paceRate bytes/s; a
+	// rate that rises before paceNext shortens the gap to what the new
+	// rate implies for that packet (repace).
+	paceNext  Time
+	paceFrom  Time
+	paceBytes uint64
+	paceRate  uint64
+	paceHeld  bool // the last attempt to send was held back by the pacer
 
 	// Handshake, close and liveness timers.
 	created    Time

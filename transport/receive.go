@@ -201,6 +201,7 @@ func (c *Conn) onAck(now Time, a *wire.Ack) {
 	if rrAcked && a.Flags&wire.FlagIdle != 0 {
 		c.onIdleAnswer(rrSent)
 	}
+	c.repace(c.cc.PacingRate())
 	c.checkPeerClosed(now)
 }
 

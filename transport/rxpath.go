@@ -243,6 +243,7 @@ func (c *Conn) onPiggy(now Time, pg *wire.Piggyback) {
 	if int(pg.Piggy.Path) < len(c.paths) {
 		c.onAckRecord(now, c.paths[pg.Piggy.Path], &pg.Piggy)
 	}
+	c.repace(c.cc.PacingRate())
 	c.checkPeerClosed(now)
 }
 

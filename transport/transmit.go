@@ -314,6 +314,7 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 		return Transmit{}, false
 	}
 	rate := c.cc.PacingRate()
+	c.repace(rate)
 	c.paceHeld = false
 	if rate > 0 && now < c.paceNext {
 		c.paceHeld = true
@@ -362,15 +363,15 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 		c.ep.planeSent(now, tx.Route.Plane, tx.N+tx.Payload.Len)
 	}
 	if ok && rate > 0 {
-		bytes := Time(tx.N + tx.Payload.Len)
-		burst := Time(c.cc.Burst()) * Second / Time(rate)
+		burst := paceSpan(uint64(max(c.cc.Burst(), 0)), rate)
 		base := max(c.paceNext, now-burst)
 		if c.paceNext == 0 {
 			// The first paced packet earns no burst credit: the
 			// senders of an incast start together.
 			base = now
 		}
-		gap := bytes * Second / Time(rate)
+		bytes := uint64(tx.N + tx.Payload.Len)
+		gap := paceSpan(bytes, rate)
 		if c.cc.Hinted() && gap > 0 {
 			// Senders paced at the same share that started together
 			// stay in step, and their packets reach the receiver's
@@ -385,6 +386,7 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 				gap = gap - q/2 + Time(c.ep.rng.Int64N(int64(q)))
 			}
 		}
+		c.paceFrom, c.paceBytes, c.paceRate = base, bytes, rate
 		c.paceNext = base + gap
 	}
 	return tx, ok
