@@ -185,6 +185,14 @@ func (e *Endpoint) Counters() Counters { return e.counters }
 // NumConns returns the number of live connections (including handshaking).
 func (e *Endpoint) NumConns() int { return len(e.conns) }
 
+// HasConn reports whether the endpoint still holds connection id:
+// handshaking, established or closing, exactly the connections that Stats
+// and the API calls taking an id still know. It is one map lookup, for a
+// driver that only needs to know whether a connection is gone (its
+// operations failed because it ended, not because of a flow or a
+// message), where Stats would build a whole snapshot to answer.
+func (e *Endpoint) HasConn(id ConnID) bool { return e.conns[id] != nil }
+
 func (e *Endpoint) drop(r DropReason) { e.counters.Dropped[r]++ }
 
 // newConn allocates a connection with a fresh id and token.
