@@ -284,7 +284,7 @@ func (e *Endpoint) goneBeforeOps(ev transport.Event) {
 	if c == nil || c.gone || c.dialing {
 		return
 	}
-	if _, alive := e.core.Stats(ev.Conn); alive {
+	if e.core.HasConn(ev.Conn) {
 		return
 	}
 	e.connGone(c, peerErr(c.remote, ev.Err))

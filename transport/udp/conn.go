@@ -77,7 +77,7 @@ func (c *Conn) SendNotify(flow uint32, buf []byte, tag uint32, notify func()) (*
 	r.send = buf
 	r.notify = notify
 	if err := c.ep.enqueueFast(command{kind: cmdSend, conn: c, req: r, flow: flow, tag: tag}); err != nil {
-		return nil, err
+		return nil, peerErr(c.remote, err)
 	}
 	return r, nil
 }
@@ -110,7 +110,7 @@ func (c *Conn) RecvNotify(flow uint32, bufs [][]byte, tags []uint32, notify func
 	r.left = len(bufs)
 	r.notify = notify
 	if err := c.ep.enqueueFast(command{kind: cmdRecv, conn: c, req: r, flow: flow}); err != nil {
-		return nil, err
+		return nil, peerErr(c.remote, err)
 	}
 	return r, nil
 }
@@ -125,7 +125,7 @@ func (c *Conn) ReleaseFlow(flow uint32) error {
 	if err := c.closedErr(); err != nil {
 		return err
 	}
-	return c.ep.enqueue(command{kind: cmdRelease, conn: c, flow: flow})
+	return peerErr(c.remote, c.ep.enqueue(command{kind: cmdRelease, conn: c, flow: flow}))
 }
 
 // AbortFlow gives up on flow at once: its requests still in flight fail

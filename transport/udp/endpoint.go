@@ -338,8 +338,9 @@ func (e *Endpoint) Accept(ctx context.Context) (*Conn, error) {
 
 // Close closes every connection (telling the peers), stops the event loop and
 // closes the sockets. Outstanding requests fail with ErrEndpointClosed or the
-// connection's close error. It returns when everything is released, within
-// about 4 × Core.HandshakeRetry.
+// connection's close error, either wrapped in a PeerError that names the
+// peer. It returns when everything is released, within about
+// 4 × Core.HandshakeRetry.
 func (e *Endpoint) Close() error {
 	if !e.closing.Swap(true) {
 		if err := e.enqueue(command{kind: cmdShutdown}); err != nil {

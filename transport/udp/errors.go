@@ -8,7 +8,10 @@ import (
 )
 
 // ErrEndpointClosed is returned by calls on a closed Endpoint, and fails the
-// requests that were outstanding when it closed.
+// requests that were outstanding when it closed. Where the call or request
+// concerns one peer (a Dial, a connection's Send, Recv or ReleaseFlow, a
+// request), it comes wrapped in a PeerError naming that peer; test for it
+// with errors.Is.
 var ErrEndpointClosed = errors.New("udp: endpoint closed")
 
 // ErrRefused fails a Dial whose peer answered the handshake and closed the

@@ -247,7 +247,9 @@ func (e *Endpoint) nextWake() transport.Time {
 // exit fails everything still outstanding, refuses further commands and
 // releases the sockets; it runs on the loop goroutine as its last act, under
 // the drive lock, and marks the endpoint dead so that no caller runs a turn
-// on the released sockets afterwards.
+// on the released sockets afterwards. Every failure names its peer
+// (PeerError around ErrEndpointClosed), commands that never reached the
+// core included, like every other request's failure.
 func (e *Endpoint) exit() {
 	e.drive.Lock()
 	defer e.drive.Unlock()
@@ -261,12 +263,12 @@ func (e *Endpoint) exit() {
 		cmd := &left[i]
 		switch {
 		case cmd.req != nil:
-			cmd.req.finish(ErrEndpointClosed)
+			cmd.req.finish(peerErr(cmd.req.conn.remote, ErrEndpointClosed))
 		case cmd.kind == cmdDial:
 			cmd.conn.gone = true
-			cmd.conn.err = ErrEndpointClosed
+			cmd.conn.err = peerErr(cmd.conn.remote, ErrEndpointClosed)
 			close(cmd.conn.closed)
-			cmd.conn.dialed <- ErrEndpointClosed
+			cmd.conn.dialed <- cmd.conn.err
 		case cmd.kind == cmdFunc:
 			cmd.fn()
 		}
