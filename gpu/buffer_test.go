@@ -173,6 +173,7 @@ func TestRuntimeStreams(t *testing.T) {
 }
 
 func TestOpenRuntimeErrors(t *testing.T) {
+	ctest.NeedDlopen(t)
 	// An explicit path that does not exist names the path and the variable.
 	_, err := OpenRuntime(CUDA, "/nonexistent/libcudart.so")
 	require.Error(t, err)
@@ -210,6 +211,7 @@ func TestOpenRuntimeErrors(t *testing.T) {
 // TestOpenRuntimeSearch checks the search without a path or variable: on a
 // machine without a GPU stack it fails, listing what it tried and the remedy.
 func TestOpenRuntimeSearch(t *testing.T) {
+	ctest.NeedDlopen(t)
 	t.Setenv(EnvCUDARTLib, "")
 	rt, err := OpenRuntime(CUDA, "")
 	if err == nil {

@@ -141,6 +141,7 @@ func TestDiscoverMergesCUDA(t *testing.T) {
 // noted in the one-line summary instead of vanishing behind "no GPU found".
 // Only a search that finds no libcuda at all stays silent.
 func TestDiscoverNamedDriverFailureNoted(t *testing.T) {
+	ctest.NeedDlopen(t)
 	notALib := filepath.Join(t.TempDir(), "libcuda.so.1")
 	require.NoError(t, os.WriteFile(notALib, []byte("not a shared object\n"), 0o644))
 

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/metaroce/metaroce/gpu/internal/ctest"
 	"github.com/metaroce/metaroce/gpu/internal/dl"
 	"github.com/stretchr/testify/require"
 )
 
 func TestOpenErrors(t *testing.T) {
+	ctest.NeedDlopen(t)
 	_, err := Open("/nonexistent/librccl.so")
 	require.Error(t, err)
 	require.ErrorContains(t, err, "cannot load the RCCL/NCCL library")
@@ -41,6 +43,7 @@ func TestOpenErrors(t *testing.T) {
 // TestOpenSearch checks the search without a path or variable: on a machine
 // without RCCL or NCCL it fails with what was tried and what to install.
 func TestOpenSearch(t *testing.T) {
+	ctest.NeedDlopen(t)
 	t.Setenv(EnvLib, "")
 	l, err := Open("")
 	if err == nil {

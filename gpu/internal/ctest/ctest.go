@@ -8,14 +8,28 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/metaroce/metaroce/gpu/internal/dl"
 )
+
+// NeedDlopen skips the test, with the reason, in a build without cgo, where
+// no library can be loaded (dl.ErrNoCgo); tests of the loading paths and of
+// the fake libraries call it.
+func NeedDlopen(t testing.TB) {
+	t.Helper()
+	if !dl.Available {
+		t.Skip("built without cgo (CGO_ENABLED=0): shared libraries cannot be loaded, skipping a test of the dlopen paths")
+	}
+}
 
 // SharedLib compiles srcs (paths relative to the test's directory) with gcc
 // into a shared object named name inside a fresh temporary directory and
 // returns its absolute path. extra are additional compiler flags, e.g.
-// "-DNO_ALLTOALL". The test is skipped, with the reason, when gcc is missing.
+// "-DNO_ALLTOALL". The test is skipped, with the reason, when gcc is missing
+// or when the build has no cgo to load the result with.
 func SharedLib(t testing.TB, name string, srcs []string, extra ...string) string {
 	t.Helper()
+	NeedDlopen(t)
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("gcc not found on PATH: the fake vendor libraries cannot be built, skipping the binding tests that need them")

@@ -1,9 +1,5 @@
-// Package dl opens shared libraries with dlopen and resolves their symbols, so
-// that the GPU packages build and test on machines without any GPU SDK: every
-// vendor library is found at run time, never at link time.
-//
-// Failures are reported as *LoadError and *SymbolError, whose messages name the
-// library, the symbol and the remedy (what to install, which variable to set).
+//go:build cgo
+
 package dl
 
 /*
@@ -38,90 +34,14 @@ static void *mr_dlsym(void *h, const char *name, char *err, size_t errlen) {
 */
 import "C"
 
-import (
-	"os"
-	"path/filepath"
-	"unsafe"
-)
+import "unsafe"
+
+// Available reports whether this build can load libraries: true with cgo,
+// false without (nocgo.go). Tests of the loading paths skip on false.
+const Available = true
 
 // errLen is the size of the buffer that receives dlerror's text, in bytes.
 const errLen = 512
-
-// Spec describes a library to find: what it is for, where it may live, and
-// how the user can help when it is not found.
-type Spec struct {
-	// What names the library in messages, e.g. "RCCL/NCCL".
-	What string
-	// Env is the environment variable that names the library's path; when it
-	// is set, only that path is tried.
-	Env string
-	// Candidates are tried in order: bare sonames go through the dynamic
-	// linker's own search (LD_LIBRARY_PATH, ld.so.cache), absolute paths and
-	// glob patterns are tried as given.
-	Candidates []string
-	// Install says what to install when nothing is found, e.g. "ROCm's rccl
-	// package or NVIDIA's libnccl2".
-	Install string
-}
-
-// Lib is an opened shared library. Handles are never closed: vendor GPU
-// libraries keep driver state and threads that do not survive dlclose, and
-// the dynamic linker reference-counts repeated opens of one path anyway.
-type Lib struct {
-	h    unsafe.Pointer
-	path string
-	spec Spec
-}
-
-// Path is the path or soname the library was opened with.
-func (l *Lib) Path() string { return l.path }
-
-// Open loads the library described by s. An explicit path (non-empty) wins
-// over the environment variable, which wins over the candidate list.
-func Open(s Spec, path string) (*Lib, error) {
-	var tries []string
-	switch {
-	case path != "":
-		tries = []string{path}
-	case s.Env != "" && os.Getenv(s.Env) != "":
-		tries = []string{os.Getenv(s.Env)}
-	default:
-		tries = expand(s.Candidates)
-	}
-	lerr := &LoadError{What: s.What, Env: s.Env, Install: s.Install, Explicit: path != "" || (s.Env != "" && os.Getenv(s.Env) != "")}
-	for _, p := range tries {
-		h, msg := open(p)
-		if h != nil {
-			return &Lib{h: h, path: p, spec: s}, nil
-		}
-		lerr.Tried = append(lerr.Tried, Attempt{Path: p, Reason: msg})
-	}
-	return nil, lerr
-}
-
-// expand replaces glob patterns (those containing '*') by their matches in
-// lexical order; other candidates pass through unchanged.
-func expand(cands []string) []string {
-	var out []string
-	for _, c := range cands {
-		if !containsGlob(c) {
-			out = append(out, c)
-			continue
-		}
-		m, _ := filepath.Glob(c) // only ErrBadPattern, impossible for our constants
-		out = append(out, m...)
-	}
-	return out
-}
-
-func containsGlob(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '*' {
-			return true
-		}
-	}
-	return false
-}
 
 func open(path string) (unsafe.Pointer, string) {
 	cpath := C.CString(path)
@@ -145,27 +65,4 @@ func (l *Lib) Sym(name string) (unsafe.Pointer, error) {
 		return nil, &SymbolError{What: l.spec.What, Path: l.path, Symbol: name, Reason: C.GoString(&buf[0]), Env: l.spec.Env, Install: l.spec.Install}
 	}
 	return p, nil
-}
-
-// Has reports whether the library exports name; used for optional entry
-// points such as ncclAllToAll, which RCCL has and NCCL lacks.
-func (l *Lib) Has(name string) bool {
-	_, err := l.Sym(name)
-	return err == nil
-}
-
-// Syms resolves every name in order and stores the addresses through the
-// matching pointers; the first missing symbol is returned as the error.
-func (l *Lib) Syms(names []string, into []*unsafe.Pointer) error {
-	if len(names) != len(into) {
-		panic("dl: Syms: names and targets differ in length")
-	}
-	for i, n := range names {
-		p, err := l.Sym(n)
-		if err != nil {
-			return err
-		}
-		*into[i] = p
-	}
-	return nil
 }

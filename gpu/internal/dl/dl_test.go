@@ -10,6 +10,9 @@ import (
 )
 
 func TestOpenOrderAndMessages(t *testing.T) {
+	if !Available {
+		t.Skip("built without cgo: nocgo_test.go checks Open's error instead")
+	}
 	spec := Spec{What: "Widget", Env: "METAROCE_TEST_WIDGET_LIB", Install: "libwidget",
 		Candidates: []string{"/nonexistent/a.so", "/nonexistent/dir*/b.so"}}
 
@@ -37,6 +40,9 @@ func TestOpenOrderAndMessages(t *testing.T) {
 }
 
 func TestGlobAndSymbols(t *testing.T) {
+	if !Available {
+		t.Skip("built without cgo: no library can be loaded")
+	}
 	dir := t.TempDir()
 	libc := "libc.so.6"
 	// A glob that matches: a symlink to libc in a temporary directory.

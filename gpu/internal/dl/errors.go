@@ -1,9 +1,15 @@
 package dl
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrNoCgo is why every load fails in a program built without cgo
+// (CGO_ENABLED=0): dlopen is reached only through C. Callers that want to
+// tell this apart from a missing library test for it with errors.Is.
+var ErrNoCgo = errors.New("not available: built without cgo (CGO_ENABLED=0), so no shared library can be loaded; rebuild with a C compiler (gcc) and CGO_ENABLED=1")
 
 // Attempt is one path that dlopen refused, with the dynamic linker's reason.
 type Attempt struct {
@@ -20,9 +26,15 @@ type LoadError struct {
 	Install  string
 	Explicit bool // the path came from the caller or from Env, not a search
 	Tried    []Attempt
+	// Err, when set, is why no path was tried at all (ErrNoCgo); the
+	// message is then that reason instead of the paths and the remedy.
+	Err error
 }
 
 func (e *LoadError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("cannot load the %s library: %v", e.What, e.Err)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cannot load the %s library", e.What)
 	if len(e.Tried) == 0 {
@@ -46,6 +58,9 @@ func (e *LoadError) Error() string {
 	}
 	return b.String()
 }
+
+// Unwrap returns the reason no path was tried, nil when paths were tried.
+func (e *LoadError) Unwrap() error { return e.Err }
 
 // SymbolError reports that an opened library lacks a symbol, usually because
 // it is too old or not the library it was taken for.
