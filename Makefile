@@ -7,6 +7,7 @@ BENCHTIME ?= 1x
 PREFIX    ?= /usr/local
 DURATION  ?= 30m
 SOAKFLAGS ?=
+PEERSFLAGS ?=
 
 .PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance conformance-iut bench-peers soak mpirun-check figures-core
 
@@ -28,7 +29,13 @@ PLUGINS := $(BUILD)/libnccl-net-metaroce.so $(BUILD)/libnccl-net.so $(BUILD)/lib
 
 plugin: $(PLUGINS) ## The c-shared NCCL/RCCL net plugin, under each name NCCL and RCCL load
 
+# Without cgo (no C compiler, or CGO_ENABLED=0) go build would only say that
+# build constraints exclude every file of net-plugin; say what is missing.
 $(PLUGINS): $(PLUGIN_SRC)
+	@if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then \
+		echo "the net plugin is a c-shared library and needs cgo: install gcc and build with CGO_ENABLED=1 (mrbench, mrconform and mrpeer build without it)" >&2; \
+		exit 1; \
+	fi
 	@mkdir -p $(BUILD)
 	$(GO) build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,$(notdir $@) -o $@ ./net-plugin
 	rm -f $(basename $@).h
@@ -77,11 +84,15 @@ conformance: ## Run the conformance suite against our own datapath
 conformance-iut: build ## Conformance suite against mrpeer as a separate process, JUnit in build/
 	$(BUILD)/mrconform --iut $(BUILD)/mrpeer --format tap,human --junit $(BUILD)/conformance.xml
 
+# Built, then run: `go run` reports any failure of the program as its own
+# exit status 1, which would hide mrsoak's 130 (interrupted) and 2 (usage).
 soak: ## Mixed collectives for DURATION under faults (SOAKFLAGS="--netlab --plugin": nftables faults on a netns fabric, plugin rounds); fails on corruption, missed failures or leaks
-	$(GO) run ./cmd/mrsoak -duration $(DURATION) -v $(SOAKFLAGS)
+	@mkdir -p $(BUILD)
+	$(GO) build -o $(BUILD)/mrsoak ./cmd/mrsoak
+	$(BUILD)/mrsoak -duration $(DURATION) -v $(SOAKFLAGS)
 
-bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, one table (the one in docs/results.md)
-	bench/peers/run.sh --rounds 3 --iters 20 --warmup 5
+bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, one table (the one in docs/results.md); PEERSFLAGS=--install installs missing peers (root)
+	bench/peers/run.sh --rounds 3 --iters 20 --warmup 5 $(PEERSFLAGS)
 
 mpirun-check: build ## mrbench as a 4-process Open MPI job (skips without mpirun)
 	sh cmd/mrbench/testdata/mpirun.sh $(BUILD)/mrbench
