@@ -8,10 +8,11 @@
 # all-to-all size/time*(n-1)/n). The machine is noisy: read the ratios, and
 # use --rounds to take medians over interleaved rounds.
 #
-# Needs: go, and for the peers Debian's openmpi-bin, libopenmpi-dev, gcc
-# and libc6-dev (installed when missing and run as root) and python3-torch
-# (large: only installed with --install). A peer whose tools are missing, or
-# fail to install, is reported as skipped; the table still has the others.
+# Needs: go, and for the peers Debian's openmpi-bin, libopenmpi-dev, gcc and
+# libc6-dev (Open MPI) and python3-torch (gloo). Missing packages are named,
+# with the command that installs them, and installed only with --install (as
+# root, with apt-get). A peer whose tools are missing, or fail to install, is
+# reported as skipped; the table still has the others.
 set -euo pipefail
 
 usage() {
@@ -20,7 +21,8 @@ Usage: bench/peers/run.sh [--install] [--ranks "2 4"] [--sizes "1M 16M 64M"]
                           [--iters N] [--warmup N] [--min-bytes SIZE]
                           [--rounds N] [--peers LIST] [--raw FILE]
 
-  --install   also install python3-torch from Debian when it is missing (root)
+  --install   install the missing Debian packages of the selected peers
+              (Open MPI, python3-torch) with apt-get; needs root
   --ranks     rank counts to run (default "2 4")
   --sizes     buffer sizes, bytes with K/M/G suffixes (default "1M 16M 64M")
   --iters     timed iterations per size, at least (default 10)
@@ -151,53 +153,62 @@ warmup_for() {
 	echo "$w"
 }
 
-# Debian packages: Open MPI when missing, python3-torch only with --install.
-# mpicc is a wrapper around gcc, which libopenmpi-dev does not pull in (nor,
-# installed without recommends, libc's headers): a fresh Debian 12 needs
-# both named.
+# Debian packages of the selected peers. mpicc is a wrapper around gcc, which
+# libopenmpi-dev does not pull in (nor, installed without recommends, libc's
+# headers): a fresh Debian 12 needs both named. Nothing is installed without
+# --install: a benchmark run as root must not change the machine's packages
+# unasked, so it names what is missing and how to install it, and skips the
+# peers that need it.
+selected() { case " $peers " in *" $1 "*) return 0 ;; esac; return 1; }
 want=()
 mpi_ready() {
 	command -v mpirun >/dev/null && command -v mpicc >/dev/null &&
 		echo '#include <mpi.h>' | mpicc -x c -E - >/dev/null 2>&1
 }
-if ! mpi_ready; then
+if { selected ompi || selected ompi-tcp; } && ! mpi_ready; then
 	want+=(openmpi-bin libopenmpi-dev gcc libc6-dev)
 fi
 python=""
-for py in python3 /usr/bin/python3; do
-	if command -v "$py" >/dev/null && "$py" -c 'import torch.distributed' 2>/dev/null; then
-		python=$py
-		break
-	fi
-done
-if [ -z "$python" ] && [ "$install" = 1 ]; then
-	want+=(python3-torch)
+if selected gloo; then
+	for py in python3 /usr/bin/python3; do
+		if command -v "$py" >/dev/null && "$py" -c 'import torch.distributed' 2>/dev/null; then
+			python=$py
+			break
+		fi
+	done
+	[ -n "$python" ] || want+=(python3-torch)
 fi
 # A fresh image has no package lists: update them first. A failed update or
 # install is reported and the run goes on; the peers it was for are then
 # skipped below, as the header promises.
 if [ ${#want[@]} -gt 0 ]; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	if [ "$install" = 0 ]; then
+		note "missing Debian packages ${want[*]}: the peers that need them are skipped; to install them, run as root"
+		note "  apt-get update && apt-get install -y --no-install-recommends ${want[*]}"
+		note "or rerun this script with --install as root (make bench-peers PEERSFLAGS=--install)"
+	elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 		note "installing ${want[*]}"
 		DEBIAN_FRONTEND=noninteractive apt-get update >"$work/apt.log" 2>&1 ||
 			note "apt-get update failed (trying the install anyway): $(tail -c 300 "$work/apt.log")"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want[@]}" >"$work/apt.log" 2>&1 ||
 			note "apt-get install ${want[*]} failed, the peers that need them are skipped: $(tail -c 300 "$work/apt.log")"
-		if [ -z "$python" ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+		if selected gloo && [ -z "$python" ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
 			python=/usr/bin/python3
 		fi
 	else
-		note "missing ${want[*]} (not root, or no apt-get): those peers are skipped"
+		note "--install cannot install ${want[*]} (not root, or no apt-get): the peers that need them are skipped"
 	fi
 fi
-if [ -z "$python" ]; then
-	note "no python3 with torch (Debian: python3-torch, or rerun with --install as root): gloo skipped"
+if selected gloo && [ -z "$python" ]; then
+	note "no python3 with torch (Debian: python3-torch): gloo skipped"
 fi
 
 # Build mrbench and the MPI benchmark.
 (cd "$repo" && go build -o "$work/mrbench" ./cmd/mrbench)
 have_mpi=0
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+if ! selected ompi && ! selected ompi-tcp; then
+	: # no Open MPI peer asked for: nothing to build or to report
+elif ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
 	note "mpicc or mpirun not found (Debian: openmpi-bin libopenmpi-dev gcc libc6-dev): Open MPI skipped"
 elif mpicc -O2 -o "$work/mpi_bench" "$here/mpi_bench.c" 2>"$work/mpicc.log"; then
 	have_mpi=1

@@ -8,8 +8,10 @@
 // C sources without cgo.)
 //
 // The tests check that the script parses and rejects bad arguments, that on
-// a fresh machine it refreshes the package lists before installing and
-// carries on, the peers skipped, when an install fails (apt-get and the rest
-// are stubs there), that the C benchmark compiles where mpicc exists, and
-// that the Python one parses.
+// a fresh machine it installs nothing unless --install asks, naming instead
+// the missing packages and the command that installs them, that with
+// --install it refreshes the package lists before installing and carries
+// on, the peers skipped, when an install fails (apt-get and the rest are
+// stubs there), that the C benchmark compiles where mpicc exists, and that
+// the Python one parses.
 package scriptcheck

@@ -74,19 +74,17 @@ func TestGlooBenchParses(t *testing.T) {
 	require.NoError(t, err, "python3: %s", out)
 }
 
-// TestScriptInstallFailureSkipsPeers runs run.sh as on a fresh Debian 12
-// with no MPI: `id -u` says root, and apt-get, go and every other tool the
-// script calls up to its table are stubs or links in a directory that is
-// the whole PATH. The script must refresh the package lists before
-// installing, ask for gcc (mpicc wraps it), and, when the update or the
-// install fails, say so and go on to report Open MPI as skipped instead of
-// ending the run.
-func TestScriptInstallFailureSkipsPeers(t *testing.T) {
+// freshDebian makes a directory to be the whole PATH of run.sh as on a fresh
+// Debian 12 with no MPI: `id -u` says root, and apt-get, go and every other
+// tool the script calls up to its table are stubs or links. apt-get notes
+// its arguments in $APT_LOG and exits $UPDATE_RC or $INSTALL_RC.
+func freshDebian(t *testing.T) (bash, bin string) {
+	t.Helper()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not found")
 	}
-	bin := t.TempDir()
+	bin = t.TempDir()
 	for _, tool := range []string{"awk", "cat", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "tail"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
@@ -98,16 +96,53 @@ func TestScriptInstallFailureSkipsPeers(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
 	}
 	stub("id", `echo 0`)
-	stub("go", `exit 0`) // the build of mrbench, which this run never starts
+	stub("go", `exit 0`) // the build of mrbench, which these runs never start
 	stub("apt-get", `echo "$*" >>"$APT_LOG"
 case "$1" in
 update) exit "$UPDATE_RC" ;;
 *) exit "$INSTALL_RC" ;;
 esac`)
+	return bash, bin
+}
+
+// TestScriptMissingPackagesNotInstalled: run as root without --install, the
+// script changes no package. It names what is missing and the command that
+// installs it, and reports the peers that need it as skipped.
+func TestScriptMissingPackagesNotInstalled(t *testing.T) {
+	bash, bin := freshDebian(t)
+	aptLog := filepath.Join(t.TempDir(), "apt.log")
+	cmd := exec.Command(bash, script, "--peers", "ompi gloo", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
+	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "APT_LOG=" + aptLog, "UPDATE_RC=0", "INSTALL_RC=0"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	require.NoFileExists(t, aptLog, "apt-get ran without --install; stderr:\n%s", stderr.String())
+
+	// The script also tries /usr/bin/python3, outside the stub PATH: torch
+	// is missing only where that has none.
+	missing := "openmpi-bin libopenmpi-dev gcc libc6-dev"
+	if exec.Command("/usr/bin/python3", "-c", "import torch.distributed").Run() != nil {
+		missing += " python3-torch"
+		require.Contains(t, stderr.String(), "gloo skipped")
+	}
+	require.Contains(t, stderr.String(), "missing Debian packages "+missing+":")
+	require.Contains(t, stderr.String(), "apt-get update && apt-get install -y --no-install-recommends "+missing+"\n")
+	require.Contains(t, stderr.String(), "--install")
+	require.Contains(t, stderr.String(), "Open MPI skipped")
+	require.Contains(t, string(out), "busbw", "the table's header")
+}
+
+// TestScriptInstallFailureSkipsPeers: with --install, the script must
+// refresh the package lists before installing, ask for gcc (mpicc wraps
+// it), and, when the update or the install fails, say so and go on to
+// report Open MPI as skipped instead of ending the run.
+func TestScriptInstallFailureSkipsPeers(t *testing.T) {
+	bash, bin := freshDebian(t)
 	for _, c := range []struct{ update, install int }{{0, 100}, {100, 100}, {0, 0}} {
 		t.Run(fmt.Sprintf("update=%d,install=%d", c.update, c.install), func(t *testing.T) {
 			aptLog := filepath.Join(t.TempDir(), "apt.log")
-			cmd := exec.Command(bash, script, "--peers", "ompi ompi-tcp", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
+			cmd := exec.Command(bash, script, "--install", "--peers", "ompi ompi-tcp", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
 			cmd.Env = []string{
 				"PATH=" + bin, "TMPDIR=" + t.TempDir(), "APT_LOG=" + aptLog,
 				fmt.Sprintf("UPDATE_RC=%d", c.update), fmt.Sprintf("INSTALL_RC=%d", c.install),
