@@ -1,15 +1,41 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target of the module for FUZZTIME each (default 3s).
 # Usage: scripts/fuzz.sh [FUZZTIME]
+#
+# Targets are found in the *_test.go files of the tree, not through git, so
+# that a release tarball (no .git) fuzzes as a checkout does. Directories the
+# go command ignores (vendor, testdata, names starting with . or _) are
+# skipped. Finding no target at all is an error: it means the search is
+# broken, and passing then would hide that nothing was fuzzed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t="${1:-${FUZZTIME:-3s}}"
 fail=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+
+# fuzz_files prints, sorted, the test files that declare a fuzz target.
+fuzz_files() {
+	find . \( -name vendor -o -name testdata -o -name '.?*' -o -name '_*' \) -prune -o \
+		-type f -name '*_test.go' -print |
+		LC_ALL=C sort |
+		while IFS= read -r file; do
+			if grep -qE '^func Fuzz[A-Za-z0-9_]+\(' "$file"; then
+				echo "${file#./}"
+			fi
+		done
+}
+
+files=$(fuzz_files)
+if [ -z "$files" ]; then
+	echo "fuzz.sh: no fuzz targets (func FuzzXxx in a *_test.go file) found under $(pwd)" >&2
+	exit 1
+fi
+targets=0
 while IFS= read -r file; do
 	pkg="./$(dirname "$file")"
 	for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/'); do
+		targets=$((targets + 1))
 		echo "fuzz $pkg $target ($t)"
 		for try in 1 2; do
 			if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$t" "$pkg" >"$log" 2>&1; then
@@ -28,5 +54,6 @@ while IFS= read -r file; do
 			break
 		done
 	done
-done < <(git ls-files '*_test.go' | xargs grep -l '^func Fuzz' | sort)
+done <<<"$files"
+echo "fuzz.sh: $targets fuzz target(s) run"
 exit $fail
