@@ -36,6 +36,7 @@ func Cases() []*Case {
 		{ID: "blackhole", NeedsControl: true, Spec: "§3.6, §1", Level: Mandatory, Title: "a blackholed source port: traffic moves, the path probes a new port", Run: caseBlackhole},
 		{ID: "too-large", NeedsControl: true, Spec: "§3.4, §2.7", Level: Mandatory, Title: "a message larger than the announced buffer: NACK TooLarge, send fails", Run: caseTooLarge},
 		{ID: "flow-aborted", NeedsControl: true, Spec: "§3.4, §2.7", Level: Mandatory, Title: "NACK FlowAborted is acknowledged and fails the flow's receive unwritten", Run: caseFlowAborted},
+		{ID: "max-dgram", NeedsControl: true, Spec: "§1, §2.8", Level: Mandatory, Title: "no datagram of the IUT is longer than the max_dgram the tester announced", Run: caseMaxDgram},
 		{ID: "close", Spec: "§2.10", Level: Mandatory, Title: "CLOSE answered by CLOSE with REPLY", Run: caseClose},
 	}
 }

@@ -115,7 +115,7 @@ func casesByID(ids ...string) []*conformance.Case {
 // one rule broken fails the case that checks that rule, and the other
 // sender cases still pass.
 func TestFakeSwitches(t *testing.T) {
-	sender := []string{"sender-loss", "sender-reorder", "tail-loss", "rate-hint", "blackhole", "too-large"}
+	sender := []string{"sender-loss", "sender-reorder", "tail-loss", "rate-hint", "blackhole", "too-large", "max-dgram"}
 	for _, tc := range []struct {
 		name  string
 		sw    fakeSwitches
@@ -127,6 +127,7 @@ func TestFakeSwitches(t *testing.T) {
 		{"restart burst unbounded", fakeSwitches{restartUnbounded: true}, "rate-hint"},
 		{"stays on blackholed path", fakeSwitches{stayOnBadPath: true}, "blackhole"},
 		{"reordering taken for loss", fakeSwitches{reorderLoss: true}, "sender-reorder"},
+		{"ignores the peer's max_dgram", fakeSwitches{ignoreMaxDgram: true}, "max-dgram"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { failsAlone(t, tc.sw, sender, 3, tc.fails) })
 	}

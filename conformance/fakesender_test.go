@@ -48,6 +48,9 @@ type fakeSwitches struct {
 	// resegment retransmits a segment one byte earlier than its first
 	// copy, cut differently (spec §3.4 places only segments of size S).
 	resegment bool
+	// ignoreMaxDgram cuts DATA to fit its own datagram size,
+	// fakeOwnDgram, not the smaller max_dgram the peer announced (spec §1).
+	ignoreMaxDgram bool
 }
 
 const (
@@ -61,6 +64,9 @@ const (
 	// fakeInitWindow is each path's initial window, bytes: a restart on a
 	// stale hint sends at most fakePaths of it before the next hint.
 	fakeInitWindow = 64 << 10
+	// fakeOwnDgram is the datagram size the fake would use by itself,
+	// above the tester's max_dgram: what ignoreMaxDgram sends.
+	fakeOwnDgram = 1400
 )
 
 // fakeClock0 is the origin of the fake's DATA timestamps.
@@ -200,7 +206,7 @@ func (s *fakeSender) match(flow uint32) {
 				s.restartLeft = 1 << 40
 			}
 		}
-		seg := s.f.seg
+		seg := s.seg()
 		sd.left = max(1, (len(sd.data)+seg-1)/seg)
 		for off := 0; off == 0 || off < len(sd.data); off += seg {
 			end := min(len(sd.data), off+seg)
@@ -378,11 +384,19 @@ func (s *fakeSender) onAck(a *wire.Ack, now time.Time) {
 
 // goBack resends every segment of g's message after g, acknowledged or not.
 func (s *fakeSender) goBack(p *fakePath, g *fakeSeg, now time.Time) {
-	seg := uint64(s.f.seg)
+	seg := uint64(s.seg())
 	for off := g.off + seg; off < g.msgLen; off += seg {
 		end := min(g.msgLen, off+seg)
 		s.transmit(p, &fakeSeg{flow: g.flow, msg: g.msg, off: off, data: g.send.data[off:end], msgLen: g.msgLen, send: g.send}, true, now)
 	}
+}
+
+// seg is the DATA payload the sender cuts messages into, bytes.
+func (s *fakeSender) seg() int {
+	if s.sw.ignoreMaxDgram {
+		return fakeOwnDgram - wire.DataHeaderLen
+	}
+	return s.f.seg
 }
 
 func (s *fakeSender) acked(g *fakeSeg) {

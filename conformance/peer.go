@@ -56,6 +56,31 @@ type rxData struct {
 	payload   []byte
 }
 
+// dgramSizes sums up the lengths of the datagrams the IUT sent one tester
+// connection, every opcode, dropped and held ones included.
+type dgramSizes struct {
+	count     int
+	largest   int
+	largestOp wire.Opcode
+	over      []oversized // longer than testerMaxDgram, in arrival order
+}
+
+// oversized is one datagram of the IUT longer than the tester announced.
+type oversized struct {
+	h    wire.Header
+	size int
+}
+
+func (d *dgramSizes) note(pk *rxPacket) {
+	d.count++
+	if len(pk.b) > d.largest {
+		d.largest, d.largestOp = len(pk.b), pk.h.Op
+	}
+	if len(pk.b) > testerMaxDgram {
+		d.over = append(d.over, oversized{h: pk.h, size: len(pk.b)})
+	}
+}
+
 // rxPath is what the tester received on one of the IUT's paths: cumulative
 // PSN and SACK bitmap, exactly what it must acknowledge.
 type rxPath struct {
@@ -105,6 +130,10 @@ type peer struct {
 	rateHint   uint32 // kbit/s, put in every ACK the tester sends
 	rxData     []rxData
 	probes     []rxPacket
+
+	// sizes is what the tester saw of the lengths of the IUT's datagrams
+	// on this connection, for the max-dgram case.
+	sizes dgramSizes
 
 	rx    map[uint16]*rxPath
 	ready map[[2]uint32]wire.RecvReady // RECV_READY by (flow, msg)
@@ -234,6 +263,9 @@ func (p *peer) wait(ctx context.Context, raw func([]byte), done func() bool) boo
 		if _, err := wire.ParseHeader(&pk.h, pk.b); err != nil {
 			continue
 		}
+		// Before the filter: a datagram the network is made to lose was
+		// still sent, and its length counts.
+		p.sizes.note(pk)
 		act := deliver
 		if p.filter != nil {
 			act = p.filter(pk)
