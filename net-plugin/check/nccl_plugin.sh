@@ -9,11 +9,41 @@
 #
 # usage: net-plugin/check/nccl_plugin.sh [LIBRARY]
 #   LIBRARY defaults to a fresh build in a temporary folder.
+#
+# Without python3, PyTorch, a CUDA device PyTorch can see or PyTorch's NCCL
+# it prints one SKIP line saying which, and exits 0.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# The prerequisites come first, before the plugin is built, and quietly: on
+# most machines a missing PyTorch is the expected case, and Python's
+# traceback for it read as a failure above the SKIP line. The exit status
+# of the probe says what is missing; for an import that fails, the last line
+# of Python's message (the exception) goes into the reason.
+skip() { echo "SKIP: PyTorch with CUDA and one GPU required: $*"; exit 0; }
+command -v python3 >/dev/null 2>&1 || skip "python3 not found"
+probe=0
+python3 - >/dev/null 2>"$work/probe.err" <<'PY' || probe=$?
+import sys
+import torch
+import torch.distributed as dist
+if not torch.cuda.is_available():
+    sys.exit(3)
+if not dist.is_available() or not dist.is_nccl_available():
+    sys.exit(4)
+PY
+case "$probe" in
+0) ;;
+3) skip "PyTorch sees no CUDA device (no NVIDIA GPU or driver, or a CPU-only build of PyTorch)" ;;
+4) skip "this PyTorch has no NCCL (torch.distributed.is_nccl_available() is false)" ;;
+*)
+  why=$(tail -n 1 "$work/probe.err" 2>/dev/null || true)
+  skip "python3 cannot import torch (${why:-exit status $probe})"
+  ;;
+esac
 
 lib=${1:-}
 if [[ -z "$lib" ]]; then
@@ -22,11 +52,6 @@ if [[ -z "$lib" ]]; then
     -ldflags=-extldflags=-Wl,-soname,libnccl-net-metaroce.so -o "$lib" ./net-plugin)
 fi
 lib=$(realpath "$lib")
-
-python3 - <<'PY' || { echo "SKIP: PyTorch with CUDA and one GPU required"; exit 0; }
-import torch, sys
-sys.exit(0 if torch.cuda.is_available() and torch.distributed.is_nccl_available() else 1)
-PY
 
 cat >"$work/allreduce.py" <<'PY'
 import os, torch, torch.distributed as dist
