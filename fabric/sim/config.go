@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Config describes the fabric. Zero fields take the defaults of
@@ -29,7 +30,8 @@ type Config struct {
 }
 
 // DefaultConfig is a 64-host single-plane fabric of 400 Gb/s links with
-// 1 µs links (≈ 8.7 µs base RTT across spines), 4 KiB MTU, 2 MiB port
+// 1 µs links (8.344 µs base RTT across spines for a 4218-byte packet and a
+// 130-byte acknowledgement), 4 KiB MTU, 2 MiB port
 // buffers and a 100–400 KB ECN ramp.
 func DefaultConfig() Config {
 	return Config{
@@ -127,9 +129,42 @@ func (c *Config) fill() error {
 // Hosts is the number of hosts of the fabric.
 func (c Config) Hosts() int { return c.Leaves * c.HostsPerLeaf }
 
-// BaseRTT is the unloaded round trip across spines for a packet of size
-// bytes on the wire and an acknowledgement of ack bytes, ns.
+// BaseRTT is the unloaded round trip across spines, ns: a packet of size
+// bytes on the wire (header, payload and Overhead) from a host to a host
+// under another leaf, host → leaf → spine → leaf → host, and an
+// acknowledgement of ack bytes on the wire back along the same four links.
+// Every link adds LinkDelay and, store and forward, one whole serialisation
+// of the packet at that link's own rate: LinkRate on the two host links,
+// UplinkRate on the two leaf–spine links. Each serialisation is rounded
+// down to a whole ns at the whole bits per second the port keeps, which is
+// what an idle port of the simulator charges (port.txTime with nothing
+// carried), so an unloaded fabric delivers the pair in exactly this time.
+// Zero fields take their defaults, as in New; for a configuration New
+// refuses the result means nothing (but is still computed without a panic).
 func (c Config) BaseRTT(size, ack int) int64 {
-	ser := func(n int) int64 { return int64(float64(n) * 8e9 / c.LinkRate) }
-	return 8*c.LinkDelay + 4*ser(size) + 4*ser(ack)
+	_ = c.fill() // defaults for zero fields; c is a copy
+	host, up := wholeBps(c.LinkRate), wholeBps(c.UplinkRate())
+	oneWay := func(n int) int64 { return 2*serNs(n, host) + 2*serNs(n, up) }
+	return 8*c.LinkDelay + oneWay(size) + oneWay(ack)
+}
+
+// wholeBps is a link rate in bits per second as a port keeps it: rounded to
+// a whole number and held within [minLinkRate, maxLinkRate] (New refuses
+// rates outside; the clamp only keeps BaseRTT of such a configuration from
+// dividing by zero).
+func wholeBps(rate float64) uint64 {
+	if !(rate >= minLinkRate) {
+		rate = minLinkRate
+	}
+	return uint64(math.Round(min(rate, maxLinkRate)))
+}
+
+// serNs is the serialisation time of n bytes at bps bits per second in
+// whole ns, rounded down; n ≤ 0 takes no time, and n below 2^31 keeps
+// n × 8e9 within 64 bits (as in port.txTime).
+func serNs(n int, bps uint64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return int64(uint64(n) * 8e9 / bps)
 }

@@ -13,9 +13,13 @@
 // a propagation delay and a random loss probability; switch egress queues
 // drop tail at a byte limit and mark ECN CE with a RED-style ramp on the
 // instantaneous queue; ECMP hashes the UDP 5-tuple with a per-switch seed;
-// links and whole planes fail and recover at scheduled times, losing the
-// packets on them when they fail; PFC pauses an upstream port when the
-// bytes held for one ingress port cross XOFF and resumes it under XON.
+// links and whole planes fail and recover at scheduled times: a failure
+// drops at once the packets queued at both ends of the link and loses those
+// on its wire, a switch drops what it forwards to a down port, and nothing
+// that reached a link before it failed is delivered after it comes back;
+// PFC pauses an upstream port when the bytes held for one ingress port
+// cross XOFF and resumes it under XON (a failure releases the bytes it
+// drops and clears the failed link's pauses).
 // Links serialise at their exact rate (a whole number of bits per second).
 // Packets carry a header and a payload length but no payload bytes.
 package sim

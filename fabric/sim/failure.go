@@ -4,9 +4,12 @@ import "fmt"
 
 // FailSpineLink takes the link between leaf and spine of plane down at time
 // down and back up at time up (up ≤ down: never; a time the run has passed
-// is now). Packets sent on a down link, and those on the wire when it goes
-// down, are lost; the leaf stops hashing onto it at once, other leaves only
-// after Config.RerouteDelay.
+// is now). When it goes down, the packets queued at either end are dropped
+// at once and those being serialised or on the wire are lost; while it is
+// down, packets forwarded to it are dropped. No packet that reached the
+// link before the failure is delivered after it, however soon the link is
+// back. The leaf stops hashing onto it at once, other leaves only after
+// Config.RerouteDelay.
 func (s *Sim) FailSpineLink(plane, leaf, spine int, down, up int64) error {
 	c := s.cfg
 	if plane < 0 || plane >= c.Planes || leaf < 0 || leaf >= c.Leaves || spine < 0 || spine >= c.Spines {
@@ -19,7 +22,9 @@ func (s *Sim) FailSpineLink(plane, leaf, spine int, down, up int64) error {
 
 // FailPlane takes every link of plane down at down and up again at up
 // (up ≤ down: never; a time the run has passed is now), including host NIC
-// links. Packets on those links when they go down are lost.
+// links. Packets queued for those links or on them when they go down are
+// lost, as for FailSpineLink; a host keeps sending onto its down NIC link
+// at the line rate, and loses what it sends there.
 func (s *Sim) FailPlane(plane int, down, up int64) error {
 	if plane < 0 || plane >= s.cfg.Planes {
 		return fmt.Errorf("%w: no plane %d", ErrConfig, plane)
@@ -39,7 +44,14 @@ func (s *Sim) scheduleLink(pi int32, down, up int64) {
 	}
 }
 
-// setLink changes the state of port pi and its peer (one link).
+// setLink changes the state of port pi and its peer (one link). Going
+// down, both ports' queues are flushed (flush). Either way the gen of both
+// ports moves on, which voids the packets and the PFC frames on the wire
+// (see arrive and Run), and the link's PFC state starts afresh: neither
+// port is paused and neither end holds a pause it sent over this link (a
+// real port's pause expires when its link drops), so none stays paused
+// waiting for a resume frame that was lost with the link. A host whose NIC
+// port is now idle may send again.
 func (s *Sim) setLink(pi int32, up bool) {
 	p := &s.ports[pi]
 	if p.up == up {
@@ -49,10 +61,14 @@ func (s *Sim) setLink(pi int32, up bool) {
 	p.up, q.up = up, up
 	p.gen++ // packets on the wire either way are lost (see arrive)
 	q.gen++
+	p.paused, q.paused = false, false
+	p.xoff, q.xoff = false, false
 	if up {
 		s.failures--
 	} else {
 		s.failures++
+		s.flush(pi)
+		s.flush(p.peer)
 	}
 	// A spine–leaf link: after the reroute delay, leaves learn it.
 	a, b := &s.nodes[p.owner], &s.nodes[q.owner]
@@ -65,17 +81,23 @@ func (s *Sim) setLink(pi int32, up bool) {
 			s.downKnown[idx] = !s.ports[pi].up
 		})
 	}
-	s.kick(pi)
-	s.kick(p.peer)
+	for _, x := range [2]int32{pi, p.peer} {
+		s.kick(x)
+		if xp := &s.ports[x]; xp.isHost && !xp.busy {
+			s.hosts[xp.owner].pump()
+		}
+	}
 }
 
 // PortStats are the counters of one switch egress queue.
 type PortStats struct {
-	QueueBytes int    // current queue
-	MaxQueue   int    // largest queue seen
-	Drops      uint64 // drop tail
-	Marks      uint64 // CE marks
-	SentBytes  uint64
+	QueueBytes int    // current queue, bytes
+	MaxQueue   int    // largest queue seen, bytes
+	Drops      uint64 // drop tail, packets
+	Lost       uint64 // random loss and link failures, packets
+	LinkLost   uint64 // of Lost: lost to link failures (see Stats.LinkLost), packets
+	Marks      uint64 // CE marks, packets
+	SentBytes  uint64 // bytes serialised, those lost on the link included
 }
 
 // DownlinkStats returns the counters of the leaf port that feeds host h on
@@ -84,5 +106,6 @@ func (s *Sim) DownlinkStats(plane, h int) PortStats {
 	c := s.cfg
 	pi := s.nodes[s.leafNode(plane, h/c.HostsPerLeaf)].ports[h%c.HostsPerLeaf]
 	p := &s.ports[pi]
-	return PortStats{QueueBytes: p.qBytes, MaxQueue: p.maxQ, Drops: p.drops, Marks: p.marks, SentBytes: p.sentBytes}
+	return PortStats{QueueBytes: p.qBytes, MaxQueue: p.maxQ, Drops: p.drops, Lost: p.lost, LinkLost: p.linkLost,
+		Marks: p.marks, SentBytes: p.sentBytes}
 }

@@ -13,24 +13,27 @@ type port struct {
 	// gen counts the link's state changes (setLink bumps it on both
 	// ports). A packet in flight carries the gen its sender had when it
 	// started serialising; one that arrives to another gen crossed a link
-	// that failed (or failed and recovered) meanwhile and is lost.
+	// that failed (or failed and recovered) meanwhile and is lost. PFC
+	// pause and resume frames carry it too, and are void on arrival to
+	// another gen.
 	gen     uint32
 	busy    bool
-	paused  bool      // PFC pause received from the far end
+	paused  bool      // PFC pause received from the far end (false whenever the link changes state)
 	carry   uint64    // serialisation time owed but not yet charged, in units of 1/bps ns (see txTime)
 	q       []*Packet // FIFO ring
 	qHead   int
 	qLen    int
 	qBytes  int
-	ingress int  // bytes held by this node that arrived through this port (PFC)
-	xoff    bool // a pause was sent upstream for this ingress
+	ingress int  // bytes held by this node that arrived through this port (PFC), ≥ 0
+	xoff    bool // a pause was sent upstream for this ingress (false whenever the link changes state)
 	isHost  bool // owner is a host
 
 	// counters
 	sentPkts  uint64
 	sentBytes uint64
 	drops     uint64 // drop-tail
-	lost      uint64 // random loss or link down
+	lost      uint64 // random loss and link failures, sent (or to be sent) from this port
+	linkLost  uint64 // of lost: to link failures (see Stats.LinkLost)
 	marks     uint64
 	maxQ      int
 }

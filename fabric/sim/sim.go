@@ -28,9 +28,15 @@ type node struct {
 
 // Stats are fabric-wide counters of a run.
 type Stats struct {
-	Events    uint64 // events executed
-	Dropped   uint64 // drop-tail drops
-	Lost      uint64 // random loss, down links, and packets on a link when it failed
+	Events  uint64 // events executed
+	Dropped uint64 // drop-tail drops
+	Lost    uint64 // random loss and link failures (LinkLost)
+	// LinkLost counts the packets of Lost that a link failure took: those
+	// queued at either end of a link when it went down (dropped at that
+	// instant), those on its wire then (lost where they would have
+	// arrived), those a switch forwarded to a down port and those a host
+	// NIC sent onto its down link.
+	LinkLost  uint64
 	Marked    uint64 // CE marks applied
 	Pauses    uint64 // PFC pause frames sent
 	Delivered uint64 // packets delivered to hosts
@@ -83,9 +89,10 @@ func New(cfg Config) (*Sim, error) {
 		}
 	}
 	// Rates to the whole bit per second (fill bounds them so that this is
-	// within 0.05% and the ports' arithmetic cannot overflow).
-	hostBps := uint64(math.Round(cfg.LinkRate))
-	upBps := uint64(math.Round(cfg.UplinkRate()))
+	// within 0.05% and the ports' arithmetic cannot overflow); BaseRTT
+	// rounds them the same way.
+	hostBps := wholeBps(cfg.LinkRate)
+	upBps := wholeBps(cfg.UplinkRate())
 	for p := 0; p < P; p++ {
 		for l := 0; l < L; l++ {
 			leaf := s.leafNode(p, l)
@@ -191,9 +198,14 @@ func (s *Sim) Run(until int64, stop func() bool) {
 		case evTimer:
 			s.hosts[e.a].timer(e.at)
 		case evPause:
-			s.ports[e.a].paused = true
+			if p := &s.ports[e.a]; p.gen == uint32(e.b) {
+				p.paused = true
+			}
 		case evResume:
 			p := &s.ports[e.a]
+			if p.gen != uint32(e.b) {
+				break // the frame was on a link that failed since
+			}
 			p.paused = false
 			s.kick(e.a)
 			if p.isHost && !p.busy {
@@ -211,10 +223,17 @@ func (s *Sim) Run(until int64, stop func() bool) {
 }
 
 // enqueue puts pk on egress port pi, applying drop tail and ECN marking at
-// switch ports, and starts the serialiser if idle.
+// switch ports, and starts the serialiser if idle. A switch port whose link
+// is down holds no queue: pk is lost to the link failure at once, before
+// any marking or PFC accounting. A host NIC port queues either way (see
+// kick).
 func (s *Sim) enqueue(pi int32, pk *Packet) {
 	p := &s.ports[pi]
 	if !p.isHost {
+		if !p.up {
+			s.loseToLink(p, pk)
+			return
+		}
 		q := p.qBytes
 		// With PFC the fabric is lossless by construction: pause frames
 		// bound every queue and switches reserve headroom for what is in
@@ -243,7 +262,7 @@ func (s *Sim) enqueue(pi int32, pk *Packet) {
 			if !in.xoff && in.ingress > s.cfg.XOFF {
 				in.xoff = true
 				s.Stats.Pauses++
-				s.schedule(event{at: s.now + in.delay, kind: evPause, a: in.peer})
+				s.schedule(event{at: s.now + in.delay, kind: evPause, a: in.peer, b: int32(in.gen)})
 			}
 		}
 	}
@@ -251,31 +270,72 @@ func (s *Sim) enqueue(pi int32, pk *Packet) {
 	s.kick(pi)
 }
 
-// release frees a packet that leaves a switch other than by transmission,
-// keeping PFC accounting straight.
+// release frees a packet dropped on its way into a switch queue (drop
+// tail), before enqueue counted it against any PFC ingress.
 func (s *Sim) release(pk *Packet) { s.freePacket(pk) }
 
-// kick starts serialising the head of port pi's queue if the port is free.
-func (s *Sim) kick(pi int32) {
+// loseToLink frees pk, lost to the failure of the link port p sends on,
+// and counts it at p and in Stats.Lost and Stats.LinkLost.
+func (s *Sim) loseToLink(p *port, pk *Packet) {
+	p.lost++
+	p.linkLost++
+	s.Stats.Lost++
+	s.Stats.LinkLost++
+	s.freePacket(pk)
+}
+
+// dequeue takes the head of port pi's queue, which must not be empty, and
+// gives back the PFC ingress bytes it held at a switch: once the ingress
+// port it came through holds no more than XON, the pause sent upstream
+// through that port is lifted (a resume frame, one link delay away).
+func (s *Sim) dequeue(pi int32) *Packet {
 	p := &s.ports[pi]
-	if p.busy || p.paused || p.qLen == 0 {
-		return
-	}
 	pk := p.pop()
 	if s.cfg.PFC && !p.isHost {
 		in := &s.ports[pk.inPort]
 		in.ingress -= int(pk.Size)
 		if in.xoff && in.ingress <= s.cfg.XON {
 			in.xoff = false
-			s.schedule(event{at: s.now + in.delay, kind: evResume, a: in.peer})
+			s.schedule(event{at: s.now + in.delay, kind: evResume, a: in.peer, b: int32(in.gen)})
 		}
 	}
+	return pk
+}
+
+// flush drops every packet queued at port pi, whose link has just gone
+// down: a switch or NIC loses what waits for a failed port at the instant
+// of the failure. Each packet counts as lost to the link and gives back
+// its PFC ingress bytes (dequeue), so the port's queue and occupancy are
+// zero afterwards and no upstream port stays paused for bytes that are
+// gone. ECN marks already set on those packets stay counted in the
+// port's marks.
+func (s *Sim) flush(pi int32) {
+	p := &s.ports[pi]
+	for p.qLen > 0 {
+		s.loseToLink(p, s.dequeue(pi))
+	}
+}
+
+// kick starts serialising the head of port pi's queue if the port is free.
+// A packet serialised onto a down link (only a host NIC port queues while
+// its link is down: the transport sees no link state and the NIC keeps
+// clocking its datagrams out) takes its serialisation time and is lost.
+func (s *Sim) kick(pi int32) {
+	p := &s.ports[pi]
+	if p.busy || p.paused || p.qLen == 0 {
+		return
+	}
+	pk := s.dequeue(pi)
 	p.busy = true
 	d := p.txTime(pk.Size)
 	s.schedule(event{at: s.now + d, kind: evTxDone, a: pi})
 	p.sentPkts++
 	p.sentBytes += uint64(pk.Size)
-	if !p.up || (p.loss > 0 && s.rng.Float64() < p.loss) {
+	if !p.up {
+		s.loseToLink(p, pk)
+		return
+	}
+	if p.loss > 0 && s.rng.Float64() < p.loss {
 		p.lost++
 		s.Stats.Lost++
 		s.freePacket(pk)
@@ -295,15 +355,13 @@ func (s *Sim) txDone(pi int32) {
 }
 
 // arrive handles pk arriving at the node owning port pi. A packet whose
-// link went down (or down and up again) while it was on the wire is lost
-// there: kick only checks the link when serialisation starts, and a
-// failure cuts what is already on the fibre.
+// link went down (or down and up again) while it was being serialised or
+// on the wire is lost there: kick only checks the link when serialisation
+// starts, and a failure cuts what is already on the fibre.
 func (s *Sim) arrive(pi int32, pk *Packet) {
 	p := &s.ports[pi]
 	if from := &s.ports[p.peer]; pk.linkGen != from.gen {
-		from.lost++
-		s.Stats.Lost++
-		s.freePacket(pk)
+		s.loseToLink(from, pk)
 		return
 	}
 	n := &s.nodes[p.owner]

@@ -4,7 +4,30 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/metaroce/metaroce/transport"
 )
+
+// TestFailureFabricBaseRTT: the failure scenario's fabric (4 leaves, 4
+// spines, 8 hosts per leaf) has 800 Gb/s uplinks under 400 Gb/s host
+// links, and its base RTT, its RTT bins and the MetaRoCE timers scaled to
+// it count them at 800 Gb/s: a 4218-byte packet takes 84 ns on a host link
+// and 42 on an uplink, its 130-byte acknowledgement 2 and 1, so
+// 8 × 1000 + 2 × (84 + 42) + 2 × (2 + 1) = 8258 ns (8344 with every link
+// at the host rate). TestFailureSmoke checks the smoke fabric's (2 × 2 × 4,
+// the same rates).
+func TestFailureFabricBaseRTT(t *testing.T) {
+	o := Options{}
+	o.fill()
+	c := o.fabric(4, 4, 8, 1)
+	assert.Equal(t, 800e9, c.UplinkRate())
+	assert.EqualValues(t, 8258, c.BaseRTT(4218, 130))
+	tc := metaroceConfig(&o, c)
+	assert.Equal(t, 2*8258*transport.Nanosecond, tc.InitialRTT)
+	assert.Equal(t, 4129*transport.Nanosecond, tc.AckDelay)
+	assert.Equal(t, 8258*transport.Nanosecond, tc.TailProbeFloor)
+
+}
 
 // TestRecoveryRTTs checks recoveryRTTs on synthetic bins of 10 ns with the
 // failure at 25 ns (in bin 2), so the first 3-bin window (bins 2–4) ends at

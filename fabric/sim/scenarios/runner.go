@@ -34,7 +34,7 @@ type Options struct {
 	Smoke          bool    // small, fast variant (16 hosts or fewer, short runs)
 	LinkGbps       float64 // link rate, Gb/s (default 400)
 	MTU            int     // payload bytes per packet (default 4096)
-	LinkDelay      int64   // propagation delay per link, ns (default 1000: ≈ 8.7 µs base RTT across spines)
+	LinkDelay      int64   // propagation delay per link, ns (default 1000: 8.34 µs base RTT across spines at 400 Gb/s, see sim.Config.BaseRTT)
 	Buffer         int     // switch egress buffer per port, bytes (default 2 MiB)
 	Kmin           int     // ECN ramp start, bytes (default 100 KB)
 	Kmax           int     // ECN ramp end, bytes (default 400 KB)
@@ -208,8 +208,10 @@ func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
 
 // metaroceConfig is the MetaRoCE endpoint configuration for fabric c: the
 // core's defaults suit real fabrics (1 ms RTO floor, 100 µs initial RTT),
-// whereas here the base RTT is known (≈ 8.7 µs), so the timers are scaled
-// to it. The RTO floor is 100 µs: above the worst queueing of two full
+// whereas here the base RTT is known (sim.Config.BaseRTT of a 4 KiB DATA
+// packet and a 64-byte ACK: 8.34 µs at 400 Gb/s, 8.26 µs on the failure
+// scenario's fabric, whose uplinks run at 800 Gb/s), so the timers are
+// scaled to it. The RTO floor is 100 µs: above the worst queueing of two full
 // 2 MiB buffers at 400 Gb/s (84 µs) plus the base RTT, so congestion alone
 // does not fire it, yet a black-holed path is found within about ten
 // RTTs (with the 1 ms default a spine-link failure stalled the 3 ms run's

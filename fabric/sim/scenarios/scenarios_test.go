@@ -140,7 +140,15 @@ func TestPlanesSmoke(t *testing.T) {
 }
 
 func TestFailureSmoke(t *testing.T) {
-	tb := smoke(t, "failure").Table("summary")
+	res := smoke(t, "failure")
+	// 400 Gb/s host links, 800 Gb/s uplinks (TestFailureFabricBaseRTT).
+	params := map[string]string{}
+	for _, p := range res.Params {
+		params[p.Name] = p.Value
+	}
+	assert.Equal(t, "8258", params["base_rtt_ns"])
+	assert.Equal(t, "8258", params["rtt_bin_ns"])
+	tb := res.Table("summary")
 	require.Len(t, tb.Rows, 4)
 	for _, proto := range []string{MetaRoCE, RoCEv2} {
 		assert.Positive(t, get(t, tb, "before_gbit_s", map[string]string{"case": "spine-link", "protocol": proto}))
