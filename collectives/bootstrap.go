@@ -23,7 +23,9 @@ type Bootstrap struct {
 	// LocalSize is the number of the job's ranks on this host, as the
 	// launcher reports it (0: not reported).
 	LocalSize int
-	// Root is host:port of rank 0's rendezvous listener.
+	// Root is host:port of rank 0's rendezvous listener, with a port of
+	// 1 to 65535 (an IPv6 host in brackets); unused, and may be empty,
+	// with one rank. New refuses any other before it opens a socket.
 	Root string
 	// Source names where these values came from: torchrun, openmpi,
 	// slurm, metaroce or local.
@@ -209,6 +211,12 @@ func jobTag(job string) uint64 {
 // they match, or one side does not know its job.
 func sameJob(a, b uint64) bool { return a == 0 || b == 0 || a == b }
 
+// check refuses a layout that cannot form a communicator: a rank count
+// outside 1..maxRanks, a rank outside it, and, with more than one rank, a
+// rendezvous address that no rank reaches (none, port 0, no port:
+// rootAddrError), which would otherwise be found only when the rendezvous
+// times out. It names the variable the address came from, or
+// Bootstrap.Root where the caller filled it in.
 func (b Bootstrap) check() error {
 	if b.NRanks < 1 || b.NRanks > maxRanks {
 		return fmt.Errorf("collectives: bootstrap (%s): %d ranks, want 1..%d", b.Source, b.NRanks, maxRanks)
@@ -218,6 +226,15 @@ func (b Bootstrap) check() error {
 	}
 	if b.NRanks > 1 && b.Root == "" {
 		return fmt.Errorf("collectives: bootstrap (%s): no rendezvous address; set METAROCE_ROOT=host:port (or MASTER_ADDR and MASTER_PORT)", b.Source)
+	}
+	if b.NRanks > 1 {
+		if err := rootAddrError(b.Root); err != nil {
+			name := b.Vars.Root
+			if name == "" {
+				name = "Bootstrap.Root"
+			}
+			return fmt.Errorf("collectives: bootstrap (%s): %s=%q: %w", b.Source, name, b.Root, err)
+		}
 	}
 	return nil
 }

@@ -54,13 +54,21 @@ var ErrConcurrentUse = errors.New("another collective is in progress on this com
 
 // New joins the job described by b: it opens the local endpoint, exchanges
 // descriptions through the rendezvous, and connects to every peer, all
-// within cfg.Timeout. Ranks whose configurations disagree where they must
-// agree (transport, channels, chunk size, group size) fail right after the
-// rendezvous, each with an error that names the setting, the ranks and
-// their values.
+// within cfg.Timeout. A Bootstrap that cannot form a job (a rank outside
+// the rank count, a rendezvous address with port 0 or none) is refused
+// before anything is opened. Ranks whose configurations disagree where
+// they must agree (transport, channels, chunk size, group size) fail right
+// after the rendezvous, each with an error that names the setting, the
+// ranks and their values.
 func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
+		return nil, err
+	}
+	// The layout first (exchange checks it again): a rendezvous address
+	// that no rank reaches fails here, before a socket is opened, rather
+	// than when the rendezvous times out.
+	if err := b.check(); err != nil {
 		return nil, err
 	}
 	if cfg.GroupSize > 0 && b.NRanks%cfg.GroupSize != 0 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/transport"
 	"github.com/metaroce/metaroce/transport/udp"
 )
 
@@ -40,7 +41,19 @@ type Config struct {
 	// sending about 1/GroupSize of what the flat ring's one rank at each
 	// group boundary sends, in far fewer steps (sched.ChooseAlgorithm).
 	GroupSize int
-	// Timeout bounds connection setup and each collective (default 60 s).
+	// Timeout bounds connection setup (the rendezvous and the handshake
+	// with every peer, together) and each collective (default 60 s).
+	//
+	// Over MetaRoCE it is the handshake timeout too, unless
+	// UDP.Core.HandshakeTimeout is set: one handshake may take as long as
+	// the whole setup. With a hundred in-process ranks or more on a host
+	// of two CPUs the event loops answer slowly, and the core's fixed
+	// default (5 s) failed setups that the deadline allowed; raising
+	// Timeout now raises both. The setup deadline starts before the
+	// rendezvous and so still ends first: a rank that dies after the
+	// rendezvous is reported within Timeout, as one that never joins it.
+	// A rank that dies during a collective is reported sooner, after
+	// UDP.Core.IdleTimeout (default 5 s), which Timeout does not change.
 	Timeout time.Duration
 	// UDP configures the MetaRoCE datapath.
 	UDP udp.Config
@@ -70,6 +83,11 @@ const DefaultMetaRoCEChannels = 1
 // when Config.Channels is 0: 2, each its own socket per peer, so a message
 // on one does not wait behind the other's in the kernel's byte stream.
 const DefaultTCPChannels = 2
+
+// maxHandshakeTimeout caps the handshake timeout that Config.Timeout
+// sets: about 36 years, far beyond any setup and far from overflowing the
+// core's nanosecond clock when added to it.
+const maxHandshakeTimeout = time.Duration(1 << 60)
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Transport == "" {
@@ -123,6 +141,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 60 * time.Second
+	}
+	if c.Transport == TransportMetaRoCE && c.UDP.Core.HandshakeTimeout <= 0 {
+		// See Timeout: the setup deadline, not the core's default,
+		// bounds each handshake. Both count nanoseconds; the core adds
+		// the timeout to its clock, so a Timeout of centuries is cut to
+		// maxHandshakeTimeout rather than overflow into the past.
+		c.UDP.Core.HandshakeTimeout = transport.Time(min(c.Timeout, maxHandshakeTimeout))
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}

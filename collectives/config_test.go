@@ -1,7 +1,9 @@
 package collectives
 
 import (
+	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,4 +47,40 @@ func TestConfigChunkDefault(t *testing.T) {
 	assert.Equal(t, 9, c.UDP.Core.ConcurrentSenders, "an explicit bound is kept")
 	_, err = Config{AllToAllInFlight: -1}.withDefaults()
 	assert.ErrorContains(t, err, "all-to-all messages in flight")
+}
+
+// TestHandshakeTimeoutFollowsTimeout: the MetaRoCE handshake may take as
+// long as the communicator's setup (Config.Timeout), not the core's fixed
+// default, so that raising the deadline for a large job on a loaded host
+// raises both. An explicit Core.HandshakeTimeout is kept, and the idle
+// timeout that reports a dead rank during a collective is left alone. The
+// endpoint the communicator opens is checked too: that is the
+// configuration its dials run under.
+func TestHandshakeTimeoutFollowsTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		handshake transport.Time
+	}{
+		{"default timeout", Config{}, 60 * transport.Second},
+		{"raised timeout", Config{Timeout: 10 * time.Minute}, 600 * transport.Second},
+		{"lowered timeout", Config{Timeout: 1500 * time.Millisecond}, 1500 * transport.Millisecond},
+		{"explicit handshake timeout", Config{Timeout: 10 * time.Minute, UDP: udp.Config{Core: transport.Config{HandshakeTimeout: 2 * transport.Second}}},
+			2 * transport.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tc.cfg.withDefaults()
+			require.NoError(t, err)
+			assert.Equal(t, tc.handshake, c.UDP.Core.HandshakeTimeout)
+			assert.Equal(t, tc.cfg.UDP.Core.IdleTimeout, c.UDP.Core.IdleTimeout, "the dead-peer timeout is not the setup deadline")
+
+			c.UDP.Addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+			f, err := newMetaroceFactory(c)
+			require.NoError(t, err)
+			defer f.abort()
+			got := f.ep.Config().Core
+			assert.Equal(t, tc.handshake, got.HandshakeTimeout, "the endpoint's handshake timeout")
+			assert.Equal(t, 5*transport.Second, got.IdleTimeout, "the core's default dead-peer timeout")
+		})
+	}
 }

@@ -3,6 +3,7 @@ package collectives
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -20,13 +21,20 @@ import (
 // variables are set: torchrun's TORCHELASTIC_RUN_ID, Open MPI's
 // OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE), Slurm's
 // SLURM_HET_JOB_ID or SLURM_JOB_ID, with SLURM_STEP_ID. The rendezvous
-// address comes from METAROCE_ROOT, else MASTER_ADDR:MASTER_PORT, else
-// (single-host Open MPI or Slurm jobs) 127.0.0.1 at DefaultRootPort, moved
+// address comes from METAROCE_ROOT, else MASTER_ADDR at the port after
+// MASTER_PORT, else (single-host jobs) 127.0.0.1 at DefaultRootPort, moved
 // by the job's identity (RootPort). Bootstrap.Vars names the variables
 // it used, and an error names the variable and value at fault: among them
-// a negative local rank, and a rank without a rank count or the reverse
-// where both always come together (METAROCE_*, Open MPI). It reports
-// false when no launcher is found.
+// a negative local rank, a rank without a rank count or the reverse
+// where both always come together (METAROCE_*, Open MPI), and a
+// rendezvous address no rank could reach (see rootFrom): METAROCE_ROOT
+// with port 0 or none, a MASTER_PORT outside 1..65534, and MASTER_ADDR
+// without MASTER_PORT or MASTER_PORT without MASTER_ADDR. torchrun always
+// sets both and PyTorch's env:// initialisation needs both, so either
+// half alone is a mistake, refused rather than read as a single-host job
+// (METAROCE_ROOT, when set, takes precedence and the pair is not read).
+// These errors come before any rank listens or dials. It reports false
+// when no launcher is found.
 func BootstrapFromEnv() (Bootstrap, bool, error) {
 	return bootstrapFrom(os.LookupEnv)
 }
@@ -124,35 +132,98 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 			}
 		}
 		b.Job = jobFrom(s.name, get)
-		root, _ := get("METAROCE_ROOT")
-		if root != "" {
-			b.Vars.Root = "METAROCE_ROOT"
-		} else {
-			addr, ok1 := get("MASTER_ADDR")
-			port, ok2 := get("MASTER_PORT")
-			switch {
-			case ok1 && ok2:
-				// torchrun's own store listens on MASTER_PORT; ours
-				// takes the next port.
-				p, err := strconv.Atoi(port)
-				if err != nil || p < 1 || p > 65534 {
-					return b, true, fmt.Errorf("collectives: MASTER_PORT=%q is not a port in 1..65534 (the rendezvous listens on the port after it)", port)
-				}
-				root = net.JoinHostPort(addr, strconv.Itoa(p+1))
-				b.Vars.Root = "MASTER_ADDR:MASTER_PORT+1"
-			case spansHosts(s.name, b, get):
-				// 127.0.0.1 would give every host a rendezvous of its
-				// own, and every rank would wait for ranks that never
-				// come, until the timeout.
-				return b, true, fmt.Errorf("collectives: bootstrap (%s): the job's %d ranks span several hosts and no rendezvous address is set: set METAROCE_ROOT=host:port to an address of rank 0's host that every host reaches (or MASTER_ADDR and MASTER_PORT)", s.name, b.NRanks)
-			default:
-				root = net.JoinHostPort("127.0.0.1", strconv.Itoa(RootPort(b.Job)))
-			}
+		if b.Root, b.Vars.Root, err = rootFrom(s.name, b, get); err != nil {
+			return b, true, err
 		}
-		b.Root = root
 		return b, true, b.check()
 	}
 	return Bootstrap{}, false, nil
+}
+
+// rootFrom returns the rendezvous address of a job laid out by the
+// launcher of scheme, and the variables it came from (BootstrapVars.Root):
+// METAROCE_ROOT as set; else MASTER_ADDR at MASTER_PORT+1, since
+// torchrun's own store listens on MASTER_PORT itself; else, for a job on
+// one host, 127.0.0.1 at RootPort(b.Job), with from "". An empty variable
+// counts as unset. Every address is checked here, before any rank listens
+// or dials, and an error names the variable and its value as set:
+//
+//   - METAROCE_ROOT must be host:port with a port of 1 to 65535
+//     (rootAddrError says why);
+//   - MASTER_PORT must be a number of 1 to 65534, and MASTER_ADDR a host
+//     name or an address without a port (an IPv6 one may keep its
+//     brackets);
+//   - MASTER_ADDR and MASTER_PORT go together, either one alone is
+//     refused. torchrun always sets both, and PyTorch's env://
+//     initialisation refuses one without the other, so a torchrun user
+//     expects no default for the missing half: read as no address at all,
+//     half a pair would run a job meant for several hosts on 127.0.0.1,
+//     where its ranks wait for each other until the timeout. METAROCE_ROOT
+//     takes precedence, and with it set the pair is not read;
+//   - a job that spans hosts (spansHosts) must give an address.
+func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root, from string, err error) {
+	if root, _ := get("METAROCE_ROOT"); root != "" {
+		if err := rootAddrError(root); err != nil {
+			return "", "", fmt.Errorf("collectives: METAROCE_ROOT=%q: %w", root, err)
+		}
+		return root, "METAROCE_ROOT", nil
+	}
+	addr, _ := get("MASTER_ADDR")
+	port, _ := get("MASTER_PORT")
+	const orRoot = "or set METAROCE_ROOT=host:port, which takes precedence"
+	switch {
+	case addr != "" && port != "":
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 1 || p > 65534 {
+			return "", "", fmt.Errorf("collectives: MASTER_PORT=%q is not a port in 1..65534 (the rendezvous listens on the port after it)", port)
+		}
+		host := addr
+		if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+			host = host[1 : len(host)-1]
+		}
+		if _, perr := netip.ParseAddr(host); host == "" || strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && perr != nil) {
+			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: it names rank 0's host alone, and its port goes in MASTER_PORT (%s)", addr, orRoot)
+		}
+		return net.JoinHostPort(host, strconv.Itoa(p+1)), "MASTER_ADDR:MASTER_PORT+1", nil
+	case addr != "":
+		return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is set but MASTER_PORT is not (or is empty): torchrun sets both, and the rendezvous listens on the port after MASTER_PORT (set MASTER_PORT too, unset MASTER_ADDR, %s)", addr, orRoot)
+	case port != "":
+		return "", "", fmt.Errorf("collectives: MASTER_PORT=%q is set but MASTER_ADDR is not (or is empty): torchrun sets both, and rank 0's host is not guessed (set MASTER_ADDR too, 127.0.0.1 for a job on this host alone, unset MASTER_PORT, %s)", port, orRoot)
+	case spansHosts(scheme, b, get):
+		// 127.0.0.1 would give every host a rendezvous of its own, and
+		// every rank would wait for ranks that never come, until the
+		// timeout.
+		return "", "", fmt.Errorf("collectives: bootstrap (%s): the job's %d ranks span several hosts and no rendezvous address is set: set METAROCE_ROOT=host:port to an address of rank 0's host that every host reaches (or MASTER_ADDR and MASTER_PORT)", scheme, b.NRanks)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(RootPort(b.Job))), "", nil
+}
+
+// rootAddrError says why root cannot be a rendezvous address, or returns
+// nil when it can. An address is host:port (an IPv6 host in brackets)
+// with a decimal port of 1 to 65535; the host is not looked up here. Port
+// 0 would have rank 0 listen on a port the kernel picks, which no other
+// rank learns, so they would all dial port 0 until the timeout; a missing
+// port or a service name ("host:rdzv", which every host would have to
+// resolve alike) is refused as well, before anyone listens or dials.
+func rootAddrError(root string) error {
+	_, port, err := net.SplitHostPort(root)
+	switch {
+	case err != nil:
+		return fmt.Errorf("want host:port, an IPv6 host in brackets ([fd00::1]:%d): %w", DefaultRootPort, err)
+	case port == "":
+		return fmt.Errorf("no port after the host: want host:port with a port of 1 to 65535")
+	}
+	if strings.Trim(port, "0123456789") != "" {
+		return fmt.Errorf("port %q is not a number of 1 to 65535", port)
+	}
+	p, err := strconv.Atoi(port)
+	switch {
+	case err != nil || p > 65535:
+		return fmt.Errorf("port %s is outside 1 to 65535", port)
+	case p == 0:
+		return fmt.Errorf("port 0 is no rendezvous port: rank 0 would listen on a port the kernel picks, which the other ranks cannot know; want a port of 1 to 65535")
+	}
+	return nil
 }
 
 // parseLocalSize reads a launcher's ranks-on-this-host count. Slurm writes

@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -77,6 +78,14 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 		for r := 0; r < rank; r++ {
 			dials.Go(func() error {
 				c, err := f.ep.Dial(dctx, addrs[r])
+				if errors.Is(err, context.DeadlineExceeded) {
+					// The handshake timeout is Config.Timeout (unless
+					// set apart), so the setup deadline, which started
+					// before the rendezvous, ends a dial to a silent rank
+					// first, with none of the transport's own advice.
+					return fmt.Errorf("collectives: rank %d connecting to rank %d at %v: rank %d did not answer the handshake before the setup deadline (Config.Timeout, %v, or the caller's own): check that it still runs, that UDP between the hosts is not filtered, and that every rank has the same secret or none: %w",
+						rank, r, addrs[r], r, f.cfg.Timeout, err)
+				}
 				if err != nil {
 					return fmt.Errorf("collectives: rank %d connecting to rank %d at %v: %w", rank, r, addrs[r], err)
 				}

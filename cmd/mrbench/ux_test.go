@@ -93,8 +93,11 @@ func TestStrayLauncherEnvironment(t *testing.T) {
 }
 
 // TestLauncherEnvironmentErrorsAreUsage: a launcher variable that cannot
-// be a rank or a rank count is a configuration error, exit 2 like a bad
-// flag, named with its value.
+// be a rank or a rank count, a rendezvous address that no rank can reach
+// and half of the MASTER_ADDR/MASTER_PORT pair are configuration errors,
+// exit 2 like a bad flag, named with their values, before any rank waits
+// for the rendezvous (the short --timeout bounds the wait where one would
+// start).
 func TestLauncherEnvironmentErrorsAreUsage(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
@@ -105,10 +108,14 @@ func TestLauncherEnvironmentErrorsAreUsage(t *testing.T) {
 		{map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "2"}, `SLURM_PROCID="3" is outside 0..1`},
 		{map[string]string{"METAROCE_RANK": "1"}, `METAROCE_RANK="1" is set but METAROCE_NRANKS is not`},
 		{map[string]string{"OMPI_COMM_WORLD_SIZE": "4"}, `OMPI_COMM_WORLD_SIZE="4" is set but OMPI_COMM_WORLD_RANK is not`},
+		{map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "METAROCE_ROOT": "127.0.0.1:0"}, `METAROCE_ROOT="127.0.0.1:0": port 0`},
+		{map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "METAROCE_ROOT": "127.0.0.1"}, `METAROCE_ROOT="127.0.0.1"`},
+		{map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}, `MASTER_ADDR="127.0.0.1" is set but MASTER_PORT is not`},
+		{map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_PORT": "29500"}, `MASTER_PORT="29500" is set but MASTER_ADDR is not`},
 	} {
 		t.Run(fmt.Sprint(tc.env), func(t *testing.T) {
 			clearLauncherEnv(t, tc.env)
-			code, out, errs := runMrbench(t, "--transport", "tcp", "-b", "1K", "-e", "1K")
+			code, out, errs := runMrbench(t, "--transport", "tcp", "-b", "1K", "-e", "1K", "--timeout", "3s")
 			assert.Equal(t, exitUsage, code, errs)
 			assert.Contains(t, errs, "mrbench: launcher environment: ")
 			assert.Contains(t, errs, tc.want)

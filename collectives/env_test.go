@@ -1,0 +1,131 @@
+package collectives
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBootstrapRootAddressRefused: a rendezvous address that no rank can
+// reach (port 0, no port, a port that is no number or out of range) or a
+// MASTER_ADDR/MASTER_PORT pair with one half missing is refused while the
+// environment is read, with an error that names the variable and its
+// value as set, instead of leaving every rank other than 0 to dial until
+// the timeout.
+func TestBootstrapRootAddressRefused(t *testing.T) {
+	torch := func(kv ...string) map[string]string {
+		m := map[string]string{"RANK": "1", "WORLD_SIZE": "2"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	slurm := func(root string) map[string]string {
+		return map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "METAROCE_ROOT": root}
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"root port 0", slurm("n0:0"), []string{`METAROCE_ROOT="n0:0"`, "port 0", "1 to 65535"}},
+		{"root ipv6 port 0", slurm("[::1]:0"), []string{`METAROCE_ROOT="[::1]:0"`, "port 0"}},
+		{"root without port", slurm("n0"), []string{`METAROCE_ROOT="n0"`, "host:port"}},
+		{"root with empty port", slurm("n0:"), []string{`METAROCE_ROOT="n0:"`, "no port"}},
+		{"root ipv6 without brackets", slurm("fe80::1"), []string{`METAROCE_ROOT="fe80::1"`, "host:port"}},
+		{"root port not a number", slurm("n0:rdzv"), []string{`METAROCE_ROOT="n0:rdzv"`, `port "rdzv" is not a number`}},
+		{"root port too large", slurm("n0:65536"), []string{`METAROCE_ROOT="n0:65536"`, "1 to 65535"}},
+		{"root port negative", slurm("n0:-1"), []string{`METAROCE_ROOT="n0:-1"`, "1 to 65535"}},
+		// A single rank never uses the address, but a malformed one is
+		// still a mistake in the job's settings.
+		{"root port 0, one rank", map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "1", "METAROCE_ROOT": "h:0"},
+			[]string{`METAROCE_ROOT="h:0"`, "port 0"}},
+		{"master port 0", torch("MASTER_ADDR", "h", "MASTER_PORT", "0"), []string{`MASTER_PORT="0"`, "1..65534"}},
+		{"master port not a number", torch("MASTER_ADDR", "h", "MASTER_PORT", "x29500"), []string{`MASTER_PORT="x29500"`, "1..65534"}},
+		{"master port negative", torch("MASTER_ADDR", "h", "MASTER_PORT", "-5"), []string{`MASTER_PORT="-5"`, "1..65534"}},
+		{"master port 65535", torch("MASTER_ADDR", "h", "MASTER_PORT", "65535"), []string{`MASTER_PORT="65535"`, "the port after it"}},
+		{"master port too large", torch("MASTER_ADDR", "h", "MASTER_PORT", "70000"), []string{`MASTER_PORT="70000"`, "1..65534"}},
+		{"master addr with a port", torch("MASTER_ADDR", "h:29500", "MASTER_PORT", "29500"), []string{`MASTER_ADDR="h:29500"`, "MASTER_PORT"}},
+		{"master addr without port", torch("MASTER_ADDR", "10.0.0.1"),
+			[]string{`MASTER_ADDR="10.0.0.1" is set but MASTER_PORT is not`}},
+		{"master addr with empty port", torch("MASTER_ADDR", "10.0.0.1", "MASTER_PORT", ""),
+			[]string{`MASTER_ADDR="10.0.0.1" is set but MASTER_PORT is not`}},
+		{"master port without addr", torch("MASTER_PORT", "29500"),
+			[]string{`MASTER_PORT="29500" is set but MASTER_ADDR is not`}},
+		// Under any launcher: half a pair is a mistake wherever the pair
+		// would name the rendezvous.
+		{"master addr alone under slurm", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "MASTER_ADDR": "n0"},
+			[]string{`MASTER_ADDR="n0" is set but MASTER_PORT is not`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			assert.True(t, ok)
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.ErrorContains(t, err, w)
+			}
+		})
+	}
+}
+
+// TestBootstrapRootAddressAccepted: the addresses and pairs that reach a
+// rendezvous, and METAROCE_ROOT, which names it by itself, taking
+// precedence over MASTER_ADDR/MASTER_PORT even when only half of that pair
+// is set.
+func TestBootstrapRootAddressAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		env      map[string]string
+		root, by string
+	}{
+		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "METAROCE_ROOT": "n0:1"}, "n0:1", "METAROCE_ROOT"},
+		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "METAROCE_ROOT": "[fe80::1%eth0]:65535"}, "[fe80::1%eth0]:65535", "METAROCE_ROOT"},
+		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "METAROCE_ROOT": "n0:7000", "MASTER_ADDR": "n1"}, "n0:7000", "METAROCE_ROOT"},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "METAROCE_ROOT": "n0:7000", "MASTER_PORT": "29500"}, "n0:7000", "METAROCE_ROOT"},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "n0", "MASTER_PORT": "65534"}, "n0:65535", "MASTER_ADDR:MASTER_PORT+1"},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "fd00::7", "MASTER_PORT": "29500"}, "[fd00::7]:29501", "MASTER_ADDR:MASTER_PORT+1"},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "[fd00::7]", "MASTER_PORT": "29500"}, "[fd00::7]:29501", "MASTER_ADDR:MASTER_PORT+1"},
+		// Both halves empty: as if unset, the single-host default.
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "", "MASTER_PORT": ""}, "127.0.0.1:29517", ""},
+	} {
+		b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+		require.NoError(t, err, "%v", tc.env)
+		assert.True(t, ok, "%v", tc.env)
+		assert.Equal(t, tc.root, b.Root, "%v", tc.env)
+		assert.Equal(t, tc.by, b.Vars.Root, "%v", tc.env)
+	}
+}
+
+// TestNewRefusesUnreachableRoot: a Bootstrap filled in by its caller with
+// a rendezvous address no rank can reach fails New at once, before any
+// socket is opened or dialed, naming Bootstrap.Root (or the variable it
+// came from); it does not wait out the timeout dialing port 0.
+func TestNewRefusesUnreachableRoot(t *testing.T) {
+	for _, tc := range []struct {
+		b    Bootstrap
+		want string
+	}{
+		{Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1:0", Source: "test"}, `Bootstrap.Root="127.0.0.1:0": port 0`},
+		{Bootstrap{Rank: 0, NRanks: 2, Root: "127.0.0.1", Source: "test"}, `Bootstrap.Root="127.0.0.1"`},
+		{Bootstrap{Rank: 1, NRanks: 2, Root: "h:0", Source: "slurm", Vars: BootstrapVars{Rank: "SLURM_PROCID", NRanks: "SLURM_NTASKS", Root: "METAROCE_ROOT"}},
+			`METAROCE_ROOT="h:0": port 0`},
+	} {
+		for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+			// The timeout is what the old behaviour waited out; the
+			// refusal must not depend on it.
+			c, err := New(context.Background(), tc.b, Config{Transport: tr, Timeout: 3 * time.Second})
+			if c != nil {
+				c.Close()
+			}
+			require.Error(t, err, "%s %v", tr, tc.b)
+			assert.ErrorContains(t, err, tc.want, "%s", tr)
+			assert.NotErrorIs(t, err, context.DeadlineExceeded, "%s", tr)
+		}
+	}
+	// One rank needs no rendezvous: its address is not looked at.
+	c, err := New(context.Background(), Bootstrap{Rank: 0, NRanks: 1, Source: "test"}, Config{Timeout: 3 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+}
