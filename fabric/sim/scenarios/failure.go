@@ -64,9 +64,12 @@ func failureScenario(r *runner) (*Result, error) {
 			j.window = perLinkRate(s, recvWindow)
 			thr := &series{bin: bin}
 			fine := &series{bin: base}
+			// The RTT bins start at the failure: bin b holds the payload
+			// that arrived from b to b+1 base RTTs after it, so the first
+			// 3-RTT window is the three RTTs right after the failure.
 			s.OnRx = func(now int64, h *sim.Host, pk *sim.Packet) {
 				if j.Start >= 0 {
-					fine.add(now-j.Start, float64(pk.PayloadLen))
+					fine.add(now-j.Start-failAt, float64(pk.PayloadLen))
 				}
 			}
 			errs := 0
@@ -143,17 +146,16 @@ func failureScenario(r *runner) (*Result, error) {
 			}
 			// Recovery in base RTTs: from the failure until every
 			// RTT-long bin carries ≥ 90% of the surviving capacity.
-			fr := make([]float64, int(dur/base))
+			fr := make([]float64, int((dur-failAt)/base))
 			for b := range fr {
 				if b < len(fine.vals) {
 					fr[b] = fine.vals[b] * 8 / float64(base)
 				}
 			}
-			ff := int(failAt / base)
-			recR := recoveryRTTs(fr, 0.9*surv*full, failAt, base)
+			recR := recoveryRTTs(fr, 0.9*surv*full)
 			low := math.Inf(1)
-			for b := ff; b < len(fr); b++ {
-				low = min(low, fr[b])
+			for _, v := range fr {
+				low = min(low, v)
 			}
 			rec := -1.0
 			for b := nb - 1; b >= fb; b-- {
@@ -173,37 +175,39 @@ func failureScenario(r *runner) (*Result, error) {
 	}
 	res.Notes = append(res.Notes, "recovery_us: from the failure until throughput stays ≥ 90% of its final level; -1: never",
 		"surviving_frac: capacity left by the failure as a fraction of the fabric's; after_of_surviving: after / that capacity (payload)",
-		"recovery_rtts: from the failure until every 3-RTT mean of payload arrivals (base-RTT bins) stays ≥ 90% of the surviving capacity; -1: never",
-		"lowest_rtt_frac: the emptiest base-RTT bin after the failure, as a fraction of the surviving capacity",
+		"recovery_rtts: from the failure until every 3-RTT mean of payload arrivals (base-RTT bins from the failure) stays ≥ 90% of the surviving capacity; 3 when the first three RTTs already do; -1: never",
+		"lowest_rtt_frac: the emptiest base-RTT bin after the failure (bins from the failure), as a fraction of the surviving capacity",
 		"max_flow_gap: the longest wait of any flow between two completed messages after the failure (a stalled flow waits long); gap_before: the same before it")
 	return res, nil
 }
 
-// recoveryRTTs is the recovery time after a failure, in base RTTs: from
-// failAt until every 3-bin mean of fr stays at or above floor, -1 if the
-// last one is below it. fr[b] is the payload rate in the b-th bin of base
-// ns from the start (the bin holding failAt is failAt/base); the window
-// ending with bin b covers bins b-2..b and ends at (b+1)·base ns. One
-// base-RTT bin holds about 40 packets per flow, so single bins scatter by
-// several percent; the 3-RTT mean is the goal's horizon. The first window
-// that counts ends with bin failAt/base + 2; if it and every later one
-// pass, recovery is its end. Otherwise the windows pass from the one after
-// the last failing window b, which ends at (b+2)·base ns.
-func recoveryRTTs(fr []float64, floor float64, failAt, base int64) float64 {
-	first := int(failAt/base) + 2
+// recoveryRTTs is the recovery time after a failure, in base RTTs: the
+// time from the failure until every 3-bin mean of fr stays at or above
+// floor, -1 if the last one is below it. fr[b] is the payload rate from b
+// to b+1 base RTTs after the failure; the window ending with bin b covers
+// bins b-2..b and ends b+1 RTTs after the failure. One base-RTT bin holds
+// about 40 packets per flow, so single bins scatter by several percent;
+// the 3-RTT mean is the goal's horizon. If every window passes, recovery
+// is the end of the first, 3 RTTs: "within 3 RTTs" means exactly that the
+// three RTTs after the failure carried 90% of the surviving capacity on
+// average, and every later three did too. Otherwise the windows pass from
+// the one after the last failing window b, which ends b+2 RTTs after the
+// failure.
+func recoveryRTTs(fr []float64, floor float64) float64 {
+	const first = 2
 	last := len(fr) - 1
 	if last < first {
 		return -1
 	}
-	end := int64(first+1) * base // end of the first passing window
+	end := first + 1
 	for b := last; b >= first; b-- {
 		if (fr[b]+fr[b-1]+fr[b-2])/3 < floor {
 			if b == last {
 				return -1
 			}
-			end = int64(b+2) * base
+			end = b + 2
 			break
 		}
 	}
-	return float64(end-failAt) / float64(base)
+	return float64(end)
 }

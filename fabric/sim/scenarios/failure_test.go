@@ -29,11 +29,10 @@ func TestFailureFabricBaseRTT(t *testing.T) {
 
 }
 
-// TestRecoveryRTTs checks recoveryRTTs on synthetic bins of 10 ns with the
-// failure at 25 ns (in bin 2), so the first 3-bin window (bins 2–4) ends at
-// 50 ns, 2.5 bins after the failure.
+// TestRecoveryRTTs checks recoveryRTTs on synthetic bins of one RTT from
+// the failure: the first 3-bin window (bins 0–2) ends 3 RTTs after it.
 func TestRecoveryRTTs(t *testing.T) {
-	const base, failAt, floor = 10, 25, 0.9
+	const floor = 0.9
 	flat := func(n int) []float64 {
 		fr := make([]float64, n)
 		for i := range fr {
@@ -42,31 +41,30 @@ func TestRecoveryRTTs(t *testing.T) {
 		return fr
 	}
 
-	assert.Equal(t, 2.5, recoveryRTTs(flat(12), floor, failAt, base), "every window passes: the first one's end")
+	assert.Equal(t, 3.0, recoveryRTTs(flat(12), floor), "every window passes: the first one's end")
 
 	// A dip in bin 6 fails the windows ending with bins 6, 7 and 8; the
-	// first passing window is bins 7–9, which ends at 100 ns: 7.5 bins
-	// after the failure (the end of the last failing window, 90 ns, would
-	// be one bin short).
+	// first passing window is bins 7–9, which ends 10 RTTs after the
+	// failure (the end of the last failing window, 9, would be one short).
 	fr := flat(12)
 	fr[6] = 0.5
-	assert.Equal(t, 7.5, recoveryRTTs(fr, floor, failAt, base))
+	assert.Equal(t, 10.0, recoveryRTTs(fr, floor))
 
-	// A dip before the failure's bin fails no window that counts.
+	// A dip in the first RTT that the next two make up for fails nothing.
 	fr = flat(12)
-	fr[1] = 0
-	assert.Equal(t, 2.5, recoveryRTTs(fr, floor, failAt, base))
+	fr[0] = 0.75
+	assert.Equal(t, 3.0, recoveryRTTs(fr, floor))
 
 	// Only the first window fails: recovery at the end of the second.
 	fr = flat(12)
-	fr[2] = 0.5
-	assert.Equal(t, 3.5, recoveryRTTs(fr, floor, failAt, base))
+	fr[0] = 0.5
+	assert.Equal(t, 4.0, recoveryRTTs(fr, floor))
 
 	// The last window fails: never recovered.
 	fr = flat(12)
 	fr[11] = 0.5
-	assert.Equal(t, -1.0, recoveryRTTs(fr, floor, failAt, base))
+	assert.Equal(t, -1.0, recoveryRTTs(fr, floor))
 
 	// The run ends before a whole window after the failure.
-	assert.Equal(t, -1.0, recoveryRTTs(flat(4), floor, failAt, base))
+	assert.Equal(t, -1.0, recoveryRTTs(flat(2), floor))
 }
