@@ -60,13 +60,7 @@ func keysQueued(s *Sim, pi int32) []uint64 {
 // queue builds at leaf 0's port to host 0, and with PFC behind it), and
 // cut set on host 0.
 func incast(t *testing.T, n int, cut int64, mod func(*Config)) (*Sim, []*stamper) {
-	c := DefaultConfig()
-	c.Leaves, c.Spines, c.HostsPerLeaf = 2, 2, 2
-	if mod != nil {
-		mod(&c)
-	}
-	s, err := New(c)
-	require.NoError(t, err)
+	s, c := smallFabric(t, mod)
 	bs := make([]*stamper, c.Hosts())
 	for h := range bs {
 		bs[h] = &stamper{blaster: blaster{dst: -1}, id: h, cut: cut, got: map[uint64]bool{}}

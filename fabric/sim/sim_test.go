@@ -51,7 +51,9 @@ func (b *blaster) PostRecv(int64, uint32, uint32, uint64, uint32, uint64) error 
 }
 func (b *blaster) PollEvent() (Event, bool) { return Event{}, false }
 
-func small(t *testing.T, mod func(*Config)) (*Sim, []*blaster) {
+// smallFabric builds the 4-host fabric of 2 leaves and 2 spines, changed by
+// mod, with no agents attached.
+func smallFabric(t *testing.T, mod func(*Config)) (*Sim, Config) {
 	c := DefaultConfig()
 	c.Leaves, c.Spines, c.HostsPerLeaf = 2, 2, 2
 	if mod != nil {
@@ -59,6 +61,11 @@ func small(t *testing.T, mod func(*Config)) (*Sim, []*blaster) {
 	}
 	s, err := New(c)
 	require.NoError(t, err)
+	return s, c
+}
+
+func small(t *testing.T, mod func(*Config)) (*Sim, []*blaster) {
+	s, c := smallFabric(t, mod)
 	bs := make([]*blaster, c.Hosts())
 	for h := range bs {
 		bs[h] = &blaster{dst: -1}

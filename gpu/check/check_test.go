@@ -17,25 +17,10 @@ import (
 // script is the check, relative to this package's directory.
 const script = "mrbench_rccl.sh"
 
-// toolDir returns a directory to serve as the whole PATH, holding links to
-// the named tools of this machine; the test is skipped when one is missing.
-func toolDir(t *testing.T, tools ...string) string {
-	t.Helper()
-	bin := t.TempDir()
-	for _, tool := range tools {
-		p, err := exec.LookPath(tool)
-		if err != nil {
-			t.Skipf("%s not found", tool)
-		}
-		require.NoError(t, os.Symlink(p, filepath.Join(bin, tool)))
-	}
-	return bin
-}
+// toolDir and stub build the PATH the check runs under.
+func toolDir(t *testing.T, tools ...string) string { return scripttest.ToolDir(t, tools...) }
 
-func stub(t *testing.T, bin, name, body string) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
-}
+func stub(t *testing.T, bin, name, body string) { scripttest.Stub(t, bin, name, body) }
 
 func lookBash(t *testing.T) string {
 	t.Helper()

@@ -1,8 +1,9 @@
-// Package scripttest checks, in tests, that a shell script stops the
-// processes it started when it is interrupted: the script's stubs note
-// their process ids in a file, the test signals the script the way a
-// terminal or kill(1) would, and every noted process must be gone soon
-// after the script exits.
+// Package scripttest helps tests of shell scripts. It builds the PATH a
+// script runs under, of chosen real tools and stubs (ToolDir, Stub), and
+// checks that a script stops the processes it started when it is
+// interrupted: the script's stubs note their process ids in a file, the
+// test signals the script the way a terminal or kill(1) would, and every
+// noted process must be gone soon after the script exits.
 package scripttest
 
 import (

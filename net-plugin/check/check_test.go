@@ -1,13 +1,14 @@
 package check
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/internal/scripttest"
 )
 
 // script is the check, relative to this package's directory.
@@ -35,17 +36,8 @@ exit 1`, "python3 cannot import torch (ModuleNotFoundError: No module named 'tor
 		{"no NCCL", `cat >/dev/null; exit 4`, "this PyTorch has no NCCL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			bin := t.TempDir()
-			for _, tool := range []string{"cat", "dirname", "mktemp", "rm", "tail"} {
-				p, err := exec.LookPath(tool)
-				if err != nil {
-					t.Skipf("%s not found", tool)
-				}
-				require.NoError(t, os.Symlink(p, filepath.Join(bin, tool)))
-			}
-			stub := func(name, body string) {
-				require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
-			}
+			bin := scripttest.ToolDir(t, "cat", "dirname", "mktemp", "rm", "tail")
+			stub := func(name, body string) { scripttest.Stub(t, bin, name, body) }
 			if c.python != "" {
 				stub("python3", c.python)
 			}

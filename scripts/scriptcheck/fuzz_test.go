@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/internal/scripttest"
 )
 
 // fuzzTree makes a tree holding a copy of fuzz.sh in scripts/ and files,
@@ -30,16 +32,9 @@ func fuzzTree(t *testing.T, files map[string]string) (bash, root, bin string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(body), 0o755))
 	}
-	bin = t.TempDir()
-	for _, tool := range []string{"cat", "dirname", "find", "grep", "mktemp", "rm", "sed", "sort"} {
-		p, err := exec.LookPath(tool)
-		if err != nil {
-			t.Skipf("%s not found", tool)
-		}
-		require.NoError(t, os.Symlink(p, filepath.Join(bin, tool)))
-	}
-	stub := "#!/bin/sh\necho \"$*\" >>\"$GO_LOG\"\nexit \"$GO_RC\"\n"
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(stub), 0o755))
+	bin = scripttest.ToolDir(t, "cat", "dirname", "find", "grep", "mktemp", "rm", "sed", "sort")
+	scripttest.Stub(t, bin, "go", `echo "$*" >>"$GO_LOG"
+exit "$GO_RC"`)
 	return bash, root, bin
 }
 

@@ -84,17 +84,8 @@ func freshDebian(t *testing.T) (bash, bin string) {
 	if err != nil {
 		t.Skip("bash not found")
 	}
-	bin = t.TempDir()
-	for _, tool := range []string{"awk", "cat", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "tail"} {
-		p, err := exec.LookPath(tool)
-		if err != nil {
-			t.Skipf("%s not found", tool)
-		}
-		require.NoError(t, os.Symlink(p, filepath.Join(bin, tool)))
-	}
-	stub := func(name, body string) {
-		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
-	}
+	bin = scripttest.ToolDir(t, "awk", "cat", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "tail")
+	stub := func(name, body string) { scripttest.Stub(t, bin, name, body) }
 	stub("id", `echo 0`)
 	stub("go", `exit 0`) // the build of mrbench, which these runs never start
 	stub("apt-get", `echo "$*" >>"$APT_LOG"
@@ -184,17 +175,8 @@ func TestScriptSignalStopsBenchmark(t *testing.T) {
 	if err != nil {
 		t.Skip("bash not found")
 	}
-	bin := t.TempDir()
-	for _, tool := range []string{"awk", "cat", "chmod", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "sleep", "tail", "timeout"} {
-		p, err := exec.LookPath(tool)
-		if err != nil {
-			t.Skipf("%s not found", tool)
-		}
-		require.NoError(t, os.Symlink(p, filepath.Join(bin, tool)))
-	}
-	stub := func(name, body string) {
-		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755))
-	}
+	bin := scripttest.ToolDir(t, "awk", "cat", "chmod", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "sleep", "tail", "timeout")
+	stub := func(name, body string) { scripttest.Stub(t, bin, name, body) }
 	stub("id", `echo 1000`) // not root: nothing is installed
 	// The build writes an mrbench that notes its pid and sleeps.
 	stub("go", `while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
