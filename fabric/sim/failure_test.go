@@ -350,3 +350,17 @@ func TestBaseRTTUsesEachLinksRate(t *testing.T) {
 		assert.Equal(t, k.want, ask.back, "%+v: the simulated round trip", k)
 	}
 }
+
+// TestFailureWithUnattachedHosts: a link's failure and recovery prompt the
+// idle host ports at its ends to send again; a host with no transport
+// attached (Start leaves such hosts alone) has nothing to send and must be
+// passed over, not polled.
+func TestFailureWithUnattachedHosts(t *testing.T) {
+	s, _ := smallFabric(t, nil)
+	b := &blaster{dst: 0, n: 10}
+	s.Attach(1, b, nil)
+	s.Start()
+	require.NoError(t, s.FailPlane(0, 1000, 5000))
+	s.Run(100_000, nil)
+	require.Zero(t, b.n, "host 1 did not send everything")
+}

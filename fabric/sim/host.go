@@ -84,6 +84,9 @@ func (h *Host) canSend() bool {
 // pump pulls datagrams while the NIC can take them, delivers the
 // transport's events to the app, and re-arms the timer.
 func (h *Host) pump() {
+	if h.T == nil {
+		return // no transport attached: nothing to send or poll
+	}
 	if h.pumping {
 		return // re-entered from an App callback; the outer loop continues
 	}
