@@ -114,7 +114,8 @@ func TestFinalizeReleasesConnectsOverRealBackends(t *testing.T) {
 // TestIdleConnectsAreReleased: before ABI v11 nothing tells the plugin that
 // NCCL gave a connect up. A connect NCCL has not called for abandonAfter is
 // aborted by a later connect call, one it keeps calling is not, and a call
-// with the released handle after all dials anew.
+// with the released handle after all fails with an error that says why,
+// dialing nothing.
 func TestIdleConnectsAreReleased(t *testing.T) {
 	b := &stallingBackend{dialers: map[byte]*stalledDialer{}}
 	name := "test-" + strings.ToLower(t.Name())
@@ -148,21 +149,27 @@ func TestIdleConnectsAreReleased(t *testing.T) {
 	require.False(t, b.dialers['b'].aborted, "a connect still called was released")
 	require.Equal(t, 1, p.Live())
 
+	// A late call for the released handle fails and dials nothing.
+	first := b.dialers['a']
+	_, err := p.Connect(0, 0, handle('a'))
+	require.ErrorIs(t, err, backend.ErrInvalidUsage)
+	require.ErrorContains(t, err, "released")
+	require.Same(t, first, b.dialers['a'], "a late call dialed anew")
+	require.Equal(t, 1, p.Live())
+
 	// Sweeps are at most once per sweepEvery: 'b' idle past the limit is
 	// kept until the next sweep is due.
-	first := b.dialers['a']
 	clock = clock.Add(after + sweepEvery/2)
-	connect('a') // dials anew, and sweeps: 'b' is now idle too long
-	require.NotSame(t, first, b.dialers['a'], "a call after the release must dial anew")
+	connect('c') // sweeps: 'b' is now idle too long
 	require.True(t, b.dialers['b'].aborted)
 	require.Equal(t, 1, p.Live())
-	connect('c') // within sweepEvery of the last sweep: nothing swept
+	connect('d') // within sweepEvery of the last sweep: nothing swept
 	require.Equal(t, 2, p.Live())
 	clock = clock.Add(after / 2)
-	connect('c')
+	connect('d')
 	clock = clock.Add(after/2 + time.Millisecond)
-	connect('c') // 'a' idle too long, 'c' called throughout
-	require.True(t, b.dialers['a'].aborted)
-	require.False(t, b.dialers['c'].aborted)
+	connect('d') // 'c' idle too long, 'd' called throughout
+	require.True(t, b.dialers['c'].aborted)
+	require.False(t, b.dialers['d'].aborted)
 	require.Equal(t, 1, p.Live())
 }

@@ -120,8 +120,9 @@ type Plugin struct {
 	reqs    *table[req]
 
 	dialMu    sync.Mutex
-	pending   map[string]pending // listen handle bytes -> connect in progress
-	lastSweep time.Time          // of reapIdle, guarded by dialMu
+	pending   map[string]pending   // listen handle bytes -> connect in progress
+	reaped    map[string]time.Time // handles whose connect reapIdleLocked released, when
+	lastSweep time.Time            // of reapIdle, guarded by dialMu
 
 	// now is the clock of the idle-connect reaper; time.Now unless a test
 	// sets it before the first call.
@@ -140,6 +141,7 @@ func New(lookup LookupEnv) *Plugin {
 		mrs:     newTable[mr](KindMR, maxMRs),
 		reqs:    newTable[req](KindReq, maxReqs),
 		pending: map[string]pending{},
+		reaped:  map[string]time.Time{},
 		now:     time.Now,
 	}
 }
@@ -355,6 +357,11 @@ func (p *Plugin) Connect(ctx Handle, dev int, handle []byte) (Handle, error) {
 
 	p.dialMu.Lock()
 	pd, ok := p.pending[key]
+	if at, gone := p.reaped[key]; !ok && gone {
+		p.dialMu.Unlock()
+		return 0, fmt.Errorf("connect called again for a handle whose connect was released at %s, after %v without a call (taken as given up by an aborted communicator): %w",
+			at.Format(time.RFC3339), after, backend.ErrInvalidUsage)
+	}
 	if !ok {
 		if len(p.pending) >= maxPending {
 			p.dialMu.Unlock()
@@ -400,7 +407,9 @@ func (p *Plugin) Connect(ctx Handle, dev int, handle []byte) (Handle, error) {
 // setup would have failed long before (its bootstrap and the plugin's
 // handshake are bounded by Config.Timeout), so a live communicator never
 // leaves a connect that long. Should NCCL call again after all, the call
-// dials anew.
+// fails with an error that says so: dialing anew would announce the flow a
+// second time, which the listener refuses as a stale handle (or, over a new
+// connection, takes as a second comm nobody accepts).
 
 // minAbandonAfter is the shortest idle time after which a connect is taken
 // as given up, whatever Config.Timeout says.
@@ -433,6 +442,10 @@ func (p *Plugin) reapIdleLocked(now time.Time, after time.Duration) []backend.Di
 		if now.Sub(pd.stepped) > after {
 			idle = append(idle, pd.d)
 			delete(p.pending, k)
+			if len(p.reaped) >= maxPending {
+				clear(p.reaped) // a bound, not a history: late calls are rare
+			}
+			p.reaped[k] = now
 		}
 	}
 	if len(idle) > 0 {
