@@ -153,13 +153,16 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 //   - MASTER_PORT must be a number of 1 to 65534, and MASTER_ADDR a host
 //     name or an address without a port (an IPv6 one may keep its
 //     brackets);
-//   - MASTER_ADDR and MASTER_PORT go together, either one alone is
-//     refused. torchrun always sets both, and PyTorch's env://
-//     initialisation refuses one without the other, so a torchrun user
-//     expects no default for the missing half: read as no address at all,
-//     half a pair would run a job meant for several hosts on 127.0.0.1,
-//     where its ranks wait for each other until the timeout. METAROCE_ROOT
-//     takes precedence, and with it set the pair is not read;
+//   - MASTER_ADDR and MASTER_PORT go together: under torchrun, or in a job
+//     that spans hosts, either one alone is refused. torchrun always sets
+//     both, and PyTorch's env:// initialisation refuses one without the
+//     other, so a torchrun user expects no default for the missing half;
+//     a job across hosts needs the address, and 127.0.0.1 would leave its
+//     ranks waiting for each other until the timeout. Under Open MPI,
+//     Slurm or METAROCE_* on one host, half a pair is a leftover of some
+//     other setup (a shell's MASTER_PORT from a tutorial) and is not
+//     read. METAROCE_ROOT takes precedence, and with it set the pair is
+//     not read;
 //   - a job that spans hosts (spansHosts) must give an address.
 func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root, from string, err error) {
 	if root, _ := get("METAROCE_ROOT"); root != "" {
@@ -185,11 +188,16 @@ func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root
 			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: it names rank 0's host alone, and its port goes in MASTER_PORT (%s)", addr, orRoot)
 		}
 		return net.JoinHostPort(host, strconv.Itoa(p+1)), "MASTER_ADDR:MASTER_PORT+1", nil
-	case addr != "":
-		return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is set but MASTER_PORT is not (or is empty): torchrun sets both, and the rendezvous listens on the port after MASTER_PORT (set MASTER_PORT too, unset MASTER_ADDR, %s)", addr, orRoot)
-	case port != "":
-		return "", "", fmt.Errorf("collectives: MASTER_PORT=%q is set but MASTER_ADDR is not (or is empty): torchrun sets both, and rank 0's host is not guessed (set MASTER_ADDR too, 127.0.0.1 for a job on this host alone, unset MASTER_PORT, %s)", port, orRoot)
-	case spansHosts(scheme, b, get):
+	case (addr != "" || port != "") && (scheme == "torchrun" || spansHosts(scheme, b, get)):
+		why := "torchrun sets both"
+		if scheme != "torchrun" {
+			why = fmt.Sprintf("this %s job spans hosts, so its rendezvous needs both", scheme)
+		}
+		if addr != "" {
+			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is set but MASTER_PORT is not (or is empty): %s, and the rendezvous listens on the port after MASTER_PORT (set MASTER_PORT too, unset MASTER_ADDR, %s)", addr, why, orRoot)
+		}
+		return "", "", fmt.Errorf("collectives: MASTER_PORT=%q is set but MASTER_ADDR is not (or is empty): %s, and rank 0's host is not guessed (set MASTER_ADDR too, 127.0.0.1 for a job on this host alone, unset MASTER_PORT, %s)", port, why, orRoot)
+	case addr == "" && port == "" && spansHosts(scheme, b, get):
 		// 127.0.0.1 would give every host a rendezvous of its own, and
 		// every rank would wait for ranks that never come, until the
 		// timeout.

@@ -55,10 +55,12 @@ func TestBootstrapRootAddressRefused(t *testing.T) {
 			[]string{`MASTER_ADDR="10.0.0.1" is set but MASTER_PORT is not`}},
 		{"master port without addr", torch("MASTER_PORT", "29500"),
 			[]string{`MASTER_PORT="29500" is set but MASTER_ADDR is not`}},
-		// Under any launcher: half a pair is a mistake wherever the pair
-		// would name the rendezvous.
-		{"master addr alone under slurm", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "MASTER_ADDR": "n0"},
-			[]string{`MASTER_ADDR="n0" is set but MASTER_PORT is not`}},
+		// Under another launcher, half a pair is refused where the job
+		// spans hosts and so needs the address.
+		{"master addr alone, slurm on two nodes", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_NNODES": "2", "MASTER_ADDR": "n0"},
+			[]string{`MASTER_ADDR="n0" is set but MASTER_PORT is not`, "slurm job spans hosts"}},
+		{"master port alone, open mpi across hosts", map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "MASTER_PORT": "12355"},
+			[]string{`MASTER_PORT="12355" is set but MASTER_ADDR is not`, "spans hosts"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
@@ -89,6 +91,11 @@ func TestBootstrapRootAddressAccepted(t *testing.T) {
 		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "[fd00::7]", "MASTER_PORT": "29500"}, "[fd00::7]:29501", "MASTER_ADDR:MASTER_PORT+1"},
 		// Both halves empty: as if unset, the single-host default.
 		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "", "MASTER_PORT": ""}, "127.0.0.1:29517", ""},
+		// Half a pair left over in the shell of a single-host Open MPI,
+		// Slurm or METAROCE_* job is not read: the single-host default.
+		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "MASTER_PORT": "12355"}, "127.0.0.1:29517", ""},
+		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_NNODES": "1", "MASTER_PORT": "12355"}, "127.0.0.1:29517", ""},
+		{map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "1", "MASTER_ADDR": "n0"}, "127.0.0.1:29517", ""},
 	} {
 		b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
 		require.NoError(t, err, "%v", tc.env)
