@@ -62,7 +62,8 @@ func runFuzz(t *testing.T, bash, root, bin string, goRC int) (int, string, []str
 const fuzzFile = "package p\n\nimport \"testing\"\n\nfunc FuzzOne(f *testing.F) {}\n\nfunc FuzzTwo(f *testing.F) {}\n"
 
 // TestFuzzFindsTargetsWithoutGit: every target of the tree is run, in file
-// order, and none of those in directories the go command ignores.
+// order, and none of those in directories the go command ignores or in a
+// nested module.
 func TestFuzzFindsTargetsWithoutGit(t *testing.T) {
 	bash, root, bin := fuzzTree(t, map[string]string{
 		"a/a_test.go":          fuzzFile,
@@ -73,6 +74,8 @@ func TestFuzzFindsTargetsWithoutGit(t *testing.T) {
 		"vendor/v/v_test.go":   "package v\n\nfunc FuzzVendor(f *testing.F) {}\n",
 		".hidden/h_test.go":    "package h\n\nfunc FuzzHidden(f *testing.F) {}\n",
 		"_skipped/s_test.go":   "package s\n\nfunc FuzzUnderscore(f *testing.F) {}\n",
+		"nested/go.mod":        "module example.com/nested\n",
+		"nested/n/n_test.go":   "package n\n\nfunc FuzzNested(f *testing.F) {}\n",
 	})
 	code, out, calls := runFuzz(t, bash, root, bin, 0)
 	require.Equal(t, 0, code, "%s", out)
