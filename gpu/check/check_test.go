@@ -1,9 +1,7 @@
 package check
 
 import (
-	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -86,36 +84,18 @@ func TestSignalStopsRanks(t *testing.T) {
 	stub(t, bin, "python3", `[ "$1" = -c ] && exit 0
 echo $$ >>"$PIDS"
 exec sleep 300`)
-	for _, c := range []struct {
-		sig   syscall.Signal
-		group bool
-		code  int
-	}{
-		{syscall.SIGINT, true, 130},
-		{syscall.SIGTERM, false, 143},
-	} {
-		t.Run(c.sig.String(), func(t *testing.T) {
-			if c.sig == syscall.SIGINT && signal.Ignored(syscall.SIGINT) {
-				t.Skip("SIGINT is ignored in this process, and so in the script: it cannot be trapped")
-			}
-			pids := filepath.Join(t.TempDir(), "pids")
-			logs := t.TempDir()
-			cmd := exec.Command(bash, script, "--torch-only")
-			cmd.Env = []string{"PATH=" + bin, "OUT_DIR=" + logs, "PIDS=" + pids,
-				"METAROCE_RCCL_LIB=/stub/libnccl.so.2", "METAROCE_CUDART_LIB=/stub/libcudart.so.12"}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			// A file, not a pipe: a rank left behind holding the script's
-			// output must not hold up Wait.
-			outName := filepath.Join(t.TempDir(), "out")
-			f, err := os.Create(outName)
-			require.NoError(t, err)
-			defer f.Close()
-			cmd.Stdout, cmd.Stderr = f, f
-			output := func() string { b, _ := os.ReadFile(outName); return string(b) }
-			require.NoError(t, cmd.Start())
-			code := scripttest.Interrupt(t, cmd, pids, 2, c.group, c.sig, output)
-			require.Equal(t, c.code, code, "output:\n%s", output())
-			require.Contains(t, output(), "stopping the ranks")
-		})
-	}
+	scripttest.ForEachSignal(t, func(t *testing.T, c scripttest.Signal) {
+		pids := filepath.Join(t.TempDir(), "pids")
+		logs := t.TempDir()
+		cmd := exec.Command(bash, script, "--torch-only")
+		cmd.Env = []string{"PATH=" + bin, "OUT_DIR=" + logs, "PIDS=" + pids,
+			"METAROCE_RCCL_LIB=/stub/libnccl.so.2", "METAROCE_CUDART_LIB=/stub/libcudart.so.12"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		f, output := scripttest.OutputFile(t)
+		cmd.Stdout, cmd.Stderr = f, f
+		require.NoError(t, cmd.Start())
+		code := scripttest.Interrupt(t, cmd, pids, 2, c.Group, c.Sig, output)
+		require.Equal(t, c.Code, code, "output:\n%s", output())
+		require.Contains(t, output(), "stopping the ranks")
+	})
 }

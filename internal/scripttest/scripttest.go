@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,4 +98,47 @@ func Gone(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// Signal is one way a script gets interrupted: Sig to its whole process
+// group (Group, as a terminal's Ctrl-C) or to the script alone (as kill),
+// and the exit status Code the script must then report.
+type Signal struct {
+	Sig   syscall.Signal
+	Group bool
+	Code  int
+}
+
+// Signals are the interruptions a script that starts processes must
+// handle: Ctrl-C at a terminal and kill's default signal.
+var Signals = []Signal{
+	{syscall.SIGINT, true, 130},
+	{syscall.SIGTERM, false, 143},
+}
+
+// ForEachSignal runs f as a subtest for each of Signals, skipping SIGINT
+// where this process ignores it (a script started from it inherits that
+// and cannot trap it).
+func ForEachSignal(t *testing.T, f func(t *testing.T, s Signal)) {
+	for _, s := range Signals {
+		t.Run(s.Sig.String(), func(t *testing.T) {
+			if s.Sig == syscall.SIGINT && signal.Ignored(syscall.SIGINT) {
+				t.Skip("SIGINT is ignored in this process, and so in the script: it cannot be trapped")
+			}
+			f(t, s)
+		})
+	}
+}
+
+// OutputFile creates a file in a fresh directory for a script's output and
+// returns it, closed when t ends, with a function that reads it whole. A
+// file, not a pipe: a process left behind holding the script's output
+// must not hold up Wait.
+func OutputFile(t testing.TB) (*os.File, func() string) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "output")
+	f, err := os.Create(name)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f, func() string { b, _ := os.ReadFile(name); return string(b) }
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -183,41 +182,16 @@ func TestScriptSignalStopsBenchmark(t *testing.T) {
 printf '#!/bin/sh\necho $$ >>"$PIDS"\nexec sleep 300\n' >"$out"
 chmod +x "$out"`)
 
-	for _, c := range []struct {
-		sig   syscall.Signal
-		group bool
-		code  int
-	}{
-		{syscall.SIGINT, true, 130},
-		{syscall.SIGTERM, false, 143},
-	} {
-		t.Run(c.sig.String(), func(t *testing.T) {
-			if c.sig == syscall.SIGINT && signal.Ignored(syscall.SIGINT) {
-				t.Skip("SIGINT is ignored in this process, and so in the script: it cannot be trapped")
-			}
-			pids := filepath.Join(t.TempDir(), "pids")
-			cmd := exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
-			cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "PIDS=" + pids}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			// A file, not a pipe: a process left behind holding the
-			// script's stderr must not hold up Wait.
-			stderr := &fileText{name: filepath.Join(t.TempDir(), "stderr")}
-			f, err := os.Create(stderr.name)
-			require.NoError(t, err)
-			defer f.Close()
-			cmd.Stderr = f
-			require.NoError(t, cmd.Start())
-			code := scripttest.Interrupt(t, cmd, pids, 1, c.group, c.sig, stderr.String)
-			require.Equal(t, c.code, code, "stderr:\n%s", stderr.String())
-			require.Contains(t, stderr.String(), "interrupted by "+unix.SignalName(c.sig))
-		})
-	}
-}
-
-// fileText reads a file whole each time it is printed.
-type fileText struct{ name string }
-
-func (f *fileText) String() string {
-	b, _ := os.ReadFile(f.name)
-	return string(b)
+	scripttest.ForEachSignal(t, func(t *testing.T, c scripttest.Signal) {
+		pids := filepath.Join(t.TempDir(), "pids")
+		cmd := exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
+		cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "PIDS=" + pids}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		f, stderr := scripttest.OutputFile(t)
+		cmd.Stderr = f
+		require.NoError(t, cmd.Start())
+		code := scripttest.Interrupt(t, cmd, pids, 1, c.Group, c.Sig, stderr)
+		require.Equal(t, c.Code, code, "stderr:\n%s", stderr())
+		require.Contains(t, stderr(), "interrupted by "+unix.SignalName(c.Sig))
+	})
 }
