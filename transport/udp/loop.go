@@ -1,10 +1,12 @@
 package udp
 
 import (
+	"errors"
 	"runtime"
 	"time"
 
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/udp/sockio"
 )
 
 // sweepEvery is how often the loop forgets unused peers; transient peers
@@ -59,26 +61,34 @@ func (e *Endpoint) run() {
 		if e.spinners.Load() > 0 || lease > 0 {
 			// A goroutine spins in Request.Wait, or polls with
 			// Request.Poll, and runs the turns itself: park off the
-			// poller, so that datagrams arriving for it wake no
-			// thread, until the last spinner leaves, a command needs
-			// the loop, or parkLimit passes (spinners read only the
-			// listening sockets; a stray datagram on another one
-			// waits at most that long). A poller's lease ends the
-			// park sooner: its polls may have stopped.
+			// poller with the sockets muted, so that datagrams
+			// arriving for it wake no thread (not even one of the
+			// runtime's poller, which watches ours), until the last
+			// spinner leaves, a command needs the loop, or parkLimit
+			// passes (spinners read only the listening sockets; a
+			// stray datagram on another one waits at most that
+			// long). A poller's lease ends the park sooner: its polls
+			// may have stopped.
 			e.drive.Unlock()
 			limit := parkLimit
 			if e.spinners.Load() == 0 {
 				limit = min(limit, lease)
 			}
+			e.mute(true)
 			park.Reset(limit)
 			select {
 			case <-e.kick:
 			case <-park.C:
+				// Read what the sockets hold (a stray datagram on a
+				// socket the spinners do not read) before parking
+				// again.
+				e.mute(false)
 			}
 			park.Stop()
 			timeout = 0
 			continue
 		}
+		e.mute(false)
 		if spin := transport.Time(e.cfg.Spin); spin > 0 && now-e.lastBusy < spin {
 			// Spinning: yield the processor at every turn, or the user
 			// goroutine this loop just woke (and the peer's loop, when
@@ -287,4 +297,15 @@ func (e *Endpoint) exit() {
 	}
 	e.release()
 	close(e.done)
+}
+
+// mute turns the sockets' readiness reports off (on) or back on, where they
+// are not already (sockio.Poller.Mute): off while the loop parks off the
+// poller and goroutines read the sockets, so that their datagrams wake no
+// thread of the runtime's poller, on before the loop reads or waits on the
+// poller again.
+func (e *Endpoint) mute(on bool) {
+	if err := e.poller.Mute(on); err != nil && !errors.Is(err, sockio.ErrClosed) {
+		e.logf("udp: event loop: %v", err)
+	}
 }
