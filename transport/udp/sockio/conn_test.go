@@ -467,7 +467,8 @@ func TestPollerAfterClose(t *testing.T) {
 
 // TestPollerMute checks that a muted socket is not reported however much
 // arrives, that unmuting reports what arrived meanwhile, that a socket
-// added while muted starts muted, and that Wake works throughout.
+// added while muted starts muted, that one removed while muted stays out,
+// and that Wake works throughout.
 func TestPollerMute(t *testing.T) {
 	rx := openT(t, Config{Local: lo4})
 	late := openT(t, Config{Local: lo4})
@@ -508,6 +509,15 @@ func TestPollerMute(t *testing.T) {
 	require.NoError(t, p.Remove(late.Fd()))
 	require.NoError(t, p.Mute(true))
 	require.NoError(t, p.Mute(false), "a removed descriptor is not re-armed")
+
+	// rx still holds its datagram: removed while muted, it must not come
+	// back when the poller is unmuted.
+	require.NoError(t, p.Mute(true))
+	require.NoError(t, p.Remove(rx.Fd()))
+	require.NoError(t, p.Mute(false))
+	n, _, err = p.Wait(0, ready)
+	require.NoError(t, err)
+	require.Zero(t, n, "a descriptor removed while muted was reported: %v", ready[:n])
 	require.NoError(t, p.Close())
 	require.ErrorIs(t, p.Mute(true), ErrClosed)
 }
