@@ -152,7 +152,7 @@ func (p *Poller) arm(fd int, tag int32, on bool) error {
 // Muting takes the descriptors out of the epoll instance, which also
 // spares the kernel a wake-up attempt per datagram sent or received
 // (arm); in alternated runs of the collectives' BusBW benchmarks that
-// made the 1 MiB cells another 3-7% faster than clearing their interest
+// made the 1 MiB cells another 1-8% faster than clearing their interest
 // did. Mute costs one epoll_ctl per registered descriptor when it changes
 // the state, nothing otherwise. Descriptors added while muted start
 // muted; Remove of a muted descriptor only forgets it.
