@@ -46,7 +46,7 @@ type Poller struct {
 	drain            [8]byte
 	closed           atomic.Bool
 	// fdMu is held shared by every use of epfd or evfd outside the
-	// runtime's poller (Add, Remove, Wake, Wait's non-blocking poll and
+	// runtime's poller (Add, Remove, Mute, Wake, Wait's non-blocking poll and
 	// its drain of the eventfd) and exclusively by Close, so that no call
 	// racing with Close reaches a descriptor number that Close released
 	// and the process may already have reused. A parked Wait holds no
@@ -101,13 +101,11 @@ func (p *Poller) Add(fd int, tag int32) error {
 	if tag < 0 {
 		return fmt.Errorf("sockio: poller tag %d is negative", tag)
 	}
-	p.fdMu.RLock()
-	defer p.fdMu.RUnlock()
-	if p.closed.Load() {
-		return ErrClosed
+	unlock, err := p.lockRegs()
+	if err != nil {
+		return err
 	}
-	p.regMu.Lock()
-	defer p.regMu.Unlock()
+	defer unlock()
 	if err := p.add(fd, tag); err != nil {
 		return err
 	}
@@ -139,7 +137,7 @@ func (p *Poller) arm(fd int, tag int32, on bool) error {
 // epoll instance readable nor, through it, the Go runtime's poller, where
 // the instance is registered (see park). Unmuted, a descriptor that is
 // readable is reported by the next Wait, as if it had never been muted
-// (the kernel checks readiness again when interest is restored).
+// (the kernel checks its readiness when it is added back).
 //
 // Why: an event loop that hands the datapath to goroutines reading the
 // sockets themselves (udp's Request.Wait and Request.Poll) parks off the
@@ -157,13 +155,11 @@ func (p *Poller) arm(fd int, tag int32, on bool) error {
 // the state, nothing otherwise. Descriptors added while muted start
 // muted; Remove of a muted descriptor only forgets it.
 func (p *Poller) Mute(on bool) error {
-	p.fdMu.RLock()
-	defer p.fdMu.RUnlock()
-	if p.closed.Load() {
-		return ErrClosed
+	unlock, err := p.lockRegs()
+	if err != nil {
+		return err
 	}
-	p.regMu.Lock()
-	defer p.regMu.Unlock()
+	defer unlock()
 	if p.muted == on {
 		return nil
 	}
@@ -185,15 +181,28 @@ func (p *Poller) add(fd int, tag int32) error {
 	return nil
 }
 
-// Remove unregisters fd. Remove it before closing it.
-func (p *Poller) Remove(fd int) error {
+// lockRegs takes fdMu shared and regMu, for a change of the registrations,
+// and returns what releases both; ErrClosed once Close ran.
+func (p *Poller) lockRegs() (unlock func(), err error) {
 	p.fdMu.RLock()
-	defer p.fdMu.RUnlock()
 	if p.closed.Load() {
-		return ErrClosed
+		p.fdMu.RUnlock()
+		return nil, ErrClosed
 	}
 	p.regMu.Lock()
-	defer p.regMu.Unlock()
+	return func() {
+		p.regMu.Unlock()
+		p.fdMu.RUnlock()
+	}, nil
+}
+
+// Remove unregisters fd. Remove it before closing it.
+func (p *Poller) Remove(fd int) error {
+	unlock, err := p.lockRegs()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	delete(p.regs, fd)
 	if p.muted {
 		return nil // Mute took it out already
