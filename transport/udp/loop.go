@@ -38,6 +38,13 @@ func (e *Endpoint) run() {
 	timeout := time.Duration(0)
 	park := time.NewTimer(parkLimit)
 	park.Stop()
+	// mutedAt is when the loop last muted the sockets, -1 while they are
+	// not muted; unmuted says whether the last unmute succeeded.
+	mutedAt, unmuted := transport.Time(-1), true
+	unmute := func() {
+		unmuted = e.mute(false)
+		mutedAt = -1
+	}
 	for {
 		n, _, err := e.poller.Wait(timeout, ready[:])
 		if err != nil {
@@ -52,13 +59,19 @@ func (e *Endpoint) run() {
 			return
 		}
 		next := e.nextWake()
+		lease := e.pollLease(now)
+		parkOff := e.spinners.Load() > 0 || lease > 0
+		if !parkOff {
+			// Nobody else reads the sockets: the loop must see them,
+			// also while it goes round at once below.
+			unmute()
+		}
 		if more || next <= now {
 			e.drive.Unlock()
 			timeout = 0
 			continue
 		}
-		lease := e.pollLease(now)
-		if e.spinners.Load() > 0 || lease > 0 {
+		if parkOff {
 			// A goroutine spins in Request.Wait, or polls with
 			// Request.Poll, and runs the turns itself: park off the
 			// poller with the sockets muted, so that datagrams
@@ -70,25 +83,34 @@ func (e *Endpoint) run() {
 			// long). A poller's lease ends the park sooner: its polls
 			// may have stopped.
 			e.drive.Unlock()
+			if mutedAt >= 0 && now-mutedAt >= transport.Time(parkLimit) {
+				// Muted for parkLimit, kicks ending every park before
+				// its timer: read what the sockets hold (a stray
+				// datagram on a socket the spinners do not read) in
+				// the next turn, then park again.
+				unmute()
+				timeout = 0
+				continue
+			}
 			limit := parkLimit
 			if e.spinners.Load() == 0 {
 				limit = min(limit, lease)
 			}
-			e.mute(true)
+			if mutedAt < 0 {
+				e.mute(true)
+				mutedAt = now
+			}
 			park.Reset(limit)
 			select {
 			case <-e.kick:
 			case <-park.C:
-				// Read what the sockets hold (a stray datagram on a
-				// socket the spinners do not read) before parking
-				// again.
-				e.mute(false)
+				// As above: the sockets are read before the next park.
+				unmute()
 			}
 			park.Stop()
 			timeout = 0
 			continue
 		}
-		e.mute(false)
 		if spin := transport.Time(e.cfg.Spin); spin > 0 && now-e.lastBusy < spin {
 			// Spinning: yield the processor at every turn, or the user
 			// goroutine this loop just woke (and the peer's loop, when
@@ -105,10 +127,16 @@ func (e *Endpoint) run() {
 		// was queued just before.
 		e.timer.arm(now, next)
 		e.sleeping.Store(true)
-		if e.nCmds.Load() > 0 {
+		switch {
+		case e.nCmds.Load() > 0:
 			e.sleeping.Store(false)
 			timeout = 0
-		} else {
+		case !unmuted:
+			// A socket may still be out of the poller (sockio's Mute
+			// retries it at the next call): wake within parkLimit
+			// rather than wait on it for ever.
+			timeout = parkLimit
+		default:
 			timeout = -1
 		}
 		e.drive.Unlock()
@@ -303,9 +331,11 @@ func (e *Endpoint) exit() {
 // are not already (sockio.Poller.Mute): off while the loop parks off the
 // poller and goroutines read the sockets, so that their datagrams wake no
 // thread of the runtime's poller, on before the loop reads or waits on the
-// poller again.
-func (e *Endpoint) mute(on bool) {
-	if err := e.poller.Mute(on); err != nil && !errors.Is(err, sockio.ErrClosed) {
+// poller again. It reports whether every socket is where it should be.
+func (e *Endpoint) mute(on bool) bool {
+	err := e.poller.Mute(on)
+	if err != nil && !errors.Is(err, sockio.ErrClosed) {
 		e.logf("udp: event loop: %v", err)
 	}
+	return err == nil
 }

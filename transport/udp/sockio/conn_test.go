@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRoundTripSizes(t *testing.T) {
@@ -520,4 +523,32 @@ func TestPollerMute(t *testing.T) {
 	require.Zero(t, n, "a descriptor removed while muted was reported: %v", ready[:n])
 	require.NoError(t, p.Close())
 	require.ErrorIs(t, p.Mute(true), ErrClosed)
+}
+
+// TestPollerMuteRetries checks that a descriptor an epoll_ctl failure left
+// muted is retried by every later Mute, each failure naming it, until it
+// is removed; and that a Mute that changes nothing allocates nothing (the
+// event loop calls it on every turn).
+func TestPollerMuteRetries(t *testing.T) {
+	c := openT(t, Config{Local: lo4})
+	p, err := NewPoller()
+	require.NoError(t, err)
+	defer p.Close()
+	fd, err := unix.Dup(c.Fd())
+	require.NoError(t, err)
+	require.NoError(t, p.Add(fd, 3))
+	require.NoError(t, p.Mute(true))
+	// Closed behind the poller's back while muted: adding it back fails.
+	require.NoError(t, unix.Close(fd))
+	err = p.Mute(false)
+	require.Error(t, err)
+	require.True(t, strings.Contains(err.Error(), fmt.Sprintf("fd %d", fd)), "the error names the descriptor: %v", err)
+	require.Error(t, p.Mute(false), "the failed descriptor is retried")
+	require.NoError(t, p.Remove(fd))
+	require.NoError(t, p.Mute(false), "nothing left to retry")
+	require.NoError(t, p.Add(c.Fd(), 4))
+	require.NoError(t, p.Mute(false))
+	if n := testing.AllocsPerRun(100, func() { p.Mute(false) }); n != 0 {
+		t.Fatalf("a Mute that changes nothing allocates %v times", n)
+	}
 }

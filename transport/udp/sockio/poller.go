@@ -24,8 +24,8 @@ const maxEvents = 128
 // Wait from any goroutine through an eventfd; Mute silences the sockets
 // while others read them.
 //
-// Wait must be called by one goroutine at a time; Add, Remove and Wake may be
-// called from any goroutine, also while Close runs, and Close ends a blocked
+// Wait must be called by one goroutine at a time; Add, Remove, Mute and Wake
+// may be called from any goroutine, also while Close runs, and Close ends a blocked
 // Wait with ErrClosed. After Close every call reports ErrClosed.
 type Poller struct {
 	epfd int
@@ -53,11 +53,14 @@ type Poller struct {
 	// lock: the runtime keeps the epoll descriptor open under it until it
 	// returns.
 	fdMu sync.RWMutex
-	// regs maps each descriptor registered with Add to its tag, and muted
-	// says whether Mute turned their reports off; regMu guards both.
+	// regs maps each descriptor registered with Add to its tag and
+	// whether it is in the epoll instance now; muted says whether Mute
+	// took them out, and stray counts those an epoll_ctl failure left on
+	// the wrong side, for the next Mute to retry. regMu guards all three.
 	regMu sync.Mutex
-	regs  map[int]int32
+	regs  map[int]reg
 	muted bool
+	stray int
 }
 
 // NewPoller creates the epoll instance and its wake-up eventfd.
@@ -71,7 +74,7 @@ func NewPoller() (*Poller, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("sockio: eventfd: %w", err)
 	}
-	p := &Poller{epfd: epfd, evfd: evfd, regs: map[int]int32{}}
+	p := &Poller{epfd: epfd, evfd: evfd, regs: map[int]reg{}}
 	if err := unix.SetNonblock(epfd, true); err != nil {
 		unix.Close(epfd)
 		unix.Close(evfd)
@@ -101,19 +104,29 @@ func (p *Poller) Add(fd int, tag int32) error {
 	if tag < 0 {
 		return fmt.Errorf("sockio: poller tag %d is negative", tag)
 	}
-	unlock, err := p.lockRegs()
-	if err != nil {
+	if err := p.lockRegs(); err != nil {
 		return err
 	}
-	defer unlock()
+	defer p.unlockRegs()
 	if err := p.add(fd, tag); err != nil {
 		return err
 	}
-	p.regs[fd] = tag
+	p.regs[fd] = reg{tag: tag, in: true}
 	if p.muted {
-		return p.arm(fd, tag, false)
+		if err := p.arm(fd, tag, false); err != nil {
+			p.stray++
+			return err
+		}
+		p.regs[fd] = reg{tag: tag}
 	}
 	return nil
+}
+
+// reg is a descriptor registered with Add: its tag, and whether it is in
+// the epoll instance (not muted) now.
+type reg struct {
+	tag int32
+	in  bool
 }
 
 // arm puts fd back into the epoll instance (on) or takes it out. Out, not
@@ -153,22 +166,30 @@ func (p *Poller) arm(fd int, tag int32, on bool) error {
 // made the 1 MiB cells another 1-8% faster than clearing their interest
 // did. Mute costs one epoll_ctl per registered descriptor when it changes
 // the state, nothing otherwise. Descriptors added while muted start
-// muted; Remove of a muted descriptor only forgets it.
+// muted; Remove of a muted descriptor only forgets it. A descriptor that
+// an epoll_ctl failure left on the wrong side is retried by the next Mute
+// call, whatever its argument, and the error names it.
 func (p *Poller) Mute(on bool) error {
-	unlock, err := p.lockRegs()
-	if err != nil {
+	if err := p.lockRegs(); err != nil {
 		return err
 	}
-	defer unlock()
-	if p.muted == on {
+	defer p.unlockRegs()
+	if p.muted == on && p.stray == 0 {
 		return nil
 	}
-	p.muted = on
+	p.muted, p.stray = on, 0
 	var errs []error
-	for fd, tag := range p.regs {
-		if err := p.arm(fd, tag, !on); err != nil {
-			errs = append(errs, err)
+	for fd, r := range p.regs {
+		if r.in != on {
+			continue // already where it belongs
 		}
+		if err := p.arm(fd, r.tag, !on); err != nil {
+			// Left where it was; the next Mute tries again.
+			p.stray++
+			errs = append(errs, err)
+			continue
+		}
+		p.regs[fd] = reg{tag: r.tag, in: !on}
 	}
 	return errors.Join(errs...)
 }
@@ -181,30 +202,37 @@ func (p *Poller) add(fd int, tag int32) error {
 	return nil
 }
 
-// lockRegs takes fdMu shared and regMu, for a change of the registrations,
-// and returns what releases both; ErrClosed once Close ran.
-func (p *Poller) lockRegs() (unlock func(), err error) {
+// lockRegs takes fdMu shared and regMu, for a change of the registrations;
+// unlockRegs releases both. It fails with ErrClosed, holding nothing, once
+// Close ran. (A pair rather than a returned closure: the loop mutes on
+// every turn, and a closure would allocate each time.)
+func (p *Poller) lockRegs() error {
 	p.fdMu.RLock()
 	if p.closed.Load() {
 		p.fdMu.RUnlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	p.regMu.Lock()
-	return func() {
-		p.regMu.Unlock()
-		p.fdMu.RUnlock()
-	}, nil
+	return nil
+}
+
+func (p *Poller) unlockRegs() {
+	p.regMu.Unlock()
+	p.fdMu.RUnlock()
 }
 
 // Remove unregisters fd. Remove it before closing it.
 func (p *Poller) Remove(fd int) error {
-	unlock, err := p.lockRegs()
-	if err != nil {
+	if err := p.lockRegs(); err != nil {
 		return err
 	}
-	defer unlock()
+	defer p.unlockRegs()
+	r, ok := p.regs[fd]
 	delete(p.regs, fd)
-	if p.muted {
+	if ok && r.in == p.muted {
+		p.stray-- // on the wrong side, waiting for a retry: no longer
+	}
+	if ok && !r.in {
 		return nil // Mute took it out already
 	}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
