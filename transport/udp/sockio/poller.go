@@ -202,6 +202,13 @@ func (p *Poller) add(fd int, tag int32) error {
 	return nil
 }
 
+// Muted reports whether the last Mute call muted the descriptors.
+func (p *Poller) Muted() bool {
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	return p.muted
+}
+
 // lockRegs takes fdMu shared and regMu, for a change of the registrations;
 // unlockRegs releases both. It fails with ErrClosed, holding nothing, once
 // Close ran. (A pair rather than a returned closure: the loop mutes on
