@@ -27,7 +27,8 @@ const rxRounds = 16
 const rxRoundBytes = 512 << 10
 
 // rxRoundSlots is how many datagrams of at most per bytes one recvmmsg call
-// takes: as many as a message of rxRoundBytes spans, headers included. A
+// takes: as many as a message of rxRoundBytes spans, DATA headers included
+// (not a secret's seal, which only a few more datagrams would cover). A
 // collective's 512 KiB message over loopback is eight full 65,000-byte
 // datagrams and a short ninth; with eight slots the ninth waited for the
 // next call, behind the copy of the first eight out of the ring (about

@@ -157,8 +157,9 @@ func (p *Poller) arm(fd int, tag int32, on bool) error {
 // poller meanwhile, but every datagram still woke the runtime's poller,
 // and with it a thread blocked there whenever the process had an idle P.
 // In the net plugin's two-process harness that cost a context switch per
-// datagram: muting took 8-byte isend→test from 34-40 to 13-14 µs and the
-// goodput from 6.4-6.7 to 8.6 GB/s (docs/results.md).
+// datagram: muting took 8-byte isend→test from 34-40 to 13-15 µs and the
+// goodput from 6.4-6.7 to 8.6 GB/s in alternated runs of the harness
+// (docs/results.md).
 //
 // Muting takes the descriptors out of the epoll instance, which also
 // spares the kernel a wake-up attempt per datagram sent or received
