@@ -552,3 +552,34 @@ func TestPollerMuteRetries(t *testing.T) {
 		t.Fatalf("a Mute that changes nothing allocates %v times", n)
 	}
 }
+
+// TestPollerMuteLeavesAlways checks that Mute silences what Add registered
+// and leaves what AddAlways registered reporting, and that removing the
+// latter while muted counts no stray descriptor (the next Mute succeeds
+// and changes nothing).
+func TestPollerMuteLeavesAlways(t *testing.T) {
+	quiet := openT(t, Config{Local: lo4})
+	loud := openT(t, Config{Local: lo4})
+	tx := openT(t, Config{Local: lo4})
+	p, err := NewPoller()
+	require.NoError(t, err)
+	defer p.Close()
+	require.NoError(t, p.Add(quiet.Fd(), 1))
+	require.NoError(t, p.AddAlways(loud.Fd(), 2))
+	require.Error(t, p.AddAlways(loud.Fd(), -3), "negative tag")
+	require.NoError(t, p.Mute(true))
+	for _, to := range []netip.AddrPort{quiet.LocalAddr(), loud.LocalAddr()} {
+		_, err = tx.WriteBatch([]Msg{{Buf: []byte("x"), N: 1, Addr: to}})
+		require.NoError(t, err)
+	}
+	ready := make([]int32, 4)
+	n, _, err := p.Wait(5*time.Second, ready)
+	require.NoError(t, err)
+	require.Equal(t, []int32{2}, ready[:n], "muted, only the AddAlways socket reports")
+	require.NoError(t, p.Remove(loud.Fd()))
+	require.NoError(t, p.Mute(true))
+	require.NoError(t, p.Mute(false))
+	n, _, err = p.Wait(5*time.Second, ready)
+	require.NoError(t, err)
+	require.Equal(t, []int32{1}, ready[:n], "unmuted, the Add socket reports what arrived meanwhile")
+}

@@ -122,11 +122,31 @@ func (p *Poller) Add(fd int, tag int32) error {
 	return nil
 }
 
-// reg is a descriptor registered with Add: its tag, and whether it is in
-// the epoll instance (not muted) now.
+// AddAlways registers fd like Add, except that Mute leaves it in: for
+// descriptors that seldom turn readable, whose wake-ups a Mute would not
+// save, so that a change of Mute costs no epoll_ctl for them.
+func (p *Poller) AddAlways(fd int, tag int32) error {
+	if tag < 0 {
+		return fmt.Errorf("sockio: poller tag %d is negative", tag)
+	}
+	if err := p.lockRegs(); err != nil {
+		return err
+	}
+	defer p.unlockRegs()
+	if err := p.add(fd, tag); err != nil {
+		return err
+	}
+	p.regs[fd] = reg{tag: tag, in: true, always: true}
+	return nil
+}
+
+// reg is a descriptor registered with Add or AddAlways: its tag, whether
+// it is in the epoll instance (not muted) now, and whether Mute leaves it
+// there (AddAlways).
 type reg struct {
-	tag int32
-	in  bool
+	tag    int32
+	in     bool
+	always bool
 }
 
 // arm puts fd back into the epoll instance (on) or takes it out. Out, not
@@ -165,8 +185,9 @@ func (p *Poller) arm(fd int, tag int32, on bool) error {
 // spares the kernel a wake-up attempt per datagram sent or received
 // (arm); in alternated runs of the collectives' BusBW benchmarks that
 // made the 1 MiB cells another 1-8% faster than clearing their interest
-// did. Mute costs one epoll_ctl per registered descriptor when it changes
-// the state, nothing otherwise. Descriptors added while muted start
+// did. Mute costs one epoll_ctl per descriptor registered with Add when
+// it changes the state, nothing otherwise; those registered with
+// AddAlways stay in. Descriptors added while muted start
 // muted; Remove of a muted descriptor only forgets it. A descriptor that
 // an epoll_ctl failure left on the wrong side is retried by the next Mute
 // call, whatever its argument, and the error names it.
@@ -181,7 +202,7 @@ func (p *Poller) Mute(on bool) error {
 	p.muted, p.stray = on, 0
 	var errs []error
 	for fd, r := range p.regs {
-		if r.in != on {
+		if r.in != on || r.always {
 			continue // already where it belongs
 		}
 		if err := p.arm(fd, r.tag, !on); err != nil {
@@ -237,7 +258,7 @@ func (p *Poller) Remove(fd int) error {
 	defer p.unlockRegs()
 	r, ok := p.regs[fd]
 	delete(p.regs, fd)
-	if ok && r.in == p.muted {
+	if ok && !r.always && r.in == p.muted {
 		p.stray-- // on the wrong side, waiting for a retry: no longer
 	}
 	if ok && !r.in {
