@@ -57,6 +57,8 @@ type options struct {
 	Collective                    sched.Collective
 	Ranks                         int
 	Channels                      int
+	ChunkBytes                    int64
+	AllToAllInFlight              int
 	GroupSize                     int
 	Transports                    []string
 	Loss                          float64
@@ -147,6 +149,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	strVar(&coll, "allreduce", "collective: allreduce alltoall reducescatter allgather broadcast sendrecv", "op", "collective")
 	intVar(&o.Ranks, defaultRanks, "local ranks launched in this process (ignored under mpirun/torchrun/srun)", "np", "nranks")
 	intVar(&o.Channels, 0, "collective channels per peer connection (0: the library default)", "channels")
+	sizeVar(&o.ChunkBytes, "largest message a collective pipelines, bytes (K/M/G suffixes; 0: the library default, 512K over MetaRoCE, 128K over TCP)", "chunk")
+	intVar(&o.AllToAllInFlight, 0, "all-to-all messages in flight per direction and rank (0: by message size, at least 4; 1: rounds in lockstep)", "a2a-inflight")
 	intVar(&o.GroupSize, 0, "consecutive ranks per leaf switch or host, for the hierarchical all-reduce (0: unknown; must divide the ranks)", "group-size")
 	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
 	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")
@@ -222,6 +226,9 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	}
 	if o.Channels < 0 || o.Channels > 64 {
 		bad("--channels %d: want 0 (default) to 64", o.Channels)
+	}
+	if o.AllToAllInFlight < 0 {
+		bad("--a2a-inflight %d: want 0 (by message size) or more", o.AllToAllInFlight)
 	}
 	if o.GroupSize < 0 {
 		bad("--group-size %d: want 0 (unknown) or more", o.GroupSize)
@@ -346,7 +353,7 @@ var helpSections = []helpSection{
 	{"Sizes", []string{"b", "e", "i", "f"}},
 	{"Collective and data", []string{"op", "d", "o", "r"}},
 	{"Iterations, timing and checking", []string{"n", "w", "c", "a", "z", "T"}},
-	{"Ranks and transport", []string{"np", "transport", "backend", "channels", "group-size", "loss", "seed", "netlab"}},
+	{"Ranks and transport", []string{"np", "transport", "backend", "channels", "chunk", "a2a-inflight", "group-size", "loss", "seed", "netlab"}},
 	{"Output", []string{"json", "csv", "plot", "v"}},
 	{"nccl-tests compatibility (accepted, no effect)", []string{"t", "g", "m", "N", "p", "G", "C", "R"}},
 }

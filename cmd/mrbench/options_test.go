@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -179,5 +180,38 @@ func TestTimeoutValues(t *testing.T) {
 		}
 		require.NoError(t, err, "-T %s", tc.v)
 		assert.Equal(t, tc.want, o.Timeout, "-T %s", tc.v)
+	}
+}
+
+// TestPipelineFlags: --chunk and --a2a-inflight reach the collectives'
+// configuration and the report's parameters, absent there when not given;
+// a negative window or an unparsable size is a usage error that names the
+// flag.
+func TestPipelineFlags(t *testing.T) {
+	o, err := parseOptions([]string{"--chunk", "256K", "--a2a-inflight", "8"}, io.Discard)
+	require.NoError(t, err)
+	cfg := (&hostLauncher{o: o}).config(transportMetaRoCE)
+	assert.Equal(t, int64(256<<10), cfg.ChunkBytes)
+	assert.Equal(t, 8, cfg.AllToAllInFlight)
+	assert.Equal(t, int64(256<<10), o.params().ChunkBytes)
+	assert.Equal(t, 8, o.params().A2AFlight)
+
+	o, err = parseOptions(nil, io.Discard)
+	require.NoError(t, err)
+	js, err := json.Marshal(o.params())
+	require.NoError(t, err)
+	assert.NotContains(t, string(js), "chunk_bytes")
+	assert.NotContains(t, string(js), "a2a_inflight")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--a2a-inflight", "-1"}, "--a2a-inflight -1: want 0"},
+		{[]string{"--chunk", "lots"}, "-chunk"},
+	} {
+		_, err := parseOptions(tc.args, io.Discard)
+		require.Error(t, err, "%v", tc.args)
+		assert.Contains(t, err.Error(), tc.want)
 	}
 }

@@ -119,6 +119,8 @@ type Params struct {
 	Blocking   int     `json:"blocking"`
 	Root       int     `json:"root"`
 	Channels   int     `json:"channels"`
+	ChunkBytes int64   `json:"chunk_bytes,omitempty"`
+	A2AFlight  int     `json:"a2a_inflight,omitempty"`
 	GroupSize  int     `json:"group_size,omitempty"`
 	Loss       float64 `json:"loss"`
 	TimeoutS   float64 `json:"timeout_s"`

@@ -339,7 +339,7 @@ func baseEnv() Env {
 func (o *options) params() Params {
 	return Params{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepFactor: o.StepFactor, StepBytes: o.StepBytes,
 		Iters: o.Iters, Warmup: o.Warmup, Check: o.Check, Average: o.Average, Blocking: o.Blocking,
-		Root: o.Root, Channels: o.Channels, GroupSize: o.GroupSize, Loss: o.Loss, TimeoutS: o.Timeout.Seconds()}
+		Root: o.Root, Channels: o.Channels, ChunkBytes: o.ChunkBytes, A2AFlight: o.AllToAllInFlight, GroupSize: o.GroupSize, Loss: o.Loss, TimeoutS: o.Timeout.Seconds()}
 }
 
 // averageNames explains the -a modes in the header.
