@@ -235,6 +235,13 @@ func (b Bootstrap) check() error {
 			}
 			return fmt.Errorf("collectives: bootstrap (%s): %s=%q: %w", b.Source, name, b.Root, err)
 		}
+		if host, _, _ := net.SplitHostPort(b.Root); b.LocalSize > 0 && b.LocalSize < b.NRanks && thisHostOnly(host) {
+			name := b.Vars.Root
+			if name == "" {
+				name = "Bootstrap.Root"
+			}
+			return fmt.Errorf("collectives: bootstrap (%s): %s=%q names no host the others reach (%s), but only %d of the %d ranks run on this host; give an address of rank 0's host that every host reaches", b.Source, name, b.Root, thisHostWhy(host), b.LocalSize, b.NRanks)
+		}
 	}
 	return nil
 }

@@ -169,6 +169,9 @@ func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root
 		if err := rootAddrError(root); err != nil {
 			return "", "", fmt.Errorf("collectives: METAROCE_ROOT=%q: %w", root, err)
 		}
+		if host, _, _ := net.SplitHostPort(root); thisHostOnly(host) && spansHosts(scheme, b, get) {
+			return "", "", fmt.Errorf("collectives: METAROCE_ROOT=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches", root, thisHostWhy(host), scheme, b.NRanks)
+		}
 		return root, "METAROCE_ROOT", nil
 	}
 	addr, _ := get("MASTER_ADDR")
@@ -186,6 +189,9 @@ func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root
 		}
 		if _, perr := netip.ParseAddr(host); host == "" || strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && perr != nil) {
 			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: it names rank 0's host alone, and its port goes in MASTER_PORT (%s)", addr, orRoot)
+		}
+		if thisHostOnly(host) && spansHosts(scheme, b, get) {
+			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches (%s)", addr, thisHostWhy(host), scheme, b.NRanks, orRoot)
 		}
 		return net.JoinHostPort(host, strconv.Itoa(p+1)), "MASTER_ADDR:MASTER_PORT+1", nil
 	case (addr != "" || port != "") && (scheme == "torchrun" || spansHosts(scheme, b, get)):
@@ -232,6 +238,31 @@ func rootAddrError(root string) error {
 		return fmt.Errorf("port 0 is no rendezvous port: rank 0 would listen on a port the kernel picks, which the other ranks cannot know; want a port of 1 to 65535")
 	}
 	return nil
+}
+
+// thisHostOnly reports whether a rendezvous host names, wherever it is
+// dialled, the dialler's own host: empty (":port"), an unspecified
+// address (0.0.0.0, ::), a loopback address or "localhost". Fine on one
+// host, where rank 0 listens there too; in a job across hosts the ranks
+// elsewhere would reach no rendezvous.
+func thisHostOnly(host string) bool {
+	if host == "" || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && (a.Unmap().IsUnspecified() || a.Unmap().IsLoopback())
+}
+
+// thisHostWhy says in words why thisHostOnly(host) holds.
+func thisHostWhy(host string) string {
+	switch a, err := netip.ParseAddr(host); {
+	case host == "":
+		return "no host before the port"
+	case err == nil && a.Unmap().IsUnspecified():
+		return host + " is unspecified"
+	default:
+		return host + " is loopback"
+	}
 }
 
 // parseLocalSize reads a launcher's ranks-on-this-host count. Slurm writes

@@ -61,6 +61,18 @@ func TestBootstrapRootAddressRefused(t *testing.T) {
 			[]string{`MASTER_ADDR="n0" is set but MASTER_PORT is not`, "slurm job spans hosts"}},
 		{"master port alone, open mpi across hosts", map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "MASTER_PORT": "12355"},
 			[]string{`MASTER_PORT="12355" is set but MASTER_ADDR is not`, "spans hosts"}},
+		// An address that only ever names the dialler's own host, in a
+		// job across hosts: the ranks elsewhere would dial themselves.
+		{"root without host across hosts", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_NNODES": "2", "METAROCE_ROOT": ":7000"},
+			[]string{`METAROCE_ROOT=":7000"`, "no host before the port", "slurm job's 4 ranks span several hosts"}},
+		{"root unspecified across hosts", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "METAROCE_ROOT": "0.0.0.0:7000"},
+			[]string{`METAROCE_ROOT="0.0.0.0:7000"`, "0.0.0.0 is unspecified"}},
+		{"root ipv6 unspecified across hosts", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "METAROCE_ROOT": "[::]:7000"},
+			[]string{`METAROCE_ROOT="[::]:7000"`, ":: is unspecified"}},
+		{"root localhost across hosts", map[string]string{"METAROCE_RANK": "1", "METAROCE_NRANKS": "4", "METAROCE_LOCAL_SIZE": "2", "METAROCE_ROOT": "localhost:7000"},
+			[]string{`METAROCE_ROOT="localhost:7000"`, "localhost is loopback"}},
+		{"master addr loopback across hosts", torch("LOCAL_WORLD_SIZE", "1", "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "29500"),
+			[]string{`MASTER_ADDR="127.0.0.1"`, "127.0.0.1 is loopback", "torchrun job's 2 ranks span several hosts"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
@@ -96,6 +108,11 @@ func TestBootstrapRootAddressAccepted(t *testing.T) {
 		{map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "MASTER_PORT": "12355"}, "127.0.0.1:29517", ""},
 		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_NNODES": "1", "MASTER_PORT": "12355"}, "127.0.0.1:29517", ""},
 		{map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "1", "MASTER_ADDR": "n0"}, "127.0.0.1:29517", ""},
+		// Addresses of this host alone are fine for a job on one host,
+		// or one that does not say it spans hosts.
+		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_NNODES": "1", "METAROCE_ROOT": ":7000"}, ":7000", "METAROCE_ROOT"},
+		{map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_ROOT": "0.0.0.0:7000"}, "0.0.0.0:7000", "METAROCE_ROOT"},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "localhost", "MASTER_PORT": "29500"}, "localhost:29501", "MASTER_ADDR:MASTER_PORT+1"},
 	} {
 		b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
 		require.NoError(t, err, "%v", tc.env)
@@ -118,6 +135,8 @@ func TestNewRefusesUnreachableRoot(t *testing.T) {
 		{Bootstrap{Rank: 0, NRanks: 2, Root: "127.0.0.1", Source: "test"}, `Bootstrap.Root="127.0.0.1"`},
 		{Bootstrap{Rank: 1, NRanks: 2, Root: "h:0", Source: "slurm", Vars: BootstrapVars{Rank: "SLURM_PROCID", NRanks: "SLURM_NTASKS", Root: "METAROCE_ROOT"}},
 			`METAROCE_ROOT="h:0": port 0`},
+		{Bootstrap{Rank: 1, NRanks: 4, LocalSize: 2, Root: "[::1]:7000", Source: "test"},
+			`Bootstrap.Root="[::1]:7000" names no host the others reach (::1 is loopback), but only 2 of the 4 ranks run on this host`},
 	} {
 		for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
 			// The timeout is what the old behaviour waited out; the
