@@ -8,6 +8,14 @@
 # all-to-all size/time*(n-1)/n). The machine is noisy: read the ratios, and
 # use --rounds to take medians over interleaved rounds.
 #
+# A virtual machine's CPUs can also sit close together for minutes and far
+# apart for the next minutes, as the host moves them, and every benchmark
+# that crosses CPUs runs two to three times slower in the far state, peers
+# and ours alike. bench/hostprobe measures that state (a UDP stream from
+# one CPU to another) before and after every measurement, and the table's
+# medians keep the measurements taken with both probes at 80% or more of
+# the run's highest reading; --no-probe takes every measurement instead.
+#
 # Needs: go, and for the peers Debian's openmpi-bin, libopenmpi-dev, gcc and
 # libc6-dev (Open MPI) and python3-torch (gloo). Missing packages are named,
 # with the command that installs them, and installed only with --install (as
@@ -20,6 +28,7 @@ usage() {
 Usage: bench/peers/run.sh [--install] [--ranks "2 4"] [--sizes "1M 16M 64M"]
                           [--iters N] [--warmup N] [--min-bytes SIZE]
                           [--rounds N] [--peers LIST] [--raw FILE]
+                          [--no-probe]
 
   --install   install the missing Debian packages of the selected peers
               (Open MPI, python3-torch) with apt-get; needs root
@@ -32,7 +41,9 @@ Usage: bench/peers/run.sh [--install] [--ranks "2 4"] [--sizes "1M 16M 64M"]
               is not over in a few milliseconds (default 256M; 0: --iters)
   --rounds    interleaved rounds; the table shows medians (default 1)
   --peers     subset of: metaroce mrbench-tcp ompi ompi-tcp gloo (default all)
-  --raw       also write every measurement (peer ranks collective bytes busbw)
+  --raw       also write every measurement (peer ranks collective bytes busbw
+              probe-before probe-after; the probes in GB/s, "-" without)
+  --no-probe  do not probe the host: the medians take every measurement
 EOF
 }
 
@@ -45,6 +56,7 @@ min_bytes=256M
 rounds=1
 peers="metaroce mrbench-tcp ompi ompi-tcp gloo"
 raw=""
+probe=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--install) install=1 ;;
@@ -56,6 +68,7 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds="$2"; shift ;;
 	--peers) peers="$2"; shift ;;
 	--raw) raw="$2"; shift ;;
+	--no-probe) probe=0 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
@@ -203,8 +216,9 @@ if selected gloo && [ -z "$python" ]; then
 	note "no python3 with torch (Debian: python3-torch): gloo skipped"
 fi
 
-# Build mrbench and the MPI benchmark.
+# Build mrbench, the host probe and the MPI benchmark.
 (cd "$repo" && go build -o "$work/mrbench" ./cmd/mrbench)
+[ "$probe" = 0 ] || (cd "$repo" && go build -o "$work/hostprobe" ./bench/hostprobe)
 have_mpi=0
 if ! selected ompi && ! selected ompi-tcp; then
 	: # no Open MPI peer asked for: nothing to build or to report
@@ -276,26 +290,58 @@ run_peer() {
 	esac
 }
 
+# probe_host reads the host probe, in GB/s ("-" without one).
+# It runs under run_timed, as the benchmarks do, so that a signal stops it
+# too, and leaves its reading in $reading.
+reading=-
+probe_host() {
+	reading=-
+	[ "$probe" = 1 ] || return 0
+	if run_timed "$work/probe" "$work/hostprobe"; then
+		reading=$(sed -n 's/^PROBE gbps=\([0-9.]*\) .*/\1/p' "$work/probe")
+	fi
+	if [ -z "$reading" ] || [ "$reading" = - ]; then
+		note "host probe failed ($(tail -c 300 "$work/err")): the medians take every measurement"
+		reading=-
+		probe=0
+	fi
+}
+
+# Each peer's measurements go to a file of their own, then to the results
+# with the probe readings before and after them.
+all="$work/all"
+: >"$all"
 for round in $(seq 1 "$rounds"); do
 	for n in $ranks; do
+		probe_host
+		before=$reading
 		for peer in $peers; do
 			note "round $round/$rounds: $peer, $n ranks"
+			results="$work/cell"
+			: >"$results"
 			run_peer "$peer" "$n"
+			probe_host
+			after=$reading
+			awk -v a="$before" -v b="$after" '{ print $0, a, b }' "$results" >>"$all"
+			before=$after
 		done
 	done
 done
 
-[ -z "$raw" ] || cp "$results" "$raw"
+[ -z "$raw" ] || cp "$all" "$raw"
 
 # The table: the median over rounds of each (peer, ranks, collective, size),
-# and how many times MetaRoCE's figure is the peer's.
+# and how many times MetaRoCE's figure is the peer's. With probe readings,
+# a measurement counts when both readings are at least 80% of the run's
+# highest; a cell with no such measurement takes all of its own, marked *.
 its=""
 for b in $size_bytes; do its="$its $(iters_for "$b")/$(warmup_for "$b")"; done
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, iterations/warm-up per size$its, rounds $rounds; busbw with nccl-tests formulas, float32"
-echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --min-bytes $min_bytes --rounds $rounds --peers \"$peers\""
+echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --min-bytes $min_bytes --rounds $rounds --peers \"$peers\"$([ "$probe" = 1 ] || echo " --no-probe")"
 awk -v order="$peers" '
-function median(key,   n, i, j, t, a) {
-	n = split(vals[key], a, " ")
+function median(key,   n, i, j, t, a, v) {
+	v = (key in steady) ? steady[key] : vals[key]
+	n = split(v, a, " ")
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
 }
@@ -305,13 +351,23 @@ function human(b) {
 	return b " B"
 }
 {
-	key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
-	if (!(key in vals)) { keys[++nk] = key }
-	vals[key] = vals[key] " " $5
+	n++
+	key[n] = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; bw[n] = $5; pa[n] = $6; pb[n] = $7
+	for (i = 6; i <= 7; i++) if ($i != "-" && $i + 0 > top) top = $i + 0
+	if ($6 != "-" && (lo == "" || $6 + 0 < lo)) lo = $6 + 0
+	if ($7 != "-" && (lo == "" || $7 + 0 < lo)) lo = $7 + 0
 	if (!($2 in seenr)) { seenr[$2] = 1; rk[++nr] = $2 }
 	if (!($4 in seenb)) { seenb[$4] = 1; bs[++nb] = $4 }
 }
 END {
+	for (i = 1; i <= n; i++) {
+		vals[key[i]] = vals[key[i]] " " bw[i]
+		if (top > 0 && pa[i] != "-" && pb[i] != "-" && pa[i] >= 0.8 * top && pb[i] >= 0.8 * top) {
+			steady[key[i]] = steady[key[i]] " " bw[i]
+			ns++
+		}
+	}
+	if (top > 0) printf "# host probe (bench/hostprobe): %.2f to %.2f GB/s; %d of %d measurements had both readings at 80%% of %.2f or more and make the medians; * marks a cell with none, its median over all\n", lo, top, ns, n, top
 	np = split(order, po, " ")
 	printf "%-12s %5s %-10s %8s %12s %12s\n", "peer", "ranks", "collective", "size", "busbw GB/s", "metaroce/peer"
 	split("allreduce alltoall", colls, " ")
@@ -324,7 +380,9 @@ END {
 			if (!(k in vals)) continue
 			m = median(k)
 			ratio = (ours != "" && m > 0) ? sprintf("%.2f", ours / m) : "-"
-			printf "%-12s %5d %-10s %8s %12.2f %12s\n", po[pi], rk[ri], colls[ci], human(bs[bi]), m, ratio
+			mark = (top > 0 && !(k in steady)) ? "*" : ""
+			if (top > 0 && !(mk in steady) && ratio != "-") ratio = ratio "*"
+			printf "%-12s %5d %-10s %8s %12.2f%-1s %11s\n", po[pi], rk[ri], colls[ci], human(bs[bi]), m, mark, ratio
 		}
 	}
-}' "$results"
+}' "$all"

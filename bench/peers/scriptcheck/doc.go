@@ -12,6 +12,8 @@
 // the missing packages and the command that installs them, that with
 // --install it refreshes the package lists before installing and carries
 // on, the peers skipped, when an install fails (apt-get and the rest are
-// stubs there), that the C benchmark compiles where mpicc exists, and that
-// the Python one parses.
+// stubs there), that the C benchmark compiles where mpicc exists, that
+// the Python one parses, that a signal stops the run, and that the table's
+// medians leave out what was measured while the host probe
+// (bench/hostprobe) read the host slow.
 package scriptcheck

@@ -174,7 +174,7 @@ func TestScriptSignalStopsBenchmark(t *testing.T) {
 	if err != nil {
 		t.Skip("bash not found")
 	}
-	bin := scripttest.ToolDir(t, "awk", "cat", "chmod", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "sleep", "tail", "timeout")
+	bin := scripttest.ToolDir(t, "awk", "cat", "chmod", "date", "dirname", "head", "mktemp", "nproc", "rm", "sed", "seq", "sleep", "tail", "timeout")
 	stub := func(name, body string) { scripttest.Stub(t, bin, name, body) }
 	stub("id", `echo 1000`) // not root: nothing is installed
 	// The build writes an mrbench that notes its pid and sleeps.
@@ -194,4 +194,51 @@ chmod +x "$out"`)
 		require.Equal(t, c.Code, code, "stderr:\n%s", stderr())
 		require.Contains(t, stderr(), "interrupted by "+unix.SignalName(c.Sig))
 	})
+}
+
+// TestScriptTableKeepsSteadyMeasurements: with host probe readings, the
+// medians keep the measurements whose probes before and after both read
+// at least 80% of the run's highest, and say how many; a measurement taken
+// while the host was slow is left out. mrbench and the probe are stubs
+// that print the figures of a list, one per run.
+func TestScriptTableKeepsSteadyMeasurements(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	bin := scripttest.ToolDir(t, "awk", "cat", "chmod", "date", "dirname", "head", "mktemp", "nproc", "rm", "sed", "seq", "tail", "timeout")
+	stub := func(name, body string) { scripttest.Stub(t, bin, name, body) }
+	stub("id", `echo 1000`)
+	// Each built program prints the next line of its list: mrbench an
+	// nccl-tests row whose out-of-place busbw is that figure, hostprobe
+	// a reading.
+	stub("go", `while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+case "$out" in
+*/mrbench) printf '#!/bin/sh\nn=$(($(cat "$LISTS/mr.n" 2>/dev/null || echo 0) + 1)); echo $n >"$LISTS/mr.n"\nbw=$(sed -n "${n}p" "$LISTS/mr")\necho "        1024   256 float sum -1 10.0 0.1 $bw 0 10.0 0.1 $bw 0"\n' >"$out" ;;
+*) printf '#!/bin/sh\nn=$(($(cat "$LISTS/probe.n" 2>/dev/null || echo 0) + 1)); echo $n >"$LISTS/probe.n"\necho "PROBE gbps=$(sed -n "${n}p" "$LISTS/probe") cpus=0,1 seconds=0.200"\n' >"$out" ;;
+esac
+chmod +x "$out"`)
+	lists := t.TempDir()
+	// Three rounds of one peer, two collectives each: round 2's probe
+	// after it reads half the others.
+	require.NoError(t, os.WriteFile(filepath.Join(lists, "mr"), []byte("1.0\n1.0\n9.0\n9.0\n3.0\n3.0\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lists, "probe"), []byte("5.0\n5.0\n5.0\n2.5\n4.5\n5.0\n"), 0o644))
+	cmd := exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0", "--rounds", "3")
+	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	require.Contains(t, string(out), "host probe (bench/hostprobe): 2.50 to 5.00 GB/s; 4 of 6 measurements", "stdout:\n%s", out)
+	require.Regexp(t, `metaroce +2 allreduce +1 KiB +2\.00 `, string(out), "the median of rounds 1 and 3")
+	require.Regexp(t, `metaroce +2 alltoall +1 KiB +2\.00 `, string(out))
+
+	// Without the probe every round counts.
+	require.NoError(t, os.Remove(filepath.Join(lists, "mr.n")))
+	cmd = exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0", "--rounds", "3", "--no-probe")
+	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
+	out, err = cmd.Output()
+	require.NoError(t, err)
+	require.NotContains(t, string(out), "host probe")
+	require.Regexp(t, `metaroce +2 allreduce +1 KiB +3\.00 `, string(out), "the median of all three")
 }
