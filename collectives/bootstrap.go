@@ -251,12 +251,14 @@ const (
 	// bootMagic starts every rendezvous frame, and changes with what the
 	// frames carry, so that ranks of different versions fail at the
 	// frame, with an error that says so, rather than misread each other.
-	bootMagic = 0x4d524233 // "MRB3": the blobs start with the agreed settings (agree.go)
-	// prevMagic is the version before ("MRB2": no settings in the blobs).
+	bootMagic = 0x4d524234 // "MRB4": rank 0 watches the setup after the table (watch.go)
+	// prevMagic is the version before ("MRB3": the table ends the
+	// rendezvous, and a rank of this version would read that version's
+	// ranks closing their connections as ranks that left).
 	// Its frames are laid out as this version's, and rank 0 answers a
 	// rank of it in its own frame, which that version reads, with why
 	// the rendezvous failed.
-	prevMagic   = 0x4d524232
+	prevMagic   = 0x4d524233
 	maxBlob     = 4096
 	dialBackoff = 50 * time.Millisecond
 	// helloWait bounds how long rank 0 waits for a connection's hello: a
@@ -289,19 +291,36 @@ func magicText(m uint32) string {
 // rank. It fails by the context's deadline with an error that names the
 // ranks that never showed up (at the root) or the root that never answered.
 func exchange(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
+	blobs, w, err := exchangeWatched(ctx, b, blob)
+	w.close()
+	return blobs, err
+}
+
+// exchangeWatched is exchange, and returns too the rendezvous connections,
+// kept open to watch the setup that follows (setupWatch; nil for a job of
+// one rank or on error).
+func exchangeWatched(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, *setupWatch, error) {
 	if err := b.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(blob) > maxBlob {
-		return nil, fmt.Errorf("collectives: bootstrap: endpoint description of %d bytes exceeds %d", len(blob), maxBlob)
+		return nil, nil, fmt.Errorf("collectives: bootstrap: endpoint description of %d bytes exceeds %d", len(blob), maxBlob)
 	}
 	if b.NRanks == 1 {
-		return [][]byte{blob}, nil
+		return [][]byte{blob}, nil, nil
 	}
+	w := &setupWatch{b: b, tag: jobTag(b.Job)}
+	var blobs [][]byte
+	var err error
 	if b.Rank == 0 {
-		return exchangeRoot(ctx, b, blob)
+		blobs, w.leaves, err = exchangeRoot(ctx, b, blob)
+	} else {
+		blobs, w.root, err = exchangeLeaf(ctx, b, blob)
 	}
-	return exchangeLeaf(ctx, b, blob)
+	if err != nil {
+		return nil, nil, err
+	}
+	return blobs, w, nil
 }
 
 // A rendezvous frame is, big-endian: magic u32, rank u32, ranks u32, job tag
@@ -311,7 +330,12 @@ func exchange(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
 // the reason as text, with abortRanks ranks when it gives the rendezvous
 // up (a rank with another rank count, a rank number twice), so that the
 // ranks already waiting fail with the cause rather than a closed
-// connection.
+// connection. After the table, on the same connections (setupWatch), a
+// rank reports to rank 0 with a frame of its rank, the rank count and no
+// entry once it connected to every peer, or with an abort frame (its
+// rank, abortRanks, its error) when its setup failed; rank 0 sends an
+// abort frame (rank 0, abortRanks, the reason) to the ranks that have not
+// reported when the setup fails.
 const (
 	frameHeader = 24
 	abortRanks  = 1<<32 - 1
@@ -390,7 +414,9 @@ func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 	return
 }
 
-func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
+// exchangeRoot is rank 0's side of the rendezvous; on success it also
+// returns the connection of every other rank, by rank (nil at 0).
+func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ []net.Conn, err error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", b.Root)
 	if err != nil {
@@ -398,7 +424,7 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 		if errors.Is(err, syscall.EADDRINUSE) {
 			hint = " (another job on this host may be using it: give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)"
 		}
-		return nil, fmt.Errorf("collectives: bootstrap: rank 0 cannot listen on %s: %w%s", b.Root, err, hint)
+		return nil, nil, fmt.Errorf("collectives: bootstrap: rank 0 cannot listen on %s: %w%s", b.Root, err, hint)
 	}
 	defer ln.Close()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
@@ -408,6 +434,9 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	blobs[0] = blob
 	conns := make([]net.Conn, b.NRanks)
 	defer func() {
+		if err == nil {
+			return // handed to the setup watch
+		}
 		for _, c := range conns {
 			if c != nil {
 				c.Close()
@@ -464,19 +493,19 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 			b.Progress(rootWaitingLine(b, miss, waited, left))
 			continue
 		case <-ctx.Done():
-			return nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
+			return nil, nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
 		}
-		c, f, err := h.c, h.f, h.err
+		c, f, herr := h.c, h.f, h.err
 		if c == nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
+				return nil, nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
 			}
-			return nil, fmt.Errorf("collectives: bootstrap: accept on %s: %w", b.Root, err)
+			return nil, nil, fmt.Errorf("collectives: bootstrap: accept on %s: %w", b.Root, herr)
 		}
 		// A rank of the version before: its frame reads whole, and it is
 		// answered in that version's frame.
-		old := f.magic == prevMagic && errors.Is(err, errVersion)
-		if (err != nil && !old) || len(f.blobs) != 1 {
+		old := f.magic == prevMagic && errors.Is(herr, errVersion)
+		if (herr != nil && !old) || len(f.blobs) != 1 {
 			// A stray connection: keep waiting for the real ranks.
 			c.Close()
 			continue
@@ -514,7 +543,7 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 				}
 			}
 			c.Close()
-			return nil, fmt.Errorf("collectives: bootstrap: %w", bad)
+			return nil, nil, fmt.Errorf("collectives: bootstrap: %w", bad)
 		}
 		conns[rank] = c
 		blobs[rank] = got[0]
@@ -525,10 +554,11 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	}
 	for r := 1; r < b.NRanks; r++ {
 		if err := writeFrame(conns[r], 0, b.NRanks, tag, blobs...); err != nil {
-			return nil, fmt.Errorf("collectives: bootstrap: sending the table to rank %d: %w", r, err)
+			return nil, nil, fmt.Errorf("collectives: bootstrap: sending the table to rank %d: %w", r, err)
 		}
+		conns[r].SetDeadline(time.Time{}) // the watch bounds what follows
 	}
-	return blobs, nil
+	return blobs, conns, nil
 }
 
 // missingErr names the ranks that have not joined.
@@ -566,7 +596,9 @@ func rankList(ranks []int) string {
 	return fmt.Sprint(ranks)
 }
 
-func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, error) {
+// exchangeLeaf is the side of the rendezvous of a rank other than 0; on
+// success it also returns its connection to rank 0.
+func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, net.Conn, error) {
 	tag := jobTag(b.Job)
 	var reached atomic.Bool
 	// Once this rank has reached rank 0 it says so once: with many ranks,
@@ -584,12 +616,12 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 	})()
 	var lastErr error
 	for {
-		blobs, err := joinRoot(ctx, b, tag, blob, &reached)
+		blobs, c, err := joinRoot(ctx, b, tag, blob, &reached)
 		if !errors.Is(err, errOtherJob) {
 			if err != nil && lastErr != nil {
 				err = fmt.Errorf("%w (before that, %v; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", err, lastErr)
 			}
-			return blobs, err
+			return blobs, c, err
 		}
 		// Another job's rank 0 answered at our address. Ours may still
 		// come up there once that job's rendezvous is over. (A hello
@@ -598,7 +630,7 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, erro
 		lastErr = err
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job until the deadline: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, lastErr, ctx.Err())
+			return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job until the deadline: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, lastErr, ctx.Err())
 		case <-time.After(dialBackoff):
 		}
 	}
@@ -638,11 +670,11 @@ func reportWaiting(ctx context.Context, b Bootstrap, line func(waited, left time
 // joinRoot makes one attempt at the rendezvous: it dials rank 0 (retrying
 // until the context ends), sends this rank's hello and reads the table;
 // reached is set once rank 0 took the hello. It returns an error wrapping
-// errOtherJob when rank 0 turned it away.
-func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached *atomic.Bool) ([][]byte, error) {
+// errOtherJob when rank 0 turned it away; on success, the connection too,
+// open.
+func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached *atomic.Bool) (_ [][]byte, _ net.Conn, err error) {
 	var d net.Dialer
 	var c net.Conn
-	var err error
 	for {
 		c, err = d.DialContext(ctx, "tcp", b.Root)
 		if err == nil {
@@ -650,15 +682,19 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s: %w (last error: %v)", b.Rank, b.Root, ctx.Err(), err)
+			return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s: %w (last error: %v)", b.Rank, b.Root, ctx.Err(), err)
 		case <-time.After(dialBackoff):
 		}
 	}
-	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
+	defer func() {
+		if !stop() || err != nil {
+			// On error, or when the context closed it already.
+			c.Close()
+		}
+	}()
 	if err := writeFrame(c, b.Rank, b.NRanks, tag, blob); err != nil {
-		return nil, fmt.Errorf("collectives: bootstrap: rank %d: sending to %s: %w", b.Rank, b.Root, err)
+		return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: sending to %s: %w", b.Rank, b.Root, err)
 	}
 	reached.Store(true)
 	defer reached.Store(false) // a rank 0 of another job turns it away
@@ -671,16 +707,16 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		case errors.Is(err, errVersion):
 			why = "rank 0 answered"
 		}
-		return nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (%s): %w", b.Rank, b.Root, why, err)
+		return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (%s): %w", b.Rank, b.Root, why, err)
 	}
 	if f.nranks == abortRanks && len(f.blobs) == 1 {
-		return nil, fmt.Errorf("collectives: bootstrap: rank %d: rank 0 at %s gave the rendezvous up: %s", b.Rank, b.Root, f.blobs[0])
+		return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: rank 0 at %s gave the rendezvous up: %s", b.Rank, b.Root, f.blobs[0])
 	}
 	if f.nranks == 0 || !sameJob(tag, f.tag) {
-		return nil, fmt.Errorf("%w (job tag %016x here, %016x there)", errOtherJob, tag, f.tag)
+		return nil, nil, fmt.Errorf("%w (job tag %016x here, %016x there)", errOtherJob, tag, f.tag)
 	}
 	if f.nranks != b.NRanks || len(f.blobs) != b.NRanks {
-		return nil, fmt.Errorf("collectives: bootstrap: rank 0 sent a table of %d ranks, expected %d", len(f.blobs), b.NRanks)
+		return nil, nil, fmt.Errorf("collectives: bootstrap: rank 0 sent a table of %d ranks, expected %d", len(f.blobs), b.NRanks)
 	}
-	return f.blobs, nil
+	return f.blobs, c, nil
 }

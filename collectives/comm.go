@@ -59,7 +59,8 @@ var ErrConcurrentUse = errors.New("another collective is in progress on this com
 // before anything is opened. Ranks whose configurations disagree where
 // they must agree (transport, channels, chunk size, group size) fail right
 // after the rendezvous, each with an error that names the setting, the
-// ranks and their values.
+// ranks and their values; a rank that exits or fails before it has
+// connected to its peers fails the others at once (setupWatch).
 func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -93,16 +94,26 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := exchange(ctx, b, settingsBlob(cfg, f.blob()))
+	blobs, w, err := exchangeWatched(ctx, b, settingsBlob(cfg, f.blob()))
 	if err == nil {
 		blobs, err = agree(blobs)
 	}
 	if err != nil {
+		w.close()
 		f.abort()
 		return nil, err
 	}
-	l, err := f.connect(ctx, b.Rank, blobs)
+	// The rendezvous connections stay open while the ranks connect, so
+	// that one that exits meanwhile fails the others at once (watch.go).
+	var l link
+	err = w.run(ctx, func(ctx context.Context) (err error) {
+		l, err = f.connect(ctx, b.Rank, blobs)
+		return err
+	})
 	if err != nil {
+		if l != nil {
+			l.close()
+		}
 		f.abort()
 		return nil, err
 	}

@@ -50,10 +50,14 @@ type Config struct {
 	// of two CPUs the event loops answer slowly, and the core's fixed
 	// default (5 s) failed setups that the deadline allowed; raising
 	// Timeout now raises both. The setup deadline starts before the
-	// rendezvous and so still ends first: a rank that dies after the
-	// rendezvous is reported within Timeout, as one that never joins it.
-	// A rank that dies during a collective is reported sooner, after
-	// UDP.Core.IdleTimeout (default 5 s), which Timeout does not change.
+	// rendezvous and so still ends first. A rank whose process exits, or
+	// whose setup fails, between the rendezvous and the end of the
+	// handshakes fails every other rank's New at once, naming it (rank 0
+	// keeps the rendezvous connections open until every rank reported,
+	// watch.go); one whose host vanishes is reported within Timeout, as
+	// one that never joins. A rank that dies during a collective is
+	// reported after UDP.Core.IdleTimeout (default 5 s), which Timeout
+	// does not change.
 	Timeout time.Duration
 	// UDP configures the MetaRoCE datapath.
 	UDP udp.Config

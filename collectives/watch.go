@@ -1,0 +1,251 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// setupWatch keeps the rendezvous connections open while the ranks connect
+// to one another, so that a rank that exits or gives up in between is
+// named to every other rank at once, instead of each of them waiting for
+// its handshake until the setup deadline (Config.Timeout, 60 s by
+// default).
+//
+// The rendezvous table ends the exchange of blobs; the connections stay.
+// A rank other than 0 reports to rank 0, once it has connected to every
+// peer, with an empty frame, or, when its own setup failed, with an abort
+// frame that carries its error; then it closes its connection. Rank 0
+// waits for every report as well as for its own setup. A connection that
+// closes before its rank reported means that the rank exited: the kernel
+// closes a dead process's sockets, so rank 0 learns of it within a round
+// trip. Rank 0 then sends every rank that has not reported an abort frame
+// naming the rank and why, and each of them ends its setup with that
+// error; a rank that sees rank 0's connection close before its own setup
+// ended fails the same way, naming rank 0. A host that vanishes without
+// closing its connections is still found only at the deadline.
+type setupWatch struct {
+	b   Bootstrap
+	tag uint64
+	// leaves are rank 0's connections, by rank (nil at 0); root is the
+	// connection to rank 0 of any other rank.
+	leaves []net.Conn
+	root   net.Conn
+}
+
+// echoGrace is how long a rank whose own setup failed waits for rank 0's
+// abort before it reports its own error as the cause.
+const echoGrace = time.Second
+
+// watchWrite bounds each write of the watch: a report or an abort is a
+// few hundred bytes into an idle connection, and a peer that does not
+// take it is treated as gone.
+const watchWrite = 5 * time.Second
+
+// close closes the watch's connections. A nil watch has none.
+func (w *setupWatch) close() {
+	if w == nil {
+		return
+	}
+	if w.root != nil {
+		w.root.Close()
+	}
+	for _, c := range w.leaves {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// run calls setup with a context that ends, with an error that names the
+// rank concerned as its cause, as soon as the watch learns that another
+// rank left or gave up; it returns that error rather than setup's
+// "context canceled". It closes the connections before it returns. A nil
+// watch (a job of one rank) runs setup alone.
+func (w *setupWatch) run(ctx context.Context, setup func(context.Context) error) error {
+	if w == nil {
+		return setup(ctx)
+	}
+	defer w.close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if w.root != nil {
+		return w.runLeaf(ctx, cancel, setup)
+	}
+	return w.runRoot(ctx, cancel, setup)
+}
+
+// errLeft marks the causes the watch gives: another rank ended the setup.
+var errLeft = errors.New("another rank ended the setup")
+
+// leftError wraps errLeft with its words, so that errors.Is finds it while
+// the text stays the watch's own.
+type leftError struct{ msg string }
+
+func (e *leftError) Error() string { return e.msg }
+func (e *leftError) Unwrap() error { return errLeft }
+
+func leftf(format string, args ...any) error {
+	return &leftError{msg: fmt.Sprintf(format, args...)}
+}
+
+// outcome returns setup's error, or the watch's cause where the watch
+// ended the setup.
+func outcome(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if c := context.Cause(ctx); errors.Is(c, errLeft) {
+		return c
+	}
+	return err
+}
+
+// runLeaf is run on a rank other than 0.
+func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc, setup func(context.Context) error) error {
+	b := w.b
+	var ending atomic.Bool
+	heard := make(chan struct{})
+	go func() {
+		defer close(heard)
+		f, err := readFrame(w.root, 1)
+		if ending.Load() {
+			return // this rank closed the connection itself
+		}
+		if err == nil && f.nranks == abortRanks && len(f.blobs) == 1 {
+			cancel(leftf("collectives: setup: rank %d: rank 0 at %s gave the setup up: %s", b.Rank, b.Root, f.blobs[0]))
+			return
+		}
+		if err == nil {
+			err = fmt.Errorf("a frame of %d ranks and %d entries, where only an abort may come", f.nranks, len(f.blobs))
+		}
+		cancel(leftf("collectives: setup: rank %d: rank 0's rendezvous connection at %s closed before this rank had connected to its peers: rank 0 exited or failed (%v)", b.Rank, b.Root, err))
+	}()
+	err := outcome(ctx, setup(ctx))
+	if err != nil && !errors.Is(err, errLeft) {
+		// This rank's own failure may be the echo of another's: rank 0
+		// tells the ranks why it gives up before it closes its endpoint,
+		// whose closing (a refused dial) can still reach this rank's
+		// setup first. Prefer rank 0's word where it follows soon.
+		select {
+		case <-heard:
+		case <-time.After(echoGrace):
+		}
+		err = outcome(ctx, err)
+	}
+	w.root.SetWriteDeadline(time.Now().Add(watchWrite))
+	switch {
+	case err == nil:
+		if werr := writeFrame(w.root, b.Rank, b.NRanks, w.tag); werr != nil {
+			err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but cannot tell rank 0 at %s, which has left: %w", b.Rank, b.Root, werr)
+		}
+	case !errors.Is(err, errLeft):
+		// This rank's own failure: rank 0 passes it on to the others.
+		_ = writeFrame(w.root, b.Rank, abortRanks, w.tag, abortText(err))
+	}
+	ending.Store(true)
+	w.root.Close()
+	<-heard
+	return err
+}
+
+// report is what rank 0 heard from one rank: nil once that rank connected
+// to every peer, else why it did not.
+type report struct {
+	rank int
+	err  error
+}
+
+// runRoot is run on rank 0.
+func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc, setup func(context.Context) error) error {
+	b := w.b
+	reports := make(chan report, len(w.leaves))
+	var ending atomic.Bool
+	for r, c := range w.leaves {
+		if c == nil {
+			continue
+		}
+		go func() {
+			f, err := readFrame(c, 1)
+			switch {
+			case ending.Load():
+				err = errors.New("closed by rank 0")
+			case err == nil && f.rank == r && f.nranks == b.NRanks && len(f.blobs) == 0:
+				// Connected to every peer.
+			case err == nil && f.rank == r && f.nranks == abortRanks && len(f.blobs) == 1:
+				err = leftf("rank %d gave the setup up: %s", r, f.blobs[0])
+			case err == nil:
+				err = fmt.Errorf("rank %d sent a frame of rank %d, %d ranks and %d entries, not a report", r, f.rank, f.nranks, len(f.blobs))
+			default:
+				err = leftf("rank %d (%v) left before it had connected to its peers: its rendezvous connection closed (%v); it exited or failed", r, c.RemoteAddr(), err)
+			}
+			reports <- report{r, err}
+		}()
+	}
+	done := make(chan error, 1)
+	go func() { done <- setup(ctx) }()
+	reported := make([]bool, len(w.leaves))
+	waiting := len(w.leaves) - 1
+	var fail error
+	fails := func(err error) {
+		if fail != nil {
+			return
+		}
+		fail = err
+		// Tell every rank still setting up, best effort (each learns it
+		// otherwise when its rendezvous connection closes), before this
+		// rank's setup stops and closes what the others dial.
+		for r, c := range w.leaves {
+			if c != nil && !reported[r] {
+				c.SetWriteDeadline(time.Now().Add(watchWrite))
+				_ = writeFrame(c, 0, abortRanks, w.tag, abortText(err))
+			}
+		}
+		cancel(err)
+	}
+	setupDone := false
+	for !setupDone || (waiting > 0 && fail == nil) {
+		select {
+		case rep := <-reports:
+			reported[rep.rank] = true
+			waiting--
+			if rep.err != nil {
+				fails(leftf("collectives: setup: %v", rep.err))
+			}
+		case err := <-done:
+			setupDone = true
+			if err = outcome(ctx, err); err != nil {
+				fails(err)
+			}
+		case <-ctx.Done():
+			// The deadline, or the cancel of fails. This rank's own
+			// setup ends with it, and its error says more than the
+			// reports still missing.
+			if !setupDone {
+				setupDone = true
+				if err := outcome(ctx, <-done); err != nil {
+					fails(err)
+				}
+			}
+			if fail == nil {
+				missing := ranksWhere(1, len(w.leaves), func(r int) bool { return !reported[r] })
+				fails(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers before the deadline: %w", rankList(missing), ctx.Err()))
+			}
+		}
+	}
+	ending.Store(true)
+	return fail
+}
+
+// abortText is err's text for an abort frame, cut to what a frame's entry
+// may hold (maxBlob).
+func abortText(err error) []byte {
+	t := []byte(err.Error())
+	if len(t) > maxBlob {
+		t = append(t[:maxBlob-3:maxBlob-3], "..."...)
+	}
+	return t
+}

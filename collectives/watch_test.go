@@ -1,0 +1,141 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRankLeavingAfterRendezvousFailsOthers: a rank that leaves between
+// the rendezvous and the handshakes (it exits, its rendezvous connection
+// closes without a report) or gives its setup up (it reports why) makes
+// every other rank's New fail with an error that names it and says what
+// happened, instead of each waiting for its handshake until the setup
+// deadline. The impostor is rank 2 (which ranks 0 and 1 wait to dial
+// them) or rank 0 (the rendezvous itself), over both transports; it runs
+// the rendezvous with a real endpoint's description, then leaves. The
+// deadline is far beyond the test: an error that only the deadline gave
+// would not name the rank.
+func TestRankLeavingAfterRendezvousFailsOthers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		gone   int
+		giveUp bool
+		want   []string
+	}{
+		{"rank 2 exits", 2, false, []string{"rank 2 (", "left before it had connected to its peers", "it exited or failed"}},
+		{"rank 2 gives up", 2, true, []string{"rank 2 gave the setup up: rank 2 cannot reach rank 1 (impostor)"}},
+		{"rank 0 exits", 0, false, []string{"rank 0's rendezvous connection at", "closed before this rank had connected to its peers"}},
+		{"rank 0 gives up", 0, true, []string{"rank 0 at", "gave the setup up: rank 0 cannot reach rank 1 (impostor)"}},
+	} {
+		for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+			t.Run(tc.name+"/"+tr, func(t *testing.T) {
+				root, err := freeLocalAddr()
+				require.NoError(t, err)
+				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+				defer cancel()
+				cfg := Config{Transport: tr, Timeout: 100 * time.Second}
+				errs := make(chan error, 3)
+				for r := range 3 {
+					if r == tc.gone {
+						continue
+					}
+					go func() {
+						c, err := New(ctx, Bootstrap{Rank: r, NRanks: 3, Root: root, Source: "test"}, cfg)
+						if c != nil {
+							c.Close()
+						}
+						errs <- err
+					}()
+				}
+				// The impostor: a real description, then it leaves.
+				full, err := cfg.withDefaults()
+				require.NoError(t, err)
+				var f linkFactory
+				if tr == TransportTCP {
+					f, err = newTCPFactory(full)
+				} else {
+					f, err = newMetaroceFactory(full)
+				}
+				require.NoError(t, err)
+				_, w, err := exchangeWatched(ctx, Bootstrap{Rank: tc.gone, NRanks: 3, Root: root, Source: "test"}, settingsBlob(full, f.blob()))
+				require.NoError(t, err)
+				if tc.giveUp {
+					err := w.run(ctx, func(context.Context) error {
+						return fmt.Errorf("rank %d cannot reach rank 1 (impostor)", tc.gone)
+					})
+					assert.ErrorContains(t, err, "impostor")
+				} else {
+					w.close()
+				}
+				f.abort()
+				for range 2 {
+					err := recv(ctx, t, errs, "the other ranks' New")
+					require.Error(t, err)
+					for _, s := range tc.want {
+						assert.ErrorContains(t, err, s)
+					}
+					assert.True(t, errors.Is(err, errLeft), "%v", err)
+					assert.NotErrorIs(t, err, context.DeadlineExceeded)
+				}
+			})
+		}
+	}
+}
+
+// TestWatchReportsEveryRank: with every rank setting up, the watch
+// returns nil everywhere, and rank 0 returns only once every other rank
+// reported.
+func TestWatchReportsEveryRank(t *testing.T) {
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 4
+	release := make(chan struct{})
+	errs := make(chan error, n)
+	rootDone := make(chan error, 1)
+	for r := range n {
+		go func() {
+			_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: n, Root: root, Source: "test"}, []byte{byte(r)})
+			if err == nil {
+				err = w.run(ctx, func(context.Context) error {
+					if r == n-1 {
+						<-release // the last rank is slow to connect
+					}
+					return nil
+				})
+			}
+			if r == 0 {
+				rootDone <- err
+				return
+			}
+			errs <- err
+		}()
+	}
+	for range n - 2 {
+		require.NoError(t, recv(ctx, t, errs, "a rank's setup"))
+	}
+	select {
+	case err := <-rootDone:
+		t.Fatalf("rank 0 returned (%v) before rank %d reported", err, n-1)
+	case <-time.After(50 * time.Millisecond):
+		// Not a proof, a chance to catch rank 0 returning early.
+	}
+	close(release)
+	require.NoError(t, recv(ctx, t, errs, "the last rank's setup"))
+	require.NoError(t, recv(ctx, t, rootDone, "rank 0's setup"))
+}
+
+// TestAbortTextFitsAFrame: an error longer than a frame entry is cut to
+// fit, so that the frame still reads.
+func TestAbortTextFitsAFrame(t *testing.T) {
+	long := errors.New(string(make([]byte, 3*maxBlob)))
+	assert.Len(t, abortText(long), maxBlob)
+	assert.Equal(t, "short", string(abortText(errors.New("short"))))
+}
