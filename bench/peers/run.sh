@@ -235,7 +235,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 # record PEER RANKS: reads "RESULT coll bytes time algbw busbw wrong" lines
-# on stdin and appends "peer ranks coll bytes busbw" to the results; a line
+# on stdin and appends "peer ranks coll bytes busbw probe-before
+# probe-after" to the results (the readings around the measurement); a line
 # with wrong elements is reported and left out.
 record() {
 	local peer=$1 n=$2 tag coll b us alg bus wrong
@@ -245,7 +246,7 @@ record() {
 			note "$peer $n ranks $coll $b bytes: $wrong wrong elements, not counted"
 			continue
 		fi
-		echo "$peer $n $coll $b $bus" >>"$results"
+		echo "$peer $n $coll $b $bus $before $reading" >>"$results"
 	done
 }
 
@@ -255,7 +256,7 @@ run_mrbench() {
 	local peer=$1 tr=$2 n=$3 op b
 	for op in allreduce alltoall; do
 		for b in $size_bytes; do
-			run_timed "$work/out" "$work/mrbench" --transport "$tr" -np "$n" --op "$op" -d float -o sum -b "$b" -e "$b" \
+			measure "$work/out" "$work/mrbench" --transport "$tr" -np "$n" --op "$op" -d float -o sum -b "$b" -e "$b" \
 				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" -c 1 ||
 				note "$peer $n ranks $op $b: failed: $(tail -c 300 "$work/err")"
 			awk -v op="$op" '!/^#/ && NF >= 9 { print "RESULT", op, $1, $6, $7, $8, $9 }' "$work/out" | record "$peer" "$n"
@@ -273,7 +274,7 @@ run_peer() {
 		local extra=()
 		[ "$peer" = ompi-tcp ] && extra=(--mca btl tcp,self)
 		for b in $size_bytes; do
-			run_timed "$work/out" mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" \
+			measure "$work/out" mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" \
 				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
 				note "$peer $n ranks $b: failed: $(tail -c 300 "$work/err")"
 			record "$peer" "$n" <"$work/out"
@@ -282,7 +283,7 @@ run_peer() {
 	gloo)
 		[ -n "$python" ] || return 0
 		for b in $size_bytes; do
-			run_timed "$work/out" "$python" "$here/gloo_bench.py" -np "$n" -n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
+			measure "$work/out" "$python" "$here/gloo_bench.py" -np "$n" -n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
 				note "gloo $n ranks $b: failed: $(tail -c 300 "$work/err")"
 			record gloo "$n" <"$work/out"
 		done
@@ -307,28 +308,29 @@ probe_host() {
 	fi
 }
 
-# Each peer's measurements go to a file of their own, then to the results
-# with the probe readings before and after them.
-all="$work/all"
-: >"$all"
+# measure OUT CMD... is run_timed with the host probe read after CMD. The
+# reading before it is the last one taken: nothing runs in between.
+before=-
+measure() {
+	local rc=0
+	before=$reading
+	run_timed "$@" || rc=$?
+	probe_host
+	return "$rc"
+}
+
+probe_asked=$probe
+probe_host
 for round in $(seq 1 "$rounds"); do
 	for n in $ranks; do
-		probe_host
-		before=$reading
 		for peer in $peers; do
 			note "round $round/$rounds: $peer, $n ranks"
-			results="$work/cell"
-			: >"$results"
 			run_peer "$peer" "$n"
-			probe_host
-			after=$reading
-			awk -v a="$before" -v b="$after" '{ print $0, a, b }' "$results" >>"$all"
-			before=$after
 		done
 	done
 done
 
-[ -z "$raw" ] || cp "$all" "$raw"
+[ -z "$raw" ] || cp "$results" "$raw"
 
 # The table: the median over rounds of each (peer, ranks, collective, size),
 # and how many times MetaRoCE's figure is the peer's. With probe readings,
@@ -337,7 +339,7 @@ done
 its=""
 for b in $size_bytes; do its="$its $(iters_for "$b")/$(warmup_for "$b")"; done
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, iterations/warm-up per size$its, rounds $rounds; busbw with nccl-tests formulas, float32"
-echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --min-bytes $min_bytes --rounds $rounds --peers \"$peers\"$([ "$probe" = 1 ] || echo " --no-probe")"
+echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --min-bytes $min_bytes --rounds $rounds --peers \"$peers\"$([ "$probe_asked" = 1 ] || echo " --no-probe")"
 awk -v order="$peers" '
 function median(key,   n, i, j, t, a, v) {
 	v = (key in steady) ? steady[key] : vals[key]
@@ -381,8 +383,8 @@ END {
 			m = median(k)
 			ratio = (ours != "" && m > 0) ? sprintf("%.2f", ours / m) : "-"
 			mark = (top > 0 && !(k in steady)) ? "*" : ""
-			if (top > 0 && !(mk in steady) && ratio != "-") ratio = ratio "*"
+			if (top > 0 && (!(mk in steady) || !(k in steady)) && ratio != "-") ratio = ratio "*"
 			printf "%-12s %5d %-10s %8s %12.2f%-1s %11s\n", po[pi], rk[ri], colls[ci], human(bs[bi]), m, mark, ratio
 		}
 	}
-}' "$all"
+}' "$results"
