@@ -18,14 +18,17 @@ import (
 // The rendezvous table ends the exchange of blobs; the connections stay.
 // A rank other than 0 reports to rank 0, once it has connected to every
 // peer, with an empty frame, or, when its own setup failed, with an abort
-// frame that carries its error; then it closes its connection. Rank 0
-// waits for every report as well as for its own setup. A connection that
-// closes before its rank reported means that the rank exited: the kernel
-// closes a dead process's sockets, so rank 0 learns of it within a round
-// trip. Rank 0 then sends every rank that has not reported an abort frame
+// frame that carries its error. Rank 0 waits for every report as well as
+// for its own setup, then confirms with an empty frame of its own to
+// every rank, which ends their setup: New succeeds on every rank or on
+// none (but for a rank that dies in the instant between), a barrier.
+//
+// A connection that closes before its rank reported means that the rank
+// exited: the kernel closes a dead process's sockets, so rank 0 learns of
+// it within a round trip. Rank 0 then sends every rank an abort frame
 // naming the rank and why, and each of them ends its setup with that
-// error; a rank that sees rank 0's connection close before its own setup
-// ended fails the same way, naming rank 0. A host that vanishes without
+// error; a rank that sees rank 0's connection close before the setup was
+// over fails the same way, naming rank 0. A host that vanishes without
 // closing its connections is still found only at the deadline.
 type setupWatch struct {
 	b   Bootstrap
@@ -107,22 +110,24 @@ func outcome(ctx context.Context, err error) error {
 // runLeaf is run on a rank other than 0.
 func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc, setup func(context.Context) error) error {
 	b := w.b
-	var ending atomic.Bool
+	var ending, confirmed atomic.Bool
 	heard := make(chan struct{})
 	go func() {
 		defer close(heard)
 		f, err := readFrame(w.root, 1)
-		if ending.Load() {
-			return // this rank closed the connection itself
-		}
-		if err == nil && f.nranks == abortRanks && len(f.blobs) == 1 {
+		switch {
+		case ending.Load():
+			// This rank closed the connection itself.
+		case err == nil && f.rank == 0 && f.nranks == b.NRanks && len(f.blobs) == 0:
+			confirmed.Store(true)
+		case err == nil && f.nranks == abortRanks && len(f.blobs) == 1:
 			cancel(leftf("collectives: setup: rank %d: rank 0 at %s gave the setup up: %s", b.Rank, b.Root, f.blobs[0]))
-			return
+		default:
+			if err == nil {
+				err = fmt.Errorf("a frame of %d ranks and %d entries, neither a confirmation nor an abort", f.nranks, len(f.blobs))
+			}
+			cancel(leftf("collectives: setup: rank %d: rank 0's rendezvous connection at %s closed before the setup was over: rank 0 exited or failed (%v)", b.Rank, b.Root, err))
 		}
-		if err == nil {
-			err = fmt.Errorf("a frame of %d ranks and %d entries, where only an abort may come", f.nranks, len(f.blobs))
-		}
-		cancel(leftf("collectives: setup: rank %d: rank 0's rendezvous connection at %s closed before this rank had connected to its peers: rank 0 exited or failed (%v)", b.Rank, b.Root, err))
 	}()
 	err := outcome(ctx, setup(ctx))
 	if err != nil && !errors.Is(err, errLeft) {
@@ -139,8 +144,23 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 	w.root.SetWriteDeadline(time.Now().Add(watchWrite))
 	switch {
 	case err == nil:
+		// Connected to every peer: say so, then wait for rank 0 to
+		// confirm that every rank did. Connecting is no proof that the
+		// job's setup holds: a peer's kernel or event loop completes a
+		// handshake that its rank, failing meanwhile, never takes up.
 		if werr := writeFrame(w.root, b.Rank, b.NRanks, w.tag); werr != nil {
 			err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but cannot tell rank 0 at %s, which has left: %w", b.Rank, b.Root, werr)
+			break
+		}
+		select {
+		case <-heard:
+		case <-ctx.Done():
+		}
+		if !confirmed.Load() {
+			err = context.Cause(ctx)
+			if !errors.Is(err, errLeft) {
+				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did before the deadline: %w", b.Rank, b.Root, ctx.Err())
+			}
 		}
 	case !errors.Is(err, errLeft):
 		// This rank's own failure: rank 0 passes it on to the others.
@@ -195,11 +215,12 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 			return
 		}
 		fail = err
-		// Tell every rank still setting up, best effort (each learns it
-		// otherwise when its rendezvous connection closes), before this
-		// rank's setup stops and closes what the others dial.
-		for r, c := range w.leaves {
-			if c != nil && !reported[r] {
+		// Tell every rank, best effort (each learns it otherwise when
+		// its rendezvous connection closes), before this rank's setup
+		// stops and closes what the others dial. Those that reported
+		// wait for the confirmation, and fail on this instead.
+		for _, c := range w.leaves {
+			if c != nil {
 				c.SetWriteDeadline(time.Now().Add(watchWrite))
 				_ = writeFrame(c, 0, abortRanks, w.tag, abortText(err))
 			}
@@ -237,7 +258,26 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 		}
 	}
 	ending.Store(true)
-	return fail
+	if fail != nil {
+		return fail
+	}
+	// Every rank connected to every peer: confirm it, which ends their
+	// setup. A rank that left since its report is named here, and finds
+	// the job broken at its first collective anyway.
+	var gone []int
+	for r, c := range w.leaves {
+		if c == nil {
+			continue
+		}
+		c.SetWriteDeadline(time.Now().Add(watchWrite))
+		if err := writeFrame(c, 0, b.NRanks, w.tag); err != nil {
+			gone = append(gone, r)
+		}
+	}
+	if len(gone) > 0 {
+		return leftf("collectives: setup: ranks %s left after connecting to their peers, before rank 0 could confirm the setup", rankList(gone))
+	}
+	return nil
 }
 
 // abortText is err's text for an abort frame, cut to what a frame's entry
