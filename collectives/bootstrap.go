@@ -214,8 +214,9 @@ func sameJob(a, b uint64) bool { return a == 0 || b == 0 || a == b }
 // check refuses a layout that cannot form a communicator: a rank count
 // outside 1..maxRanks, a rank outside it, and, with more than one rank, a
 // rendezvous address that no rank reaches (none, port 0, no port:
-// rootAddrError), which would otherwise be found only when the rendezvous
-// times out. It names the variable the address came from, or
+// rootAddrError, or, where fewer than all ranks run on this host, one of
+// this host alone: thisHostOnly), which would otherwise be found only when
+// the rendezvous times out. It names the variable the address came from, or
 // Bootstrap.Root where the caller filled it in.
 func (b Bootstrap) check() error {
 	if b.NRanks < 1 || b.NRanks > maxRanks {
@@ -235,7 +236,7 @@ func (b Bootstrap) check() error {
 			}
 			return fmt.Errorf("collectives: bootstrap (%s): %s=%q: %w", b.Source, name, b.Root, err)
 		}
-		if host, _, _ := net.SplitHostPort(b.Root); b.LocalSize > 0 && b.LocalSize < b.NRanks && thisHostOnly(host) {
+		if host, _, _ := net.SplitHostPort(b.Root); b.LocalSize > 0 && b.LocalSize < b.NRanks && thisHostOnly(host) && !listensEverywhere(b.Rank, host) {
 			name := b.Vars.Root
 			if name == "" {
 				name = "Bootstrap.Root"

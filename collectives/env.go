@@ -163,13 +163,16 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 //     other setup (a shell's MASTER_PORT from a tutorial) and is not
 //     read. METAROCE_ROOT takes precedence, and with it set the pair is
 //     not read;
-//   - a job that spans hosts (spansHosts) must give an address.
+//   - a job that spans hosts (spansHosts) must give an address, and one
+//     that names a host the others reach: not loopback or "localhost",
+//     nor (but on rank 0, which listens there) an empty or unspecified
+//     host (thisHostOnly).
 func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root, from string, err error) {
 	if root, _ := get("METAROCE_ROOT"); root != "" {
 		if err := rootAddrError(root); err != nil {
 			return "", "", fmt.Errorf("collectives: METAROCE_ROOT=%q: %w", root, err)
 		}
-		if host, _, _ := net.SplitHostPort(root); thisHostOnly(host) && spansHosts(scheme, b, get) {
+		if host, _, _ := net.SplitHostPort(root); thisHostOnly(host) && !listensEverywhere(b.Rank, host) && spansHosts(scheme, b, get) {
 			return "", "", fmt.Errorf("collectives: METAROCE_ROOT=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches", root, thisHostWhy(host), scheme, b.NRanks)
 		}
 		return root, "METAROCE_ROOT", nil
@@ -190,7 +193,7 @@ func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root
 		if _, perr := netip.ParseAddr(host); host == "" || strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && perr != nil) {
 			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: it names rank 0's host alone, and its port goes in MASTER_PORT (%s)", addr, orRoot)
 		}
-		if thisHostOnly(host) && spansHosts(scheme, b, get) {
+		if thisHostOnly(host) && !listensEverywhere(b.Rank, host) && spansHosts(scheme, b, get) {
 			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches (%s)", addr, thisHostWhy(host), scheme, b.NRanks, orRoot)
 		}
 		return net.JoinHostPort(host, strconv.Itoa(p+1)), "MASTER_ADDR:MASTER_PORT+1", nil
@@ -251,6 +254,18 @@ func thisHostOnly(host string) bool {
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && (a.Unmap().IsUnspecified() || a.Unmap().IsLoopback())
+}
+
+// listensEverywhere reports whether host, the rendezvous host of the rank
+// given, is rank 0's own wildcard: rank 0 only listens there, and ":port"
+// or 0.0.0.0 makes it listen on every interface, which the other ranks
+// reach by a name of their own.
+func listensEverywhere(rank int, host string) bool {
+	if rank != 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(host)
+	return host == "" || err == nil && a.Unmap().IsUnspecified()
 }
 
 // thisHostWhy says in words why thisHostOnly(host) holds.

@@ -71,6 +71,8 @@ func TestBootstrapRootAddressRefused(t *testing.T) {
 			[]string{`METAROCE_ROOT="[::]:7000"`, ":: is unspecified"}},
 		{"root localhost across hosts", map[string]string{"METAROCE_RANK": "1", "METAROCE_NRANKS": "4", "METAROCE_LOCAL_SIZE": "2", "METAROCE_ROOT": "localhost:7000"},
 			[]string{`METAROCE_ROOT="localhost:7000"`, "localhost is loopback"}},
+		{"root loopback on rank 0 across hosts", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_NNODES": "2", "METAROCE_ROOT": "127.0.0.1:7000"},
+			[]string{`METAROCE_ROOT="127.0.0.1:7000"`, "127.0.0.1 is loopback"}},
 		{"master addr loopback across hosts", torch("LOCAL_WORLD_SIZE", "1", "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "29500"),
 			[]string{`MASTER_ADDR="127.0.0.1"`, "127.0.0.1 is loopback", "torchrun job's 2 ranks span several hosts"}},
 	} {
@@ -113,6 +115,10 @@ func TestBootstrapRootAddressAccepted(t *testing.T) {
 		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_NNODES": "1", "METAROCE_ROOT": ":7000"}, ":7000", "METAROCE_ROOT"},
 		{map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_ROOT": "0.0.0.0:7000"}, "0.0.0.0:7000", "METAROCE_ROOT"},
 		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "localhost", "MASTER_PORT": "29500"}, "localhost:29501", "MASTER_ADDR:MASTER_PORT+1"},
+		// Rank 0 listens on the address: a wildcard there listens on
+		// every interface, also in a job across hosts.
+		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_NNODES": "2", "METAROCE_ROOT": ":7000"}, ":7000", "METAROCE_ROOT"},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "0.0.0.0", "MASTER_PORT": "29500"}, "0.0.0.0:29501", "MASTER_ADDR:MASTER_PORT+1"},
 	} {
 		b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
 		require.NoError(t, err, "%v", tc.env)
