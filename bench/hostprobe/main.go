@@ -141,7 +141,7 @@ func probe(d time.Duration) (result, error) {
 		buf := make([]byte, datagram+1)
 		for {
 			// The deadline ends the stream: the sender stops at the same
-			// instant, and what it had queued by then counts.
+			// instant, and what the receiver took by then counts.
 			if g.err = rx.SetReadDeadline(t0.Add(d)); g.err != nil {
 				break
 			}

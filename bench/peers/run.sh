@@ -315,7 +315,11 @@ measure() {
 	local rc=0
 	before=$reading
 	run_timed "$@" || rc=$?
+	# The probe's own run_timed takes $work/err: keep the benchmark's for
+	# the caller's note.
+	cat "$work/err" >"$work/err.run"
 	probe_host
+	cat "$work/err.run" >"$work/err"
 	return "$rc"
 }
 
@@ -340,7 +344,7 @@ its=""
 for b in $size_bytes; do its="$its $(iters_for "$b")/$(warmup_for "$b")"; done
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, iterations/warm-up per size$its, rounds $rounds; busbw with nccl-tests formulas, float32"
 echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --min-bytes $min_bytes --rounds $rounds --peers \"$peers\"$([ "$probe_asked" = 1 ] || echo " --no-probe")"
-awk -v order="$peers" '
+awk -v order="$peers" -v probed="$probe" '
 function median(key,   n, i, j, t, a, v) {
 	v = (key in steady) ? steady[key] : vals[key]
 	n = split(v, a, " ")
@@ -362,6 +366,7 @@ function human(b) {
 	if (!($4 in seenb)) { seenb[$4] = 1; bs[++nb] = $4 }
 }
 END {
+	if (probed != 1) top = 0 # no probe, or it failed during the run: every measurement counts
 	for (i = 1; i <= n; i++) {
 		vals[key[i]] = vals[key[i]] " " bw[i]
 		if (top > 0 && pa[i] != "-" && pb[i] != "-" && pa[i] >= 0.8 * top && pb[i] >= 0.8 * top) {

@@ -184,7 +184,9 @@ chmod +x "$out"`)
 
 	scripttest.ForEachSignal(t, func(t *testing.T, c scripttest.Signal) {
 		pids := filepath.Join(t.TempDir(), "pids")
-		cmd := exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
+		// Without the host probe, whose stub would sleep as well: the
+		// signal must reach the benchmark.
+		cmd := exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0", "--no-probe")
 		cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "PIDS=" + pids}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		f, stderr := scripttest.OutputFile(t)
@@ -214,7 +216,7 @@ func TestScriptTableKeepsSteadyMeasurements(t *testing.T) {
 	// a reading.
 	stub("go", `while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
 case "$out" in
-*/mrbench) printf '#!/bin/sh\nn=$(($(cat "$LISTS/mr.n" 2>/dev/null || echo 0) + 1)); echo $n >"$LISTS/mr.n"\nbw=$(sed -n "${n}p" "$LISTS/mr")\necho "        1024   256 float sum -1 10.0 0.1 $bw 0 10.0 0.1 $bw 0"\n' >"$out" ;;
+*/mrbench) printf '#!/bin/sh\nn=$(($(cat "$LISTS/mr.n" 2>/dev/null || echo 0) + 1)); echo $n >"$LISTS/mr.n"\nbw=$(sed -n "${n}p" "$LISTS/mr")\n[ "$bw" != FAIL ] || { echo BOOM >&2; exit 1; }\necho "        1024   256 float sum -1 10.0 0.1 $bw 0 10.0 0.1 $bw 0"\n' >"$out" ;;
 *) printf '#!/bin/sh\nn=$(($(cat "$LISTS/probe.n" 2>/dev/null || echo 0) + 1)); echo $n >"$LISTS/probe.n"\necho "PROBE gbps=$(sed -n "${n}p" "$LISTS/probe") cpus=0,1 seconds=0.200"\n' >"$out" ;;
 esac
 chmod +x "$out"`)
@@ -234,6 +236,37 @@ chmod +x "$out"`)
 	require.Contains(t, string(out), "host probe (bench/hostprobe): 2.50 to 5.00 GB/s; 4 of 6 measurements", "stdout:\n%s", out)
 	require.Regexp(t, `metaroce +2 allreduce +1 KiB +2\.00 `, string(out), "the median of rounds 1 and 3")
 	require.Regexp(t, `metaroce +2 alltoall +1 KiB +2\.00 `, string(out))
+
+	// A probe that fails during the run (its list runs out after two
+	// readings) turns the filter off: every round counts, and a failing
+	// benchmark's note still quotes the benchmark.
+	require.NoError(t, os.Remove(filepath.Join(lists, "mr.n")))
+	require.NoError(t, os.Remove(filepath.Join(lists, "probe.n")))
+	require.NoError(t, os.WriteFile(filepath.Join(lists, "probe"), []byte("5.0\n5.0\n"), 0o644))
+	cmd = exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0", "--rounds", "3")
+	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	require.Contains(t, stderr.String(), "host probe failed")
+	require.NotContains(t, string(out), "host probe (bench/hostprobe)")
+	require.Regexp(t, `metaroce +2 allreduce +1 KiB +3\.00 `, string(out), "the median of all three")
+
+	// A benchmark that fails is noted with its own words, not the
+	// probe's that ran after it.
+	require.NoError(t, os.Remove(filepath.Join(lists, "mr.n")))
+	require.NoError(t, os.Remove(filepath.Join(lists, "probe.n")))
+	require.NoError(t, os.WriteFile(filepath.Join(lists, "mr"), []byte("FAIL\n1.0\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lists, "probe"), []byte("5.0\n5.0\n5.0\n"), 0o644))
+	cmd = exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
+	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	_, err = cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	require.Contains(t, stderr.String(), "metaroce 2 ranks allreduce 1024: failed: BOOM")
+	require.NoError(t, os.WriteFile(filepath.Join(lists, "mr"), []byte("1.0\n1.0\n9.0\n9.0\n3.0\n3.0\n"), 0o644))
 
 	// Without the probe every round counts.
 	require.NoError(t, os.Remove(filepath.Join(lists, "mr.n")))
