@@ -237,10 +237,14 @@ func (e *Endpoint) openSockets() error {
 	}
 	// The loop mutes the listening sockets and its timer while it parks
 	// (loop.go): peers address every datagram to a listening socket, so
-	// the others stay quiet anyway, and leaving them in spares each mute
-	// and unmute 2 × (PortsPerPlane-1) epoll_ctl calls per plane; that was
-	// 66 of the 75 epoll_ctl per 4-rank 1 MiB all-to-all (perf stat -e
+	// the others (the paths' source ports, which send) seldom turn
+	// readable, and leaving them in spares each mute and unmute
+	// 2 × (PortsPerPlane-1) epoll_ctl calls per plane; that was 66 of the
+	// 75 epoll_ctl per 4-rank 1 MiB all-to-all (perf stat -e
 	// 'syscalls:sys_enter_epoll_ctl' of the collectives' BusBW benchmark).
+	// Left in, they keep the kernel's write-space wake-up attempt per
+	// datagram sent (Poller.arm); the trade measured faster and cheaper
+	// per byte all the same (docs/results.md).
 	for tag, s := range e.socks {
 		add := e.poller.AddAlways
 		if tag%n == 0 {
