@@ -13,8 +13,9 @@
 # that crosses CPUs runs two to three times slower in the far state, peers
 # and ours alike. bench/hostprobe measures that state (a UDP stream from
 # one CPU to another) before and after every measurement, and the table's
-# medians keep the measurements taken with both probes at 80% or more of
-# the run's highest reading; --no-probe takes every measurement instead.
+# medians keep the measurements taken with both probes at 60% or more of
+# the readings' 90th percentile (the slow state reads about a third of
+# it); --no-probe takes every measurement instead.
 #
 # Needs: go, and for the peers Debian's openmpi-bin, libopenmpi-dev, gcc and
 # libc6-dev (Open MPI) and python3-torch (gloo). Missing packages are named,
@@ -28,7 +29,7 @@ usage() {
 Usage: bench/peers/run.sh [--install] [--ranks "2 4"] [--sizes "1M 16M 64M"]
                           [--iters N] [--warmup N] [--min-bytes SIZE]
                           [--rounds N] [--peers LIST] [--raw FILE]
-                          [--no-probe]
+                          [--no-probe] [--table FILE]
 
   --install   install the missing Debian packages of the selected peers
               (Open MPI, python3-torch) with apt-get; needs root
@@ -44,6 +45,7 @@ Usage: bench/peers/run.sh [--install] [--ranks "2 4"] [--sizes "1M 16M 64M"]
   --raw       also write every measurement (peer ranks collective bytes busbw
               probe-before probe-after; the probes in GB/s, "-" without)
   --no-probe  do not probe the host: the medians take every measurement
+  --table     print the table of a --raw FILE again, running nothing
 EOF
 }
 
@@ -57,6 +59,7 @@ rounds=1
 peers="metaroce mrbench-tcp ompi ompi-tcp gloo"
 raw=""
 probe=1
+table=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--install) install=1 ;;
@@ -69,6 +72,7 @@ while [ $# -gt 0 ]; do
 	--peers) peers="$2"; shift ;;
 	--raw) raw="$2"; shift ;;
 	--no-probe) probe=0 ;;
+	--table) table="$2"; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
@@ -165,6 +169,84 @@ warmup_for() {
 	[ "$w" -gt "$warmup" ] || w=$warmup
 	echo "$w"
 }
+
+# The table: the median over rounds of each (peer, ranks, collective, size),
+# and how many times MetaRoCE's figure is the peer's. With probe readings,
+# a measurement counts when both readings are at least 60% of their 90th
+# percentile; a cell with no such measurement takes all of its own,
+# marked *.
+print_table() {
+	if [ -n "$table" ]; then
+		echo "# table of $table (bench/peers/run.sh --table)"
+	else
+		local its="" b
+		for b in $size_bytes; do its="$its $(iters_for "$b")/$(warmup_for "$b")"; done
+		echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, iterations/warm-up per size$its, rounds $rounds; busbw with nccl-tests formulas, float32"
+		echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --min-bytes $min_bytes --rounds $rounds --peers \"$peers\"$([ "$probe_asked" = 1 ] || echo " --no-probe")"
+	fi
+	awk -v order="$peers" -v probed="$probe" '
+function median(key,   n, i, j, t, a, v) {
+	v = (key in steady) ? steady[key] : vals[key]
+	n = split(v, a, " ")
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+}
+function human(b) {
+	if (b % 1048576 == 0) return (b / 1048576) " MiB"
+	if (b % 1024 == 0) return (b / 1024) " KiB"
+	return b " B"
+}
+{
+	n++
+	key[n] = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; bw[n] = $5; pa[n] = $6; pb[n] = $7
+	for (i = 6; i <= 7; i++) if ($i != "-") {
+		rd[++nrd] = $i + 0
+		if ($i + 0 > top) top = $i + 0
+		if (lo == "" || $i + 0 < lo) lo = $i + 0
+	}
+	if (!($2 in seenr)) { seenr[$2] = 1; rk[++nr] = $2 }
+	if (!($4 in seenb)) { seenb[$4] = 1; bs[++nb] = $4 }
+}
+END {
+	if (probed != 1) top = 0 # no probe, or it failed during the run: every measurement counts
+	# The fast state: the 90th percentile of the readings, robust to a few
+	# outliers above it; the slow state reads a third of it.
+	for (i = 2; i <= nrd; i++) for (j = i; j > 1 && rd[j-1] > rd[j]; j--) { t = rd[j]; rd[j] = rd[j-1]; rd[j-1] = t }
+	fast = nrd ? rd[int(0.9 * nrd + 0.999)] : 0
+	for (i = 1; i <= n; i++) {
+		vals[key[i]] = vals[key[i]] " " bw[i]
+		if (top > 0 && pa[i] != "-" && pb[i] != "-" && pa[i] >= 0.6 * fast && pb[i] >= 0.6 * fast) {
+			steady[key[i]] = steady[key[i]] " " bw[i]
+			ns++
+		}
+	}
+	if (top > 0) printf "# host probe (bench/hostprobe): %.2f to %.2f GB/s, 90th percentile %.2f; %d of %d measurements had both readings at 60%% of that or more and make the medians; * marks a cell with none, its median over all\n", lo, top, fast, ns, n
+	np = split(order, po, " ")
+	printf "%-12s %5s %-10s %8s %12s %12s\n", "peer", "ranks", "collective", "size", "busbw GB/s", "metaroce/peer"
+	split("allreduce alltoall", colls, " ")
+	for (ri = 1; ri <= nr; ri++) for (ci = 1; ci <= 2; ci++) for (bi = 1; bi <= nb; bi++) {
+		ours = ""
+		mk = "metaroce" SUBSEP rk[ri] SUBSEP colls[ci] SUBSEP bs[bi]
+		if (mk in vals) ours = median(mk)
+		for (pi = 1; pi <= np; pi++) {
+			k = po[pi] SUBSEP rk[ri] SUBSEP colls[ci] SUBSEP bs[bi]
+			if (!(k in vals)) continue
+			m = median(k)
+			ratio = (ours != "" && m > 0) ? sprintf("%.2f", ours / m) : "-"
+			mark = (top > 0 && !(k in steady)) ? "*" : ""
+			if (top > 0 && (!(mk in steady) || !(k in steady)) && ratio != "-") ratio = ratio "*"
+			printf "%-12s %5d %-10s %8s %12.2f%-1s %11s\n", po[pi], rk[ri], colls[ci], human(bs[bi]), m, mark, ratio
+		}
+	}
+}' "$results"
+}
+
+if [ -n "$table" ]; then
+	[ -r "$table" ] || { echo "run.sh: --table $table: cannot read it" >&2; exit 2; }
+	cat "$table" >"$results"
+	print_table
+	exit 0
+fi
 
 # Debian packages of the selected peers. mpicc is a wrapper around gcc, which
 # libopenmpi-dev does not pull in (nor, installed without recommends, libc's
@@ -336,60 +418,4 @@ done
 
 [ -z "$raw" ] || cp "$results" "$raw"
 
-# The table: the median over rounds of each (peer, ranks, collective, size),
-# and how many times MetaRoCE's figure is the peer's. With probe readings,
-# a measurement counts when both readings are at least 80% of the run's
-# highest; a cell with no such measurement takes all of its own, marked *.
-its=""
-for b in $size_bytes; do its="$its $(iters_for "$b")/$(warmup_for "$b")"; done
-echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, iterations/warm-up per size$its, rounds $rounds; busbw with nccl-tests formulas, float32"
-echo "# command: bench/peers/run.sh --ranks \"$ranks\" --sizes \"$sizes\" --iters $iters --warmup $warmup --min-bytes $min_bytes --rounds $rounds --peers \"$peers\"$([ "$probe_asked" = 1 ] || echo " --no-probe")"
-awk -v order="$peers" -v probed="$probe" '
-function median(key,   n, i, j, t, a, v) {
-	v = (key in steady) ? steady[key] : vals[key]
-	n = split(v, a, " ")
-	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-}
-function human(b) {
-	if (b % 1048576 == 0) return (b / 1048576) " MiB"
-	if (b % 1024 == 0) return (b / 1024) " KiB"
-	return b " B"
-}
-{
-	n++
-	key[n] = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; bw[n] = $5; pa[n] = $6; pb[n] = $7
-	for (i = 6; i <= 7; i++) if ($i != "-" && $i + 0 > top) top = $i + 0
-	if ($6 != "-" && (lo == "" || $6 + 0 < lo)) lo = $6 + 0
-	if ($7 != "-" && (lo == "" || $7 + 0 < lo)) lo = $7 + 0
-	if (!($2 in seenr)) { seenr[$2] = 1; rk[++nr] = $2 }
-	if (!($4 in seenb)) { seenb[$4] = 1; bs[++nb] = $4 }
-}
-END {
-	if (probed != 1) top = 0 # no probe, or it failed during the run: every measurement counts
-	for (i = 1; i <= n; i++) {
-		vals[key[i]] = vals[key[i]] " " bw[i]
-		if (top > 0 && pa[i] != "-" && pb[i] != "-" && pa[i] >= 0.8 * top && pb[i] >= 0.8 * top) {
-			steady[key[i]] = steady[key[i]] " " bw[i]
-			ns++
-		}
-	}
-	if (top > 0) printf "# host probe (bench/hostprobe): %.2f to %.2f GB/s; %d of %d measurements had both readings at 80%% of %.2f or more and make the medians; * marks a cell with none, its median over all\n", lo, top, ns, n, top
-	np = split(order, po, " ")
-	printf "%-12s %5s %-10s %8s %12s %12s\n", "peer", "ranks", "collective", "size", "busbw GB/s", "metaroce/peer"
-	split("allreduce alltoall", colls, " ")
-	for (ri = 1; ri <= nr; ri++) for (ci = 1; ci <= 2; ci++) for (bi = 1; bi <= nb; bi++) {
-		ours = ""
-		mk = "metaroce" SUBSEP rk[ri] SUBSEP colls[ci] SUBSEP bs[bi]
-		if (mk in vals) ours = median(mk)
-		for (pi = 1; pi <= np; pi++) {
-			k = po[pi] SUBSEP rk[ri] SUBSEP colls[ci] SUBSEP bs[bi]
-			if (!(k in vals)) continue
-			m = median(k)
-			ratio = (ours != "" && m > 0) ? sprintf("%.2f", ours / m) : "-"
-			mark = (top > 0 && !(k in steady)) ? "*" : ""
-			if (top > 0 && (!(mk in steady) || !(k in steady)) && ratio != "-") ratio = ratio "*"
-			printf "%-12s %5d %-10s %8s %12.2f%-1s %11s\n", po[pi], rk[ri], colls[ci], human(bs[bi]), m, mark, ratio
-		}
-	}
-}' "$results"
+print_table

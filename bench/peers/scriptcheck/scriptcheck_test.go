@@ -200,9 +200,9 @@ chmod +x "$out"`)
 
 // TestScriptTableKeepsSteadyMeasurements: with host probe readings, the
 // medians keep the measurements whose probes before and after both read
-// at least 80% of the run's highest, and say how many; a measurement taken
-// while the host was slow is left out. mrbench and the probe are stubs
-// that print the figures of a list, one per run.
+// at least 60% of the readings' 90th percentile, and say how many; a
+// measurement taken while the host was slow is left out. mrbench and the
+// probe are stubs that print the figures of a list, one per run.
 func TestScriptTableKeepsSteadyMeasurements(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -233,7 +233,7 @@ chmod +x "$out"`)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
-	require.Contains(t, string(out), "host probe (bench/hostprobe): 2.50 to 5.00 GB/s; 4 of 6 measurements", "stdout:\n%s", out)
+	require.Contains(t, string(out), "host probe (bench/hostprobe): 2.50 to 5.00 GB/s, 90th percentile 5.00; 4 of 6 measurements", "stdout:\n%s", out)
 	require.Regexp(t, `metaroce +2 allreduce +1 KiB +2\.00 `, string(out), "the median of rounds 1 and 3")
 	require.Regexp(t, `metaroce +2 alltoall +1 KiB +2\.00 `, string(out))
 
@@ -276,4 +276,45 @@ chmod +x "$out"`)
 	require.NoError(t, err)
 	require.NotContains(t, string(out), "host probe")
 	require.Regexp(t, `metaroce +2 allreduce +1 KiB +3\.00 `, string(out), "the median of all three")
+}
+
+// TestScriptTableFromRaw: --table prints the table of a --raw file again
+// (with its probe readings, or with --no-probe over every measurement)
+// and runs nothing: go is not even on the PATH. An unreadable file is a
+// usage error.
+func TestScriptTableFromRaw(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	bin := scripttest.ToolDir(t, "awk", "cat", "date", "dirname", "mktemp", "nproc", "rm")
+	raw := filepath.Join(t.TempDir(), "raw")
+	require.NoError(t, os.WriteFile(raw, []byte(`metaroce 2 alltoall 1048576 4.0 5.0 5.0
+ompi-tcp 2 alltoall 1048576 2.0 5.0 5.1
+metaroce 2 alltoall 1048576 1.0 5.1 1.5
+ompi-tcp 2 alltoall 1048576 1.0 1.5 1.6
+metaroce 2 alltoall 1048576 6.0 5.0 5.0
+ompi-tcp 2 alltoall 1048576 4.0 5.0 5.0
+`), 0o644))
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command(bash, append([]string{script}, args...)...)
+		cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir()}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return string(out), stderr.String(), err
+	}
+	out, errs, err := run("--table", raw)
+	require.NoError(t, err, errs)
+	require.Contains(t, out, "4 of 6 measurements")
+	require.Regexp(t, `metaroce +2 alltoall +1 MiB +5\.00 +1\.00\n`, out, "rounds 1 and 3")
+	require.Regexp(t, `ompi-tcp +2 alltoall +1 MiB +3\.00 +1\.67\n`, out)
+	out, errs, err = run("--table", raw, "--no-probe")
+	require.NoError(t, err, errs)
+	require.Regexp(t, `metaroce +2 alltoall +1 MiB +4\.00 +1\.00\n`, out, "all three rounds")
+	_, errs, err = run("--table", filepath.Join(t.TempDir(), "missing"))
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 2, ee.ExitCode())
+	require.Contains(t, errs, "cannot read it")
 }
