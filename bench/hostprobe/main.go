@@ -8,8 +8,8 @@
 // them. Every loopback benchmark that crosses CPUs, ours and its peers',
 // then runs two to three times slower, while a benchmark that stays on one
 // CPU, or a loop that touches only its own cache, does not move. On the
-// 2-vCPU hosts where docs/results.md was measured this probe read 4.5 to
-// 5.4 GB/s in the fast state and 1.4 to 1.7 GB/s in the slow one, flipping
+// 2-vCPU host where docs/results.md was measured this probe read 4.5 to
+// 5.5 GB/s in the fast state and 1.3 to 2.0 GB/s in the slow one, flipping
 // between runs a few seconds apart. bench/peers/run.sh runs it before and
 // after every measurement, so that a table compares peers measured in the
 // same state of the host.
