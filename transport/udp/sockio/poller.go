@@ -100,7 +100,15 @@ func NewPoller() (*Poller, error) {
 
 // Add registers fd (for example Conn.Fd()) for readability; Wait reports it by
 // tag, which must be >= 0.
-func (p *Poller) Add(fd int, tag int32) error {
+func (p *Poller) Add(fd int, tag int32) error { return p.register(fd, tag, false) }
+
+// AddAlways registers fd like Add, except that Mute leaves it in: for
+// descriptors that seldom turn readable, whose wake-ups a Mute would not
+// save, so that a change of Mute costs no epoll_ctl for them.
+func (p *Poller) AddAlways(fd int, tag int32) error { return p.register(fd, tag, true) }
+
+// register is Add (always false) and AddAlways (true).
+func (p *Poller) register(fd int, tag int32, always bool) error {
 	if tag < 0 {
 		return fmt.Errorf("sockio: poller tag %d is negative", tag)
 	}
@@ -111,32 +119,14 @@ func (p *Poller) Add(fd int, tag int32) error {
 	if err := p.add(fd, tag); err != nil {
 		return err
 	}
-	p.regs[fd] = reg{tag: tag, in: true}
-	if p.muted {
+	p.regs[fd] = reg{tag: tag, in: true, always: always}
+	if p.muted && !always {
 		if err := p.arm(fd, tag, false); err != nil {
 			p.stray++
 			return err
 		}
 		p.regs[fd] = reg{tag: tag}
 	}
-	return nil
-}
-
-// AddAlways registers fd like Add, except that Mute leaves it in: for
-// descriptors that seldom turn readable, whose wake-ups a Mute would not
-// save, so that a change of Mute costs no epoll_ctl for them.
-func (p *Poller) AddAlways(fd int, tag int32) error {
-	if tag < 0 {
-		return fmt.Errorf("sockio: poller tag %d is negative", tag)
-	}
-	if err := p.lockRegs(); err != nil {
-		return err
-	}
-	defer p.unlockRegs()
-	if err := p.add(fd, tag); err != nil {
-		return err
-	}
-	p.regs[fd] = reg{tag: tag, in: true, always: true}
 	return nil
 }
 
