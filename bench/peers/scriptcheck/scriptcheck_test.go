@@ -225,57 +225,45 @@ chmod +x "$out"`)
 	// once before the first and after every run: it reads half the
 	// others after round 2's all-reduce, and 90% after its all-to-all,
 	// so that both of round 2's runs are left out.
-	require.NoError(t, os.WriteFile(filepath.Join(lists, "mr"), []byte("1.0\n1.0\n9.0\n9.0\n3.0\n3.0\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(lists, "probe"), []byte("5.0\n5.0\n5.0\n2.5\n4.5\n5.0\n5.0\n"), 0o644))
-	cmd := exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0", "--rounds", "3")
-	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "stderr:\n%s", stderr.String())
-	require.Contains(t, string(out), "host probe (bench/hostprobe): 2.50 to 5.00 GB/s, 90th percentile 5.00; 4 of 6 measurements", "stdout:\n%s", out)
-	require.Regexp(t, `metaroce +2 allreduce +1 KiB +2\.00 `, string(out), "the median of rounds 1 and 3")
-	require.Regexp(t, `metaroce +2 alltoall +1 KiB +2\.00 `, string(out))
+	// run starts the script afresh: both lists from their first line,
+	// the mrbench list as given.
+	run := func(mr, probe string, args ...string) (out, stderr string) {
+		t.Helper()
+		for _, f := range []string{"mr.n", "probe.n"} {
+			os.Remove(filepath.Join(lists, f))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(lists, "mr"), []byte(mr), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(lists, "probe"), []byte(probe), 0o644))
+		cmd := exec.Command(bash, append([]string{script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0"}, args...)...)
+		cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
+		var e strings.Builder
+		cmd.Stderr = &e
+		o, err := cmd.Output()
+		require.NoError(t, err, "stderr:\n%s", e.String())
+		return string(o), e.String()
+	}
+	const rounds = "1.0\n1.0\n9.0\n9.0\n3.0\n3.0\n"
+	out, _ := run(rounds, "5.0\n5.0\n5.0\n2.5\n4.5\n5.0\n5.0\n", "--rounds", "3")
+	require.Contains(t, out, "host probe (bench/hostprobe): 2.50 to 5.00 GB/s, 90th percentile 5.00; 4 of 6 measurements", "stdout:\n%s", out)
+	require.Regexp(t, `metaroce +2 allreduce +1 KiB +2\.00 `, out, "the median of rounds 1 and 3")
+	require.Regexp(t, `metaroce +2 alltoall +1 KiB +2\.00 `, out)
 
 	// A probe that fails during the run (its list runs out after two
-	// readings) turns the filter off: every round counts, and a failing
-	// benchmark's note still quotes the benchmark.
-	require.NoError(t, os.Remove(filepath.Join(lists, "mr.n")))
-	require.NoError(t, os.Remove(filepath.Join(lists, "probe.n")))
-	require.NoError(t, os.WriteFile(filepath.Join(lists, "probe"), []byte("5.0\n5.0\n"), 0o644))
-	cmd = exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0", "--rounds", "3")
-	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
-	stderr.Reset()
-	cmd.Stderr = &stderr
-	out, err = cmd.Output()
-	require.NoError(t, err, "stderr:\n%s", stderr.String())
-	require.Contains(t, stderr.String(), "host probe failed")
-	require.NotContains(t, string(out), "host probe (bench/hostprobe)")
-	require.Regexp(t, `metaroce +2 allreduce +1 KiB +3\.00 `, string(out), "the median of all three")
+	// readings) turns the filter off: every round counts.
+	out, stderr := run(rounds, "5.0\n5.0\n", "--rounds", "3")
+	require.Contains(t, stderr, "host probe failed")
+	require.NotContains(t, out, "host probe (bench/hostprobe)")
+	require.Regexp(t, `metaroce +2 allreduce +1 KiB +3\.00 `, out, "the median of all three")
 
 	// A benchmark that fails is noted with its own words, not the
 	// probe's that ran after it.
-	require.NoError(t, os.Remove(filepath.Join(lists, "mr.n")))
-	require.NoError(t, os.Remove(filepath.Join(lists, "probe.n")))
-	require.NoError(t, os.WriteFile(filepath.Join(lists, "mr"), []byte("FAIL\n1.0\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(lists, "probe"), []byte("5.0\n5.0\n5.0\n"), 0o644))
-	cmd = exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0")
-	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
-	stderr.Reset()
-	cmd.Stderr = &stderr
-	_, err = cmd.Output()
-	require.NoError(t, err, "stderr:\n%s", stderr.String())
-	require.Contains(t, stderr.String(), "metaroce 2 ranks allreduce 1024: failed: BOOM")
-	require.NoError(t, os.WriteFile(filepath.Join(lists, "mr"), []byte("1.0\n1.0\n9.0\n9.0\n3.0\n3.0\n"), 0o644))
+	_, stderr = run("FAIL\n1.0\n", "5.0\n5.0\n5.0\n")
+	require.Contains(t, stderr, "metaroce 2 ranks allreduce 1024: failed: BOOM")
 
 	// Without the probe every round counts.
-	require.NoError(t, os.Remove(filepath.Join(lists, "mr.n")))
-	cmd = exec.Command(bash, script, "--peers", "metaroce", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0", "--rounds", "3", "--no-probe")
-	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LISTS=" + lists}
-	out, err = cmd.Output()
-	require.NoError(t, err)
-	require.NotContains(t, string(out), "host probe")
-	require.Regexp(t, `metaroce +2 allreduce +1 KiB +3\.00 `, string(out), "the median of all three")
+	out, _ = run(rounds, "", "--rounds", "3", "--no-probe")
+	require.NotContains(t, out, "host probe")
+	require.Regexp(t, `metaroce +2 allreduce +1 KiB +3\.00 `, out, "the median of all three")
 }
 
 // TestScriptTableFromRaw: --table prints the table of a --raw file again
