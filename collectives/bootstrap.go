@@ -252,14 +252,14 @@ const (
 	// bootMagic starts every rendezvous frame, and changes with what the
 	// frames carry, so that ranks of different versions fail at the
 	// frame, with an error that says so, rather than misread each other.
-	bootMagic = 0x4d524234 // "MRB4": rank 0 watches the setup after the table (watch.go)
-	// prevMagic is the version before ("MRB3": the table ends the
-	// rendezvous, and a rank of this version would read that version's
-	// ranks closing their connections as ranks that left).
+	bootMagic = 0x4d524235 // "MRB5": rank 0 watches and confirms the setup after the table (watch.go)
+	// prevMagic is the version before ("MRB4": no confirmation, which
+	// ranks of this version would wait for in vain; "MRB3" and older end
+	// the rendezvous with the table, and are not read at all).
 	// Its frames are laid out as this version's, and rank 0 answers a
 	// rank of it in its own frame, which that version reads, with why
 	// the rendezvous failed.
-	prevMagic   = 0x4d524233
+	prevMagic   = 0x4d524234
 	maxBlob     = 4096
 	dialBackoff = 50 * time.Millisecond
 	// helloWait bounds how long rank 0 waits for a connection's hello: a
@@ -334,9 +334,10 @@ func exchangeWatched(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, *
 // connection. After the table, on the same connections (setupWatch), a
 // rank reports to rank 0 with a frame of its rank, the rank count and no
 // entry once it connected to every peer, or with an abort frame (its
-// rank, abortRanks, its error) when its setup failed; rank 0 sends an
-// abort frame (rank 0, abortRanks, the reason) to the ranks that have not
-// reported when the setup fails.
+// rank, abortRanks, its error) when its setup failed; once every rank
+// reported, rank 0 confirms with a frame of rank 0, the rank count and no
+// entry, and when the setup fails it sends every rank an abort frame
+// (rank 0, abortRanks, the reason) instead.
 const (
 	frameHeader = 24
 	abortRanks  = 1<<32 - 1

@@ -232,9 +232,9 @@ func TestRendezvousOtherVersion(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, writeFrameMagic(&buf, prevMagic, 0, 2, 0, []byte("a")))
 	_, err := readFrame(&buf, 2)
-	assert.ErrorContains(t, err, `a metaroce rendezvous peer of another version (magic "MRB3", this version's is "MRB4"): `+what)
+	assert.ErrorContains(t, err, `a metaroce rendezvous peer of another version (magic "MRB4", this version's is "MRB5"): `+what)
 	_, err = readFrame(strings.NewReader("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), 2)
-	assert.ErrorContains(t, err, `not a metaroce rendezvous peer of this version (magic "GET ", this version's is "MRB4"): `+what)
+	assert.ErrorContains(t, err, `not a metaroce rendezvous peer of this version (magic "GET ", this version's is "MRB5"): `+what)
 
 	// A rank of the version before, at this version's rank 0; a rank of
 	// this version is already waiting there.
@@ -256,7 +256,7 @@ func TestRendezvousOtherVersion(t *testing.T) {
 	assert.Equal(t, uint32(prevMagic), f.magic, "the answer is in the old rank's frame")
 	assert.Equal(t, abortRanks, f.nranks, "the old rank reads rank 0 giving up")
 	require.Len(t, f.blobs, 1)
-	assert.Contains(t, string(f.blobs[0]), "rank 2 from "+c.LocalAddr().String()+` runs another version of metaroce (rendezvous magic "MRB3", rank 0's is "MRB4"): `+what)
+	assert.Contains(t, string(f.blobs[0]), "rank 2 from "+c.LocalAddr().String()+` runs another version of metaroce (rendezvous magic "MRB4", rank 0's is "MRB5"): `+what)
 	for _, err := range []error{recv(ctx, t, rootDone, "rank 0 giving up"), recv(ctx, t, leafDone, "rank 1 giving up")} {
 		assert.ErrorContains(t, err, "rank 2 from "+c.LocalAddr().String()+" runs another version of metaroce")
 		assert.ErrorContains(t, err, what)
@@ -282,7 +282,7 @@ func TestRendezvousOtherVersion(t *testing.T) {
 			}
 			if answer {
 				io.Copy(io.Discard, io.LimitReader(c, 4+int64(len("one"))))
-				_ = writeFrameMagic(c, 0x4d524235, 0, 2, 0, []byte("zero"), []byte("one"))
+				_ = writeFrameMagic(c, 0x4d524236, 0, 2, 0, []byte("zero"), []byte("one"))
 			}
 		}()
 		_, err = exchange(ctx, Bootstrap{Rank: 1, NRanks: 2, Root: ln.Addr().String(), Source: "test"}, []byte("one"))

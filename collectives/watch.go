@@ -40,7 +40,8 @@ type setupWatch struct {
 }
 
 // echoGrace is how long a rank whose own setup failed waits for rank 0's
-// abort before it reports its own error as the cause.
+// abort before it returns its own error as the cause (New may so take
+// Config.Timeout and this much).
 const echoGrace = time.Second
 
 // watchWrite bounds each write of the watch: a report or an abort is a
@@ -116,10 +117,10 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 		defer close(heard)
 		f, err := readFrame(w.root, 1)
 		switch {
-		case ending.Load():
-			// This rank closed the connection itself.
 		case err == nil && f.rank == 0 && f.nranks == b.NRanks && len(f.blobs) == 0:
 			confirmed.Store(true)
+		case ending.Load():
+			// This rank closed the connection itself.
 		case err == nil && f.nranks == abortRanks && len(f.blobs) == 1:
 			cancel(leftf("collectives: setup: rank %d: rank 0 at %s gave the setup up: %s", b.Rank, b.Root, f.blobs[0]))
 		default:
@@ -130,18 +131,20 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 		}
 	}()
 	err := outcome(ctx, setup(ctx))
+	w.root.SetWriteDeadline(time.Now().Add(watchWrite))
 	if err != nil && !errors.Is(err, errLeft) {
-		// This rank's own failure may be the echo of another's: rank 0
-		// tells the ranks why it gives up before it closes its endpoint,
-		// whose closing (a refused dial) can still reach this rank's
-		// setup first. Prefer rank 0's word where it follows soon.
+		// This rank's own failure: rank 0 passes it on to the others.
+		// It may be the echo of another's, though: rank 0 tells the
+		// ranks why it gives up before it closes its endpoint, whose
+		// closing (a refused dial) can still reach this rank's setup
+		// first. Prefer rank 0's word where it follows soon.
+		_ = writeFrame(w.root, b.Rank, abortRanks, w.tag, abortText(err))
 		select {
 		case <-heard:
 		case <-time.After(echoGrace):
 		}
 		err = outcome(ctx, err)
 	}
-	w.root.SetWriteDeadline(time.Now().Add(watchWrite))
 	switch {
 	case err == nil:
 		// Connected to every peer: say so, then wait for rank 0 to
@@ -159,12 +162,11 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 		if !confirmed.Load() {
 			err = context.Cause(ctx)
 			if !errors.Is(err, errLeft) {
-				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did before the deadline: %w", b.Rank, b.Root, ctx.Err())
+				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did before the setup ended: %w", b.Rank, b.Root, err)
+				// Rank 0 must not confirm to the others now.
+				_ = writeFrame(w.root, b.Rank, abortRanks, w.tag, abortText(err))
 			}
 		}
-	case !errors.Is(err, errLeft):
-		// This rank's own failure: rank 0 passes it on to the others.
-		_ = writeFrame(w.root, b.Rank, abortRanks, w.tag, abortText(err))
 	}
 	ending.Store(true)
 	w.root.Close()
@@ -182,27 +184,36 @@ type report struct {
 // runRoot is run on rank 0.
 func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc, setup func(context.Context) error) error {
 	b := w.b
-	reports := make(chan report, len(w.leaves))
+	// Each rank's reader passes on its report, then keeps reading: the
+	// end of the connection, or an abort, before rank 0 confirms means
+	// that the rank left after all. Two events at most per rank.
+	reports := make(chan report, 2*len(w.leaves))
 	var ending atomic.Bool
 	for r, c := range w.leaves {
 		if c == nil {
 			continue
 		}
 		go func() {
-			f, err := readFrame(c, 1)
-			switch {
-			case ending.Load():
-				err = errors.New("closed by rank 0")
-			case err == nil && f.rank == r && f.nranks == b.NRanks && len(f.blobs) == 0:
-				// Connected to every peer.
-			case err == nil && f.rank == r && f.nranks == abortRanks && len(f.blobs) == 1:
-				err = leftf("rank %d gave the setup up: %s", r, f.blobs[0])
-			case err == nil:
-				err = fmt.Errorf("rank %d sent a frame of rank %d, %d ranks and %d entries, not a report", r, f.rank, f.nranks, len(f.blobs))
-			default:
-				err = leftf("rank %d (%v) left before it had connected to its peers: its rendezvous connection closed (%v); it exited or failed", r, c.RemoteAddr(), err)
+			for said := false; ; said = true {
+				f, err := readFrame(c, 1)
+				switch {
+				case ending.Load():
+					return
+				case err == nil && !said && f.rank == r && f.nranks == b.NRanks && len(f.blobs) == 0:
+					reports <- report{r, nil} // connected to every peer
+					continue
+				case err == nil && f.rank == r && f.nranks == abortRanks && len(f.blobs) == 1:
+					err = leftf("rank %d gave the setup up: %s", r, f.blobs[0])
+				case err == nil:
+					err = fmt.Errorf("rank %d sent a frame of rank %d, %d ranks and %d entries, not a report", r, f.rank, f.nranks, len(f.blobs))
+				case said:
+					err = leftf("rank %d (%v) left after it had connected to its peers, before rank 0 confirmed the setup: its rendezvous connection closed (%v)", r, c.RemoteAddr(), err)
+				default:
+					err = leftf("rank %d (%v) left before it had connected to its peers: its rendezvous connection closed (%v); it exited or failed", r, c.RemoteAddr(), err)
+				}
+				reports <- report{r, err}
+				return
 			}
-			reports <- report{r, err}
 		}()
 	}
 	done := make(chan error, 1)
@@ -231,10 +242,11 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 	for !setupDone || (waiting > 0 && fail == nil) {
 		select {
 		case rep := <-reports:
-			reported[rep.rank] = true
-			waiting--
 			if rep.err != nil {
 				fails(leftf("collectives: setup: %v", rep.err))
+			} else {
+				reported[rep.rank] = true
+				waiting--
 			}
 		case err := <-done:
 			setupDone = true
@@ -253,7 +265,16 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 			}
 			if fail == nil {
 				missing := ranksWhere(1, len(w.leaves), func(r int) bool { return !reported[r] })
-				fails(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers before the deadline: %w", rankList(missing), ctx.Err()))
+				fails(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers before the setup ended: %w", rankList(missing), context.Cause(ctx)))
+			}
+		}
+	}
+	if fail == nil {
+		// A rank that left since its report, found by now.
+		for len(reports) > 0 {
+			if rep := <-reports; rep.err != nil {
+				fails(leftf("collectives: setup: %v", rep.err))
+				break
 			}
 		}
 	}
@@ -262,20 +283,13 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 		return fail
 	}
 	// Every rank connected to every peer: confirm it, which ends their
-	// setup. A rank that left since its report is named here, and finds
-	// the job broken at its first collective anyway.
-	var gone []int
-	for r, c := range w.leaves {
-		if c == nil {
-			continue
+	// setup. A rank that leaves in the instant between finds the job
+	// broken at its first collective.
+	for _, c := range w.leaves {
+		if c != nil {
+			c.SetWriteDeadline(time.Now().Add(watchWrite))
+			_ = writeFrame(c, 0, b.NRanks, w.tag)
 		}
-		c.SetWriteDeadline(time.Now().Add(watchWrite))
-		if err := writeFrame(c, 0, b.NRanks, w.tag); err != nil {
-			gone = append(gone, r)
-		}
-	}
-	if len(gone) > 0 {
-		return leftf("collectives: setup: ranks %s left after connecting to their peers, before rank 0 could confirm the setup", rankList(gone))
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ func TestWatchReportsEveryRank(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 4
-	release := make(chan struct{})
+	release, started := make(chan struct{}), make(chan struct{})
 	errs := make(chan error, n)
 	for r := range n {
 		go func() {
@@ -105,7 +105,8 @@ func TestWatchReportsEveryRank(t *testing.T) {
 			if err == nil {
 				err = w.run(ctx, func(context.Context) error {
 					if r == n-1 {
-						<-release // the last rank is slow to connect
+						close(started) // past the rendezvous
+						<-release      // but slow to connect
 					}
 					return nil
 				})
@@ -113,6 +114,7 @@ func TestWatchReportsEveryRank(t *testing.T) {
 			errs <- err
 		}()
 	}
+	<-started
 	select {
 	case err := <-errs:
 		t.Fatalf("a rank returned (%v) before rank %d connected", err, n-1)
@@ -122,6 +124,48 @@ func TestWatchReportsEveryRank(t *testing.T) {
 	close(release)
 	for range n {
 		require.NoError(t, recv(ctx, t, errs, "a rank's setup"))
+	}
+}
+
+// TestRankLeavingAfterReportFailsOthers: a rank that reported connecting
+// to its peers and then leaves before rank 0 confirmed (its deadline came
+// first, or it died) fails the setup everywhere: rank 0 does not confirm,
+// and the rank that had been slowest to connect fails too, instead of
+// succeeding into a job with a rank missing.
+func TestRankLeavingAfterReportFailsOthers(t *testing.T) {
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 3
+	release := make(chan struct{})
+	errs := make(chan error, n)
+	for r := range n - 1 {
+		go func() {
+			_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: n, Root: root, Source: "test"}, []byte{byte(r)})
+			if err == nil {
+				err = w.run(ctx, func(context.Context) error {
+					if r == 1 {
+						<-release // slow to connect
+					}
+					return nil
+				})
+			}
+			errs <- err
+		}()
+	}
+	// Rank 2 reports, then leaves.
+	_, w, err := exchangeWatched(ctx, Bootstrap{Rank: 2, NRanks: n, Root: root, Source: "test"}, []byte{2})
+	require.NoError(t, err)
+	require.NoError(t, writeFrame(w.root, 2, n, w.tag))
+	w.close()
+	close(release)
+	for range n - 1 {
+		err := recv(ctx, t, errs, "a rank's setup")
+		require.Error(t, err)
+		assert.ErrorContains(t, err, "rank 2 (")
+		assert.ErrorContains(t, err, "left after it had connected to its peers, before rank 0 confirmed the setup")
+		assert.ErrorIs(t, err, errLeft)
 	}
 }
 

@@ -199,7 +199,7 @@ function human(b) {
 {
 	n++
 	key[n] = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4; bw[n] = $5; pa[n] = $6; pb[n] = $7
-	for (i = 6; i <= 7; i++) if ($i != "-") {
+	for (i = 6; i <= 7; i++) if ($i == "-") unprobed++; else {
 		rd[++nrd] = $i + 0
 		if ($i + 0 > top) top = $i + 0
 		if (lo == "" || $i + 0 < lo) lo = $i + 0
@@ -208,7 +208,9 @@ function human(b) {
 	if (!($4 in seenb)) { seenb[$4] = 1; bs[++nb] = $4 }
 }
 END {
-	if (probed != 1) top = 0 # no probe, or it failed during the run: every measurement counts
+	# No probe, or it failed during the run (its later readings are
+	# missing, in a --table reprint too): every measurement counts.
+	if (probed != 1 || unprobed) top = 0
 	# The fast state: the 90th percentile of the readings, robust to a few
 	# outliers above it; the slow state reads a third of it.
 	for (i = 2; i <= nrd; i++) for (j = i; j > 1 && rd[j-1] > rd[j]; j--) { t = rd[j]; rd[j] = rd[j-1]; rd[j-1] = t }

@@ -300,6 +300,14 @@ ompi-tcp 2 alltoall 1048576 4.0 5.0 5.0
 	out, errs, err = run("--table", raw, "--no-probe")
 	require.NoError(t, err, errs)
 	require.Regexp(t, `metaroce +2 alltoall +1 MiB +4\.00 +1\.00\n`, out, "all three rounds")
+	// A run whose probe failed midway has readings up to then only: the
+	// reprint takes every measurement, as the run did.
+	partial := filepath.Join(t.TempDir(), "partial")
+	require.NoError(t, os.WriteFile(partial, []byte("metaroce 2 alltoall 1048576 1.0 5.0 5.0\nmetaroce 2 alltoall 1048576 9.0 5.0 -\nmetaroce 2 alltoall 1048576 3.0 - -\n"), 0o644))
+	out, errs, err = run("--table", partial)
+	require.NoError(t, err, errs)
+	require.NotContains(t, out, "host probe")
+	require.Regexp(t, `metaroce +2 alltoall +1 MiB +3\.00 +1\.00\n`, out)
 	_, errs, err = run("--table", filepath.Join(t.TempDir(), "missing"))
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
