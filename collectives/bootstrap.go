@@ -321,6 +321,7 @@ func exchangeWatched(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, *
 	if err != nil {
 		return nil, nil, err
 	}
+	w.keepAlive()
 	return blobs, w, nil
 }
 

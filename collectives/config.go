@@ -54,8 +54,8 @@ type Config struct {
 	// whose setup fails, between the rendezvous and the end of the
 	// handshakes fails every other rank's New at once, naming it (rank 0
 	// keeps the rendezvous connections open until every rank reported
-	// and it confirmed, watch.go); one whose host vanishes is reported
-	// within Timeout, as one that never joins. A rank that dies during a collective is
+	// and it confirmed, watch.go); one whose host vanishes, about 10 s
+	// later (TCP keepalive on those connections). A rank that dies during a collective is
 	// reported after UDP.Core.IdleTimeout (default 5 s), which Timeout
 	// does not change.
 	Timeout time.Duration

@@ -29,7 +29,8 @@ import (
 // naming the rank and why, and each of them ends its setup with that
 // error; a rank that sees rank 0's connection close before the setup was
 // over fails the same way, naming rank 0. A host that vanishes without
-// closing its connections is still found only at the deadline.
+// closing its connections is found by TCP keepalive (watchKeepAlive),
+// about 10 s later.
 type setupWatch struct {
 	b   Bootstrap
 	tag uint64
@@ -48,6 +49,32 @@ const echoGrace = time.Second
 // few hundred bytes into an idle connection, and a peer that does not
 // take it is treated as gone.
 const watchWrite = 5 * time.Second
+
+// watchKeepAlive is the TCP keepalive of the watch's connections: probes
+// after 5 s of silence, every second, 5 unanswered ones ending the
+// connection, so that a rank whose host vanishes (its kernel no longer
+// answers) is found about 10 s later rather than at the setup deadline.
+// A busy rank's kernel still answers, so a slow setup is not mistaken
+// for a dead one.
+var watchKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: time.Second, Count: 5}
+
+// keepAlive turns watchKeepAlive on for the watch's TCP connections, best
+// effort.
+func (w *setupWatch) keepAlive() {
+	set := func(c net.Conn) {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetKeepAliveConfig(watchKeepAlive)
+		}
+	}
+	if w.root != nil {
+		set(w.root)
+	}
+	for _, c := range w.leaves {
+		if c != nil {
+			set(c)
+		}
+	}
+}
 
 // close closes the watch's connections. A nil watch has none.
 func (w *setupWatch) close() {

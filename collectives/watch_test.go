@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestRankLeavingAfterRendezvousFailsOthers: a rank that leaves between
@@ -175,4 +177,44 @@ func TestAbortTextFitsAFrame(t *testing.T) {
 	long := errors.New(string(make([]byte, 3*maxBlob)))
 	assert.Len(t, abortText(long), maxBlob)
 	assert.Equal(t, "short", string(abortText(errors.New("short"))))
+}
+
+// TestWatchKeepAlive: the watch's connections probe a silent peer after
+// 5 s, every second, 5 times (watchKeepAlive), on both sides.
+func TestWatchKeepAlive(t *testing.T) {
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws := make(chan *setupWatch, 2)
+	for r := range 2 {
+		go func() {
+			_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test"}, []byte{byte(r)})
+			assert.NoError(t, err)
+			ws <- w
+		}()
+	}
+	for range 2 {
+		w := recv(ctx, t, ws, "a rank's rendezvous")
+		require.NotNil(t, w)
+		conns := append([]net.Conn{w.root}, w.leaves...)
+		for _, c := range conns {
+			if c == nil {
+				continue
+			}
+			raw, err := c.(*net.TCPConn).SyscallConn()
+			require.NoError(t, err)
+			require.NoError(t, raw.Control(func(fd uintptr) {
+				for opt, want := range map[int]int{unix.TCP_KEEPIDLE: 5, unix.TCP_KEEPINTVL: 1, unix.TCP_KEEPCNT: 5} {
+					got, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, opt)
+					assert.NoError(t, err)
+					assert.Equal(t, want, got, "option %d", opt)
+				}
+				on, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+				assert.NoError(t, err)
+				assert.Equal(t, 1, on)
+			}))
+		}
+		w.close()
+	}
 }
