@@ -57,6 +57,9 @@ type Bootstrap struct {
 
 	// joined, when set, is called by rank 0 as each rank joins (tests).
 	joined func(rank int)
+	// gone, when set, is called by rank 0's setup watch as it learns
+	// that a rank left or gave up (tests).
+	gone func(rank int)
 }
 
 // BootstrapVars names where BootstrapFromEnv found a Bootstrap's values.
@@ -215,7 +218,7 @@ func sameJob(a, b uint64) bool { return a == 0 || b == 0 || a == b }
 // outside 1..maxRanks, a rank outside it, and, with more than one rank, a
 // rendezvous address that no rank reaches (none, port 0, no port:
 // rootAddrError, or, where fewer than all ranks run on this host, one of
-// this host alone: thisHostOnly), which would otherwise be found only when
+// this host alone: hereOnly), which would otherwise be found only when
 // the rendezvous times out. It names the variable the address came from, or
 // Bootstrap.Root where the caller filled it in.
 func (b Bootstrap) check() error {
@@ -228,21 +231,19 @@ func (b Bootstrap) check() error {
 	if b.NRanks > 1 && b.Root == "" {
 		return fmt.Errorf("collectives: bootstrap (%s): no rendezvous address; set METAROCE_ROOT=host:port (or MASTER_ADDR and MASTER_PORT)", b.Source)
 	}
-	if b.NRanks > 1 {
-		if err := rootAddrError(b.Root); err != nil {
-			name := b.Vars.Root
-			if name == "" {
-				name = "Bootstrap.Root"
-			}
-			return fmt.Errorf("collectives: bootstrap (%s): %s=%q: %w", b.Source, name, b.Root, err)
-		}
-		if host, _, _ := net.SplitHostPort(b.Root); b.LocalSize > 0 && b.LocalSize < b.NRanks && thisHostOnly(host) && !listensEverywhere(b.Rank, host) {
-			name := b.Vars.Root
-			if name == "" {
-				name = "Bootstrap.Root"
-			}
-			return fmt.Errorf("collectives: bootstrap (%s): %s=%q names no host the others reach (%s), but only %d of the %d ranks run on this host; give an address of rank 0's host that every host reaches", b.Source, name, b.Root, thisHostWhy(host), b.LocalSize, b.NRanks)
-		}
+	if b.NRanks == 1 {
+		return nil
+	}
+	name := b.Vars.Root
+	if name == "" {
+		name = "Bootstrap.Root"
+	}
+	if err := rootAddrError(b.Root); err != nil {
+		return fmt.Errorf("collectives: bootstrap (%s): %s=%q: %w", b.Source, name, b.Root, err)
+	}
+	host, _, _ := net.SplitHostPort(b.Root)
+	if why := hereOnly(b.Rank, host); why != "" && b.LocalSize > 0 && b.LocalSize < b.NRanks {
+		return fmt.Errorf("collectives: bootstrap (%s): %s=%q names no host the others reach (%s), but only %d of the %d ranks run on this host; give an address of rank 0's host that every host reaches", b.Source, name, b.Root, why, b.LocalSize, b.NRanks)
 	}
 	return nil
 }

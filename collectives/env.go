@@ -166,14 +166,14 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 //   - a job that spans hosts (spansHosts) must give an address, and one
 //     that names a host the others reach: not loopback or "localhost",
 //     nor (but on rank 0, which listens there) an empty or unspecified
-//     host (thisHostOnly).
+//     host (hereOnly).
 func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root, from string, err error) {
 	if root, _ := get("METAROCE_ROOT"); root != "" {
 		if err := rootAddrError(root); err != nil {
 			return "", "", fmt.Errorf("collectives: METAROCE_ROOT=%q: %w", root, err)
 		}
-		if host, _, _ := net.SplitHostPort(root); thisHostOnly(host) && !listensEverywhere(b.Rank, host) && spansHosts(scheme, b, get) {
-			return "", "", fmt.Errorf("collectives: METAROCE_ROOT=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches", root, thisHostWhy(host), scheme, b.NRanks)
+		if host, _, _ := net.SplitHostPort(root); hereOnly(b.Rank, host) != "" && spansHosts(scheme, b, get) {
+			return "", "", fmt.Errorf("collectives: METAROCE_ROOT=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches", root, hereOnly(b.Rank, host), scheme, b.NRanks)
 		}
 		return root, "METAROCE_ROOT", nil
 	}
@@ -193,8 +193,8 @@ func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root
 		if _, perr := netip.ParseAddr(host); host == "" || strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && perr != nil) {
 			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: it names rank 0's host alone, and its port goes in MASTER_PORT (%s)", addr, orRoot)
 		}
-		if thisHostOnly(host) && !listensEverywhere(b.Rank, host) && spansHosts(scheme, b, get) {
-			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches (%s)", addr, thisHostWhy(host), scheme, b.NRanks, orRoot)
+		if why := hereOnly(b.Rank, host); why != "" && spansHosts(scheme, b, get) {
+			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches (%s)", addr, why, scheme, b.NRanks, orRoot)
 		}
 		return net.JoinHostPort(host, strconv.Itoa(p+1)), "MASTER_ADDR:MASTER_PORT+1", nil
 	case (addr != "" || port != "") && (scheme == "torchrun" || spansHosts(scheme, b, get)):
@@ -243,41 +243,27 @@ func rootAddrError(root string) error {
 	return nil
 }
 
-// thisHostOnly reports whether a rendezvous host names, wherever it is
-// dialled, the dialler's own host: empty (":port"), an unspecified
-// address (0.0.0.0, ::), a loopback address or "localhost". Fine on one
-// host, where rank 0 listens there too; in a job across hosts the ranks
-// elsewhere would reach no rendezvous.
-func thisHostOnly(host string) bool {
-	if host == "" || strings.EqualFold(host, "localhost") {
-		return true
-	}
+// hereOnly says why rank's rendezvous host reaches, wherever it is
+// dialled, the dialler's own host alone, or returns "" when it does not:
+// an empty host (":port"), an unspecified address (0.0.0.0, ::), a
+// loopback address or "localhost". Fine on one host; in a job across
+// hosts the ranks elsewhere would reach no rendezvous. Rank 0 only
+// listens there, and an empty or unspecified host makes it listen on
+// every interface, which the others reach by a name of their own.
+func hereOnly(rank int, host string) string {
 	a, err := netip.ParseAddr(host)
-	return err == nil && (a.Unmap().IsUnspecified() || a.Unmap().IsLoopback())
-}
-
-// listensEverywhere reports whether host, the rendezvous host of the rank
-// given, is rank 0's own wildcard: rank 0 only listens there, and ":port"
-// or 0.0.0.0 makes it listen on every interface, which the other ranks
-// reach by a name of their own.
-func listensEverywhere(rank int, host string) bool {
-	if rank != 0 {
-		return false
-	}
-	a, err := netip.ParseAddr(host)
-	return host == "" || err == nil && a.Unmap().IsUnspecified()
-}
-
-// thisHostWhy says in words why thisHostOnly(host) holds.
-func thisHostWhy(host string) string {
-	switch a, err := netip.ParseAddr(host); {
+	wildcard := host == "" || err == nil && a.Unmap().IsUnspecified()
+	switch {
+	case wildcard && rank == 0:
+		return ""
 	case host == "":
 		return "no host before the port"
-	case err == nil && a.Unmap().IsUnspecified():
+	case wildcard:
 		return host + " is unspecified"
-	default:
+	case strings.EqualFold(host, "localhost") || err == nil && a.Unmap().IsLoopback():
 		return host + " is loopback"
 	}
+	return ""
 }
 
 // parseLocalSize reads a launcher's ranks-on-this-host count. Slurm writes

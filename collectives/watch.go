@@ -58,37 +58,42 @@ const watchWrite = 5 * time.Second
 // for a dead one.
 var watchKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: time.Second, Count: 5}
 
-// keepAlive turns watchKeepAlive on for the watch's TCP connections, best
-// effort.
-func (w *setupWatch) keepAlive() {
-	set := func(c net.Conn) {
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetKeepAliveConfig(watchKeepAlive)
-		}
-	}
+// each calls f with every connection of the watch: rank 0's to the
+// others, or another rank's to rank 0.
+func (w *setupWatch) each(f func(c net.Conn)) {
 	if w.root != nil {
-		set(w.root)
+		f(w.root)
 	}
 	for _, c := range w.leaves {
 		if c != nil {
-			set(c)
+			f(c)
 		}
 	}
 }
 
+// keepAlive turns watchKeepAlive on for the watch's TCP connections, best
+// effort.
+func (w *setupWatch) keepAlive() {
+	w.each(func(c net.Conn) {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetKeepAliveConfig(watchKeepAlive)
+		}
+	})
+}
+
 // close closes the watch's connections. A nil watch has none.
 func (w *setupWatch) close() {
-	if w == nil {
-		return
+	if w != nil {
+		w.each(func(c net.Conn) { c.Close() })
 	}
-	if w.root != nil {
-		w.root.Close()
-	}
-	for _, c := range w.leaves {
-		if c != nil {
-			c.Close()
-		}
-	}
+}
+
+// send writes a frame of this rank to c within watchWrite: a report or a
+// confirmation (nranks the rank count, no entry) or an abort (abortRanks,
+// the reason).
+func (w *setupWatch) send(c net.Conn, nranks int, blobs ...[]byte) error {
+	c.SetWriteDeadline(time.Now().Add(watchWrite))
+	return writeFrame(c, w.b.Rank, nranks, w.tag, blobs...)
 }
 
 // run calls setup with a context that ends, with an error that names the
@@ -158,14 +163,13 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 		}
 	}()
 	err := outcome(ctx, setup(ctx))
-	w.root.SetWriteDeadline(time.Now().Add(watchWrite))
 	if err != nil && !errors.Is(err, errLeft) {
 		// This rank's own failure: rank 0 passes it on to the others.
 		// It may be the echo of another's, though: rank 0 tells the
 		// ranks why it gives up before it closes its endpoint, whose
 		// closing (a refused dial) can still reach this rank's setup
 		// first. Prefer rank 0's word where it follows soon.
-		_ = writeFrame(w.root, b.Rank, abortRanks, w.tag, abortText(err))
+		_ = w.send(w.root, abortRanks, abortText(err))
 		select {
 		case <-heard:
 		case <-time.After(echoGrace):
@@ -178,7 +182,7 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 		// confirm that every rank did. Connecting is no proof that the
 		// job's setup holds: a peer's kernel or event loop completes a
 		// handshake that its rank, failing meanwhile, never takes up.
-		if werr := writeFrame(w.root, b.Rank, b.NRanks, w.tag); werr != nil {
+		if werr := w.send(w.root, b.NRanks); werr != nil {
 			err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but cannot tell rank 0 at %s, which has left: %w", b.Rank, b.Root, werr)
 			break
 		}
@@ -191,7 +195,7 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 			if !errors.Is(err, errLeft) {
 				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did before the setup ended: %w", b.Rank, b.Root, err)
 				// Rank 0 must not confirm to the others now.
-				_ = writeFrame(w.root, b.Rank, abortRanks, w.tag, abortText(err))
+				_ = w.send(w.root, abortRanks, abortText(err))
 			}
 		}
 	}
@@ -239,6 +243,9 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 					err = leftf("rank %d (%v) left before it had connected to its peers: its rendezvous connection closed (%v); it exited or failed", r, c.RemoteAddr(), err)
 				}
 				reports <- report{r, err}
+				if b.gone != nil {
+					b.gone(r)
+				}
 				return
 			}
 		}()
@@ -257,12 +264,7 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 		// its rendezvous connection closes), before this rank's setup
 		// stops and closes what the others dial. Those that reported
 		// wait for the confirmation, and fail on this instead.
-		for _, c := range w.leaves {
-			if c != nil {
-				c.SetWriteDeadline(time.Now().Add(watchWrite))
-				_ = writeFrame(c, 0, abortRanks, w.tag, abortText(err))
-			}
-		}
+		w.each(func(c net.Conn) { _ = w.send(c, abortRanks, abortText(err)) })
 		cancel(err)
 	}
 	setupDone := false
@@ -312,12 +314,7 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 	// Every rank connected to every peer: confirm it, which ends their
 	// setup. A rank that leaves in the instant between finds the job
 	// broken at its first collective.
-	for _, c := range w.leaves {
-		if c != nil {
-			c.SetWriteDeadline(time.Now().Add(watchWrite))
-			_ = writeFrame(c, 0, b.NRanks, w.tag)
-		}
-	}
+	w.each(func(c net.Conn) { _ = w.send(c, b.NRanks) })
 	return nil
 }
 

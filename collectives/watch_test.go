@@ -142,9 +142,16 @@ func TestRankLeavingAfterReportFailsOthers(t *testing.T) {
 	const n = 3
 	release := make(chan struct{})
 	errs := make(chan error, n)
+	// Rank 1 connects once rank 0 has seen rank 2 leave: before that,
+	// rank 0 may confirm in the instant between, which the watch allows.
+	gone := make(chan int, n)
 	for r := range n - 1 {
 		go func() {
-			_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: n, Root: root, Source: "test"}, []byte{byte(r)})
+			b := Bootstrap{Rank: r, NRanks: n, Root: root, Source: "test"}
+			if r == 0 {
+				b.gone = func(r int) { gone <- r }
+			}
+			_, w, err := exchangeWatched(ctx, b, []byte{byte(r)})
 			if err == nil {
 				err = w.run(ctx, func(context.Context) error {
 					if r == 1 {
@@ -161,6 +168,7 @@ func TestRankLeavingAfterReportFailsOthers(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, writeFrame(w.root, 2, n, w.tag))
 	w.close()
+	require.Equal(t, 2, recv(ctx, t, gone, "rank 0 seeing rank 2 leave"))
 	close(release)
 	for range n - 1 {
 		err := recv(ctx, t, errs, "a rank's setup")
