@@ -27,8 +27,8 @@ var compatFlags = []compatFlag{
 	{[]string{"G", "cudagraph"}, []int{0}, "CUDA graphs are not used: host collectives have no graph to capture"},
 	{[]string{"N", "run_cycles"}, []int{1}, "one cycle per run: run mrbench again"},
 	{[]string{"C", "report_cputime"}, []int{0}, "CPU time is not reported"},
-	{[]string{"p", "parallel_init"}, []int{0, 1}, ""},
-	{[]string{"R", "local_register"}, []int{0, 1, 2}, ""},
+	{[]string{"p", "parallel_init"}, []int{0, 1}, "want 0 or 1, as nccl-tests (ranks start in parallel here whatever it says)"},
+	{[]string{"R", "local_register"}, []int{0, 1, 2}, "want 0, 1 or 2, as nccl-tests (host buffers need no registration here)"},
 }
 
 // registerCompat defines the compatibility flags on fs; check reports the

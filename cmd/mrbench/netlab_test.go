@@ -16,7 +16,7 @@ func TestNetlabRun(t *testing.T) {
 	args := []string{"--netlab", "-b", "1K", "-e", "256K", "-f", "16", "-n", "2", "-w", "1", "-v", "--timeout", "20s"}
 	if err := netlab.Available(); err != nil {
 		code, out, errs := runMrbench(t, args...)
-		assert.Equal(t, exitFail, code)
+		assert.Equal(t, exitUsage, code)
 		assert.Empty(t, out)
 		assert.Contains(t, errs, "--netlab builds a namespace fabric")
 		assert.Contains(t, errs, "netlab unavailable")

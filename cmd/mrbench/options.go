@@ -42,6 +42,11 @@ const (
 	defaultTimeout    = 60 * time.Second
 )
 
+// minChunkBytes is the smallest --chunk mrbench takes (besides 0, the
+// library's default): a page, the unit below which per-message costs
+// (a RECV_READY, an acknowledgement, a completion) swamp the bytes.
+const minChunkBytes = 4 << 10
+
 // options is the parsed command line. Sizes are bytes; Loss is a probability
 // in [0, 1); Timeout bounds each collective.
 type options struct {
@@ -104,9 +109,9 @@ var flagAliases = map[string]string{
 // errHelp is returned by parseOptions for -h/--help: usage has been printed.
 var errHelp = flag.ErrHelp
 
-// parseOptions parses args (without the program name). Usage and flag errors
-// go to stderr.
-func parseOptions(args []string, stderr io.Writer) (*options, error) {
+// parseOptions parses args (without the program name). -h prints the usage
+// on stdout; the caller prints a flag error, which is one line.
+func parseOptions(args []string, stdout io.Writer) (*options, error) {
 	o := &options{
 		MinBytes: defaultMinBytes, MaxBytes: defaultMaxBytes,
 		StepBytes: defaultStepBytes, StepFactor: defaultStepFactor,
@@ -115,7 +120,6 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		set: map[string]bool{},
 	}
 	fs := flag.NewFlagSet("mrbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var dtype, redop, coll, transport, backend string
 	sizeVar := func(p *int64, usage string, names ...string) {
 		for _, n := range names {
@@ -154,7 +158,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	intVar(&o.GroupSize, 0, "consecutive ranks per leaf switch or host, for the hierarchical all-reduce (0: unknown; must divide the ranks)", "group-size")
 	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
 	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")
-	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the driver's random choices (drops)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the driver's random choices (drops, connection ids, tokens); 0 draws one at random, so that no two runs drop alike")
 	fs.BoolVar(&o.Netlab, "netlab", false, "run 2 ranks over a namespace fabric (1 plane, 4 spine links; rank 0 in lab host 1, rank 1 in host 2); needs root and nftables")
 	strVar(&o.JSON, "", "write the results as JSON to this file (see SCHEMA.md)", "json")
 	strVar(&o.CSV, "", "write the results as CSV to this file", "csv")
@@ -169,7 +173,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	strVar(&backend, backendHost, "host (collectives over MetaRoCE/TCP) or rccl (RCCL/NCCL on GPU buffers)", "backend")
 	fs.Usage = func() { usage(fs) }
 
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, "mrbench"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -233,6 +237,9 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	if o.GroupSize < 0 {
 		bad("--group-size %d: want 0 (unknown) or more", o.GroupSize)
 	}
+	if o.ChunkBytes != 0 && o.ChunkBytes < minChunkBytes {
+		bad("--chunk %d: want 0 (the library default) or at least %s: every message costs a round of control packets, and a sweep of smaller ones would run for hours", o.ChunkBytes, bytesize.Format(minChunkBytes))
+	}
 	if !(o.Loss >= 0 && o.Loss < 1) {
 		bad("--loss %g: want a probability in [0, 1)", o.Loss)
 	}
@@ -254,6 +261,8 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 		}
 	} else if o.Collective == sched.P2P {
 		bad("--op p2p: not a benchmark collective (use sendrecv)")
+	} else if o.GroupSize > 0 && o.Collective != sched.AllReduce {
+		bad("--group-size %d: groups ranks for the hierarchical all-reduce only, not --op %s", o.GroupSize, o.Collective)
 	}
 	if strings.EqualFold(strings.TrimSpace(dtype), "all") {
 		o.DTypes = reduce.AllDTypes()

@@ -103,6 +103,8 @@ func TestNCCLTestsOnlyFlags(t *testing.T) {
 		"--timeout x":    "seconds",
 		"--ngpus 2":      "-np N",
 		"--run_cycles 0": "run mrbench again",
+		"-p 2":           "want 0 or 1",
+		"-R 3":           "want 0, 1 or 2",
 	} {
 		_, err := parseOptions(strings.Fields(args), io.Discard)
 		assert.ErrorContains(t, err, want, args)
@@ -185,8 +187,8 @@ func TestTimeoutValues(t *testing.T) {
 
 // TestPipelineFlags: --chunk and --a2a-inflight reach the collectives'
 // configuration and the report's parameters, absent there when not given;
-// a negative window or an unparsable size is a usage error that names the
-// flag.
+// a negative window, an unparsable or tiny chunk, or a group size for a
+// collective that does not group is a usage error that names the flag.
 func TestPipelineFlags(t *testing.T) {
 	o, err := parseOptions([]string{"--chunk", "256K", "--a2a-inflight", "8"}, io.Discard)
 	require.NoError(t, err)
@@ -209,6 +211,8 @@ func TestPipelineFlags(t *testing.T) {
 	}{
 		{[]string{"--a2a-inflight", "-1"}, "--a2a-inflight -1: want 0"},
 		{[]string{"--chunk", "lots"}, "-chunk"},
+		{[]string{"--chunk", "1"}, "--chunk 1: want 0 (the library default) or at least 4K"},
+		{[]string{"--group-size", "2", "--op", "alltoall"}, "--group-size 2: groups ranks for the hierarchical all-reduce only, not --op alltoall"},
 	} {
 		_, err := parseOptions(tc.args, io.Discard)
 		require.Error(t, err, "%v", tc.args)

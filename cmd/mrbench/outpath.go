@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -46,9 +47,22 @@ func writable(path string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return errors.New("is a directory")
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".mrbench-probe-*")
+	dir := filepath.Dir(path)
+	switch fi, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".mrbench-probe-*")
 	if err != nil {
-		return fmt.Errorf("cannot write there: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the probe's name is ours, not the user's
+		}
+		return fmt.Errorf("cannot create files in %s: %w", dir, err)
 	}
 	name := f.Name()
 	f.Close()

@@ -19,11 +19,13 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"missing directory", []string{"--json", filepath.Join(dir, "no", "r.json")}, "cannot write there"},
+		{"missing directory", []string{"--json", filepath.Join(dir, "no", "r.json")}, "directory " + filepath.Join(dir, "no") + " does not exist"},
+		{"file as directory", []string{"--json", filepath.Join(dir, "f", "r.json")}, filepath.Join(dir, "f") + " is not a directory"},
 		{"directory", []string{"--csv", dir}, "is a directory"},
 		{"same file twice", []string{"--json", filepath.Join(dir, "r"), "--csv", filepath.Join(dir, "r")}, "writes the same file"},
-		{"plot in missing directory", []string{"--plot", filepath.Join(dir, "no", "p.png")}, "cannot write there"},
+		{"plot in missing directory", []string{"--plot", filepath.Join(dir, "no", "p.png")}, "does not exist"},
 	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), nil, 0o644))
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-np", "2", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--transport", "tcp"}, tc.args...)
@@ -35,7 +37,8 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 	}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	assert.Empty(t, entries, "the checks leave no probe files behind")
+	require.Len(t, entries, 1, "the checks leave no probe files behind")
+	assert.Equal(t, "f", entries[0].Name())
 }
 
 // TestSimOutputPathsCheckedFirst: the same for mrbench sim.
@@ -43,7 +46,7 @@ func TestSimOutputPathsCheckedFirst(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errs := runMrbench(t, "sim", "loss", "--smoke", "--json", filepath.Join(dir, "no", "r.json"))
 	require.Equal(t, exitUsage, code, errs)
-	assert.Contains(t, errs, "cannot write there")
+	assert.Contains(t, errs, "does not exist")
 	assert.Empty(t, out)
 }
 

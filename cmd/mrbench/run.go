@@ -91,7 +91,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if len(args) > 0 && args[0] == "sim" {
 		return runSim(ctx, args[1:], stdout, stderr)
 	}
-	o, err := parseOptions(args, stderr)
+	o, err := parseOptions(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -131,8 +131,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		return exitFail
 	}
+	if err := checkSecret(o, tables); err != nil {
+		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		return exitUsage
+	}
 	if b := bootOf(l); b != nil {
 		announceJob(o, b, stderr)
+	} else if !o.Netlab && o.Backend == backendHost {
+		noteUnreadJobVars(stderr, o.Ranks)
 	}
 	// The rank count is known before any connection, from -np or from
 	// the launcher's variables: check what depends on it now. A launched
@@ -472,7 +478,11 @@ func writeHeader(w io.Writer, o *options, env *Env, transport, describe, datapat
 	}
 	switch {
 	case o.Loss > 0 && transport == transportMetaRoCE:
-		fmt.Fprintf(w, "# loss: driver drops each MetaRoCE datagram with probability %g (seed %d)\n", o.Loss, o.Seed)
+		seed := fmt.Sprintf("seed %d", o.Seed)
+		if o.Seed == 0 {
+			seed = "random seed"
+		}
+		fmt.Fprintf(w, "# loss: driver drops each MetaRoCE datagram with probability %g (%s)\n", o.Loss, seed)
 	case o.Loss > 0:
 		fmt.Fprintf(w, "# loss: none (--loss drops MetaRoCE datagrams only)\n")
 	}

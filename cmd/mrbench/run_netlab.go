@@ -18,7 +18,8 @@ const netlabLinks = 4
 const netlabRanks = 2
 
 // errNetlabUsage marks --netlab requests that can never run as given (wrong
-// rank count, under a launcher, with the rccl backend): exit code 2.
+// rank count, under a launcher, with the rccl backend, without root or
+// nftables): exit code 2.
 var errNetlabUsage = errors.New("--netlab")
 
 // newNetlabLauncher builds a one-plane namespace fabric (two hosts, two
@@ -36,7 +37,9 @@ func newNetlabLauncher(o *options) (*hostLauncher, error) {
 		return nil, fmt.Errorf("%w: runs its own two ranks in this process; start it without mpirun, torchrun or srun", errNetlabUsage)
 	}
 	if err := netlab.Available(); err != nil {
-		return nil, fmt.Errorf("--netlab builds a namespace fabric: %w", err)
+		// Missing root or tools is the user's to fix, found before
+		// anything runs: a usage error too.
+		return nil, fmt.Errorf("%w builds a namespace fabric: %w", errNetlabUsage, err)
 	}
 	lab, err := netlab.New(netlab.Config{Planes: 1, Links: netlabLinks})
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 // PNG plots.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mrbench sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var opts scenarios.Options
 	var jsonPath, csvPath, plotPath string
 	var sizes, losses, ops string
@@ -46,10 +45,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The scenario's name may come before the flags, after them or among
 	// them (`mrbench sim --smoke loss`): the flags up to the name, the
 	// name, then the flags after it.
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, "mrbench sim"); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
@@ -57,10 +57,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	name := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
+	if err := parseFlags(fs, fs.Args()[1:], stdout, "mrbench sim"); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {

@@ -202,3 +202,53 @@ func TestSimFlagsBeforeScenario(t *testing.T) {
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "scenario loss  seed 3")
 }
+
+// TestHelpOnStdoutErrorsOneLine: -h, asked for, prints on stdout and exits
+// 0, for mrbench and its simulator alike; a bad flag or value prints one
+// line on stderr that names the flag as typed and where the flags are
+// listed, not the whole usage, and exits 2.
+func TestHelpOnStdoutErrorsOneLine(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"sim", "-h"}, {"sim", "loss", "-h"}} {
+		code, out, errs := runMrbench(t, args...)
+		assert.Equal(t, exitOK, code, args)
+		assert.Contains(t, out, "Usage: mrbench", args)
+		assert.Empty(t, errs, args)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "mrbench: unknown flag --bogus (mrbench -h lists the flags)"},
+		{[]string{"-bogus=1"}, "mrbench: unknown flag -bogus (mrbench -h lists the flags)"},
+		{[]string{"-b", "10X"}, `mrbench: invalid value "10X" for flag -b: `},
+		{[]string{"sim", "--bogus", "loss"}, "mrbench sim: unknown flag --bogus (mrbench sim -h lists the flags)"},
+		{[]string{"sim", "loss", "--seed", "x"}, `mrbench sim: invalid value "x" for flag -seed`},
+	} {
+		code, out, errs := runMrbench(t, tc.args...)
+		assert.Equal(t, exitUsage, code, tc.args)
+		assert.Empty(t, out, tc.args)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errs), "\n")+1, "one line: %q", errs)
+		assert.Contains(t, errs, tc.want, tc.args)
+	}
+}
+
+// TestLocalRunNamesUnreadVariables: ranks run in this process say which
+// rendezvous or half-launcher variables they do not read, and run; a
+// METAROCE_SECRET the MetaRoCE table would refuse is a usage error before
+// anything runs, not a failure after the TCP table.
+func TestLocalRunNamesUnreadVariables(t *testing.T) {
+	clearLauncherEnv(t, map[string]string{"METAROCE_ROOT": "foo", "RANK": "0"})
+	code, out, errs := runMrbench(t, "-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0")
+	assert.Equal(t, exitOK, code, errs)
+	assert.Contains(t, errs, `mrbench: METAROCE_ROOT="foo", RANK="0" not read: no launcher sets this process's rank and rank count`)
+	assert.Contains(t, out, "# Avg bus bandwidth")
+
+	clearLauncherEnv(t, nil)
+	t.Setenv("METAROCE_SECRET", "short")
+	code, out, errs = runMrbench(t, "-b", "1K", "-e", "1K", "-n", "1", "-w", "0")
+	assert.Equal(t, exitUsage, code, errs)
+	assert.Empty(t, out)
+	assert.Contains(t, errs, "METAROCE_SECRET has 5 bytes, want at least 16")
+	code, _, errs = runMrbench(t, "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0")
+	assert.Equal(t, exitOK, code, "the TCP baseline reads no secret: %s", errs)
+}
