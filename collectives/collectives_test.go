@@ -313,6 +313,19 @@ func TestBootstrapFromEnv(t *testing.T) {
 		{env: map[string]string{"RANK": "0"}, ok: false},
 		{env: map[string]string{"SLURM_PROCID": "0", "SLURM_JOB_ID": "5"}, ok: false},
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "-1", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true, err: `LOCAL_RANK="-1" is not a local rank`},
+		// A local layout that contradicts itself is refused where the
+		// launcher sets it per process, and a stale Slurm count is
+		// capped at the job's.
+		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "5", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
+			err: `LOCAL_WORLD_SIZE="5": more ranks on this host than in the job (WORLD_SIZE=2)`},
+		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
+			err: `LOCAL_RANK=3 is outside 0..0, the ranks on this host (LOCAL_WORLD_SIZE="1")`},
+		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_LOCAL_RANK": "5", "METAROCE_LOCAL_SIZE": "2"}, ok: true,
+			err: `METAROCE_LOCAL_RANK=5 is outside 0..1`},
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, ok: true,
+			err: `OMPI_COMM_WORLD_LOCAL_RANK=2 is outside 0..1`},
+		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "4"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, LocalRank: 1, LocalSize: 2, Root: "127.0.0.1:29517", Source: "slurm"}},
 	}
 	for i, tc := range cases {
 		b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })

@@ -126,10 +126,17 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 				return b, true, fmt.Errorf("collectives: %s=%q is not a local rank", s.local, ls)
 			}
 		}
-		if ls, ok := get(s.localSize); ok {
+		ls, haveLocalSize := get(s.localSize)
+		if haveLocalSize {
 			if b.LocalSize, err = parseLocalSize(s.name, ls); err != nil {
 				return b, true, fmt.Errorf("collectives: %s=%q is not a rank count", s.localSize, ls)
 			}
+		}
+		if err := checkLocal(s.name, b, s.local, s.localSize, ls); err != nil {
+			return b, true, err
+		}
+		if b.LocalSize > b.NRanks {
+			b.LocalSize = b.NRanks // a stale Slurm count (checkLocal)
 		}
 		b.Job = jobFrom(s.name, get)
 		if b.Root, b.Vars.Root, err = rootFrom(s.name, b, get); err != nil {
@@ -267,6 +274,27 @@ func hereOnly(rank int, host string) string {
 }
 
 // parseLocalSize reads a launcher's ranks-on-this-host count. Slurm writes
+// checkLocal refuses a local layout that contradicts itself: more ranks
+// on this host than in the job, or a local rank outside the host's ranks.
+// torchrun, Open MPI and our own variables are set for each process by its
+// launcher, so a contradiction there is a broken environment, whose CPU
+// share (CPUShare) and host span (spansHosts) would be wrong. Slurm's
+// SLURM_NTASKS_PER_NODE may describe the allocation rather than the step
+// (srun -n 2 inside an allocation of 4 tasks per node): it is not checked,
+// and a count above the job's is read as the job's.
+func checkLocal(scheme string, b Bootstrap, localVar, sizeVar, sizeVal string) error {
+	if scheme == "slurm" {
+		return nil
+	}
+	if b.LocalSize > b.NRanks {
+		return fmt.Errorf("collectives: %s=%q: more ranks on this host than in the job (%s=%d)", sizeVar, sizeVal, b.Vars.NRanks, b.NRanks)
+	}
+	if b.LocalSize > 0 && b.LocalRank >= b.LocalSize {
+		return fmt.Errorf("collectives: %s=%d is outside 0..%d, the ranks on this host (%s=%q)", localVar, b.LocalRank, b.LocalSize-1, sizeVar, sizeVal)
+	}
+	return nil
+}
+
 // SLURM_NTASKS_PER_NODE as "4" or, when the nodes differ, as "4(x2)" or
 // "4,2"; only a single count applies to every node, so a list reads as
 // unknown (0) rather than failing the job.
