@@ -29,7 +29,14 @@ build: ## Build every Go package, mrbench, mrconform, the net plugin and its har
 # a change anywhere below it rebuilds the library.
 PLUGIN_SRC := $(shell $(GO) list -deps -f '{{if not .Standard}}{{range .GoFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .CgoFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .CFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .HFiles}}{{$$.Dir}}/{{.}} {{end}}{{end}}' ./net-plugin 2>/dev/null) \
 	$(wildcard include/metaroce/*.h) go.mod go.sum
-PLUGINS := $(BUILD)/libnccl-net-metaroce.so $(BUILD)/libnccl-net.so $(BUILD)/librccl-net.so
+# The plugin under the names NCCL_NET_PLUGIN=metaroce opens (NCCL:
+# libnccl-net-metaroce.so, RCCL: librccl-net-metaroce.so), then under the
+# names both open when NCCL_NET_PLUGIN is unset.
+NAMED_PLUGINS   := $(BUILD)/libnccl-net-metaroce.so $(BUILD)/librccl-net-metaroce.so
+DEFAULT_PLUGINS := $(BUILD)/libnccl-net.so $(BUILD)/librccl-net.so
+PLUGINS := $(NAMED_PLUGINS) $(DEFAULT_PLUGINS)
+# make install INSTALL_DEFAULT_NAMES=1 installs the default names too.
+INSTALL_DEFAULT_NAMES ?=
 
 plugin: $(PLUGINS) ## The c-shared NCCL/RCCL net plugin, under each name NCCL and RCCL load
 
@@ -50,9 +57,13 @@ $(BUILD)/nccl-net-harness: net-plugin/harness/harness.c include/metaroce/nccl_ne
 	@mkdir -p $(BUILD)
 	gcc -O2 -Wall -Wextra -Iinclude -o $@ net-plugin/harness/harness.c -ldl
 
-install: plugin ## Install the plugin, its header and a pkg-config file under PREFIX
+# Only the names that NCCL_NET_PLUGIN=metaroce selects, by default: NCCL and
+# RCCL open libnccl-net.so / librccl-net.so whenever NCCL_NET_PLUGIN is unset,
+# so those names in a directory the loader searches (/usr/local/lib is one)
+# would put every job on the host on MetaRoCE.
+install: plugin ## Install the plugin (NCCL_NET_PLUGIN=metaroce; INSTALL_DEFAULT_NAMES=1: every job's default too), header, pkg-config file under PREFIX
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/metaroce $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 $(PLUGINS) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(NAMED_PLUGINS) $(if $(INSTALL_DEFAULT_NAMES),$(DEFAULT_PLUGINS)) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/metaroce/nccl_net.h $(DESTDIR)$(PREFIX)/include/metaroce/
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: metaroce-net\nDescription: MetaRoCE NCCL/RCCL net plugin\nVersion: 0.1.0\nLibs: -L$${libdir} -lnccl-net-metaroce\nCflags: -I$${includedir}\n' $(PREFIX) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/metaroce-net.pc
 

@@ -5,6 +5,7 @@
 package netdev
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -24,7 +25,12 @@ type Filter struct {
 	exclude bool
 	exact   bool
 	names   []string
+	spec    string // as set, for errors
 }
+
+// ErrNoMatch marks Select's error for an explicit filter that matches no
+// usable interface: the user's setting to fix, not a system failure.
+var ErrNoMatch = errors.New("no usable interface matches")
 
 // ParseFilter parses a filter spec; an empty spec yields the zero Filter
 // (automatic choice).
@@ -34,8 +40,9 @@ func ParseFilter(spec string) (Filter, error) {
 	if spec == "" {
 		return f, nil
 	}
-	// set is the value as given, for the error: spec loses its markers below.
+	// set is the value as given, for the errors: spec loses its markers below.
 	set := spec
+	f.spec = set
 	if strings.HasPrefix(spec, "^") {
 		f.exclude, spec = true, spec[1:]
 	}
@@ -169,7 +176,12 @@ func Select(f Filter) ([]Iface, error) {
 	if !f.Auto() {
 		out := pick(func(i net.Interface) bool { return f.Match(i.Name) })
 		if len(out) == 0 {
-			return nil, fmt.Errorf("no running interface with an address matches METAROCE_IFNAMES (check `ip addr`)")
+			var have []string
+			for _, i := range pick(func(net.Interface) bool { return true }) {
+				have = append(have, i.Name)
+			}
+			return nil, fmt.Errorf("METAROCE_IFNAMES=%q: %w (running, with an address: %s; check `ip addr`)",
+				f.spec, ErrNoMatch, strings.Join(have, ", "))
 		}
 		return out, nil
 	}

@@ -106,3 +106,15 @@ func TestPickAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectNoMatchNamesValueAndInterfaces: a filter that matches no usable
+// interface fails with ErrNoMatch (the user's to fix), quoting the value set
+// and listing the interfaces there are.
+func TestSelectNoMatchNamesValueAndInterfaces(t *testing.T) {
+	f, err := ParseFilter("=nosuch0")
+	require.NoError(t, err)
+	_, err = Select(f)
+	require.ErrorIs(t, err, ErrNoMatch)
+	require.ErrorContains(t, err, `METAROCE_IFNAMES="=nosuch0"`)
+	require.ErrorContains(t, err, "lo", "loopback is running with an address")
+}

@@ -1,6 +1,7 @@
 package tcpnet
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
@@ -14,6 +15,9 @@ const defaultSpeedMbps = 10000
 // discoverDevices turns every interface the filter selects into one device.
 func discoverDevices(f netdev.Filter, socks int) ([]backend.Device, error) {
 	ifs, err := netdev.Select(f)
+	if errors.Is(err, netdev.ErrNoMatch) {
+		return nil, fmt.Errorf("tcpnet: %w: %w", err, backend.ErrInvalidUsage)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tcpnet: %w", err)
 	}

@@ -3,6 +3,7 @@ package udpnet
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -95,6 +96,9 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("udpnet: %w: %w", err, backend.ErrInvalidUsage)
 	}
 	ifs, err := netdev.Select(f)
+	if errors.Is(err, netdev.ErrNoMatch) {
+		return nil, fmt.Errorf("udpnet: %w: %w", err, backend.ErrInvalidUsage)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("udpnet: %w", err)
 	}
