@@ -21,6 +21,9 @@ type Comm struct {
 	cfg        Config
 	link       link
 	boot       Bootstrap
+	// shared, when not empty, says that New turned spinning off for the
+	// host's CPUs (fitSpin); Describe appends it.
+	shared string
 
 	// closed is set by Close, from any goroutine, before it closes the
 	// link: a call then reports ErrClosed rather than the transport
@@ -82,8 +85,10 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 		// connection ids: derive the rank's seed from the job's.
 		cfg.UDP.Seed = cfg.UDP.Seed*0x9e3779b97f4a7c15 + uint64(b.Rank) + 1
 	}
+	var shared string
 	if host := HostCPUs(); fitSpin(&cfg, b, host, runtime.NumCPU()) {
-		cfg.Logf("rank %d/%d: %d ranks share this host's %d CPUs: event-loop spinning off", b.Rank, b.NRanks, b.LocalSize, host)
+		shared = fmt.Sprintf("%d ranks share this host's %d CPUs: event-loop spinning off", b.LocalSize, host)
+		cfg.Logf("rank %d/%d: %s", b.Rank, b.NRanks, shared)
 	}
 	var f linkFactory
 	if cfg.Transport == TransportTCP {
@@ -118,7 +123,7 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 		return nil, err
 	}
 	cfg.Logf("rank %d/%d connected (%s)", b.Rank, b.NRanks, l.describe())
-	return &Comm{rank: b.Rank, size: b.NRanks, cfg: cfg, link: l, boot: b, plans: map[sched.Config]*sched.Plan{}}, nil
+	return &Comm{rank: b.Rank, size: b.NRanks, cfg: cfg, link: l, boot: b, shared: shared, plans: map[sched.Config]*sched.Plan{}}, nil
 }
 
 // Rank returns this process's rank.
@@ -130,8 +135,14 @@ func (c *Comm) Size() int { return c.size }
 // Transport returns the transport name.
 func (c *Comm) Transport() string { return c.cfg.Transport }
 
-// Describe is one line about the link: transport, planes, channels.
-func (c *Comm) Describe() string { return c.link.describe() }
+// Describe is one line about the link: transport, planes, channels, and
+// whether the ranks' number turned event-loop spinning off (fitSpin).
+func (c *Comm) Describe() string {
+	if c.shared != "" {
+		return c.link.describe() + "; " + c.shared
+	}
+	return c.link.describe()
+}
 
 // LinkInfo returns the link's effective settings: transport, planes,
 // paths per plane, largest datagram, channels.

@@ -1,10 +1,17 @@
 package collectives
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/transport"
 )
 
 func TestCountCPUList(t *testing.T) {
@@ -35,7 +42,7 @@ func TestCountCPUList(t *testing.T) {
 // MetaRoCE and the user left Spin and WaitSpin at their defaults.
 func TestFitSpin(t *testing.T) {
 	for _, c := range []struct {
-		name           string
+		name, source   string
 		local          int
 		host, allowed  int
 		transport      string
@@ -49,12 +56,16 @@ func TestFitSpin(t *testing.T) {
 		{name: "tcp", local: 4, host: 2, allowed: 2, transport: TransportTCP},
 		{name: "user spin", local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE, spin: 1000},
 		{name: "user wait spin", local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE, waitSpin: -1},
+		// In-process ranks share one Go scheduler: they spin up to
+		// inProcessSpinPerCPU ranks per CPU.
+		{name: "in process, 2 per CPU", source: sourceLocal, local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE},
+		{name: "in process, more", source: sourceLocal, local: 5, host: 2, allowed: 2, transport: TransportMetaRoCE, want: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Config{Transport: c.transport}
 			cfg.UDP.Spin, cfg.UDP.WaitSpin = time.Duration(c.spin), time.Duration(c.waitSpin)
 			before := cfg.UDP
-			got := fitSpin(&cfg, Bootstrap{NRanks: 8, LocalSize: c.local}, c.host, c.allowed)
+			got := fitSpin(&cfg, Bootstrap{NRanks: 8, LocalSize: c.local, Source: c.source}, c.host, c.allowed)
 			require.Equal(t, c.want, got)
 			if c.want {
 				require.Negative(t, cfg.UDP.Spin)
@@ -64,5 +75,62 @@ func TestFitSpin(t *testing.T) {
 				require.Equal(t, before.WaitSpin, cfg.UDP.WaitSpin)
 			}
 		})
+	}
+}
+
+// TestStarvedRanksAreNotCalledDead: the dead-peer and deadline errors of
+// in-process ranks that outnumber the CPUs say that the silent rank was
+// starved, not dead, and keep their cause; other errors, and ranks with a
+// CPU each, are left alone.
+func TestStarvedRanksAreNotCalledDead(t *testing.T) {
+	dead := fmt.Errorf("rank 3: %w", transport.ErrPeerDead)
+	late := fmt.Errorf("allgather: %w", context.DeadlineExceeded)
+	other := errors.New("bad buffer")
+	for _, c := range []struct {
+		err     error
+		n, cpus int
+		hint    bool
+	}{
+		{dead, 8, 2, true},
+		{late, 8, 2, true},
+		{dead, 2, 2, false},
+		{other, 8, 2, false},
+		{nil, 8, 2, false},
+	} {
+		got := starved(c.err, c.n, c.cpus)
+		if c.err == nil {
+			require.NoError(t, got)
+			continue
+		}
+		require.ErrorIs(t, got, c.err)
+		if c.hint {
+			require.ErrorContains(t, got, fmt.Sprintf("all %d ranks run in this process, on %d CPUs: a rank that stopped answering was starved of CPU, not dead", c.n, c.cpus))
+		} else {
+			require.Equal(t, c.err.Error(), got.Error())
+		}
+	}
+}
+
+// TestLocalRanksBeyondSpinLimitSayWhy: in-process ranks beyond
+// inProcessSpinPerCPU per CPU run without spinning, and their Describe
+// says so.
+func TestLocalRanksBeyondSpinLimitSayWhy(t *testing.T) {
+	host := HostCPUs()
+	if host > 4 || runtime.NumCPU() < host {
+		t.Skipf("needs at most 4 CPUs, all usable (have %d of %d): the test launches %d ranks per CPU", runtime.NumCPU(), host, inProcessSpinPerCPU)
+	}
+	n := inProcessSpinPerCPU*host + 1
+	var mu sync.Mutex
+	var lines []string
+	err := LaunchLocal(context.Background(), n, Config{Transport: TransportMetaRoCE, Timeout: 30 * time.Second}, func(c *Comm) error {
+		mu.Lock()
+		lines = append(lines, c.Describe())
+		mu.Unlock()
+		return c.Barrier(context.Background())
+	})
+	require.NoError(t, err)
+	require.Len(t, lines, n)
+	for _, l := range lines {
+		require.Contains(t, l, fmt.Sprintf("; %d ranks share this host's %d CPUs: event-loop spinning off", n, host))
 	}
 }

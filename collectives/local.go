@@ -2,12 +2,16 @@ package collectives
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"strconv"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/metaroce/metaroce/transport"
 )
 
 // LaunchLocal runs fn on n in-process ranks, each with its own endpoint on
@@ -25,7 +29,7 @@ func LaunchLocal(ctx context.Context, n int, cfg Config, fn func(c *Comm) error)
 	g, gctx := errgroup.WithContext(ctx)
 	for r := 0; r < n; r++ {
 		g.Go(func() error {
-			b := Bootstrap{Rank: r, NRanks: n, Root: root, Source: "local"}
+			b := Bootstrap{Rank: r, NRanks: n, LocalSize: n, Root: root, Source: sourceLocal}
 			c, err := New(gctx, b, cfg)
 			if err != nil {
 				return err
@@ -34,8 +38,23 @@ func LaunchLocal(ctx context.Context, n int, cfg Config, fn func(c *Comm) error)
 			return fn(c)
 		})
 	}
-	return g.Wait()
+	return starved(g.Wait(), n, runtime.NumCPU())
 }
+
+// starved adds to err, the error of n in-process ranks on cpus CPUs, that
+// a rank which stopped answering was starved of CPU, when the ranks
+// outnumber the CPUs and err is a dead peer or a missed deadline: every
+// rank is a goroutine here, none died, and the errors' "a peer may have
+// died" would send the user looking for one.
+func starved(err error, n, cpus int) error {
+	if err == nil || n <= cpus || !(errors.Is(err, transport.ErrPeerDead) || errors.Is(err, context.DeadlineExceeded)) {
+		return err
+	}
+	return fmt.Errorf("%w (all %d ranks run in this process, on %d CPUs: a rank that stopped answering was starved of CPU, not dead; run fewer ranks or give them a longer timeout)", err, n, cpus)
+}
+
+// sourceLocal is Bootstrap.Source of LaunchLocal's ranks.
+const sourceLocal = "local"
 
 // freeLocalAddr returns a loopback TCP address that was free a moment ago.
 func freeLocalAddr() (string, error) {

@@ -158,7 +158,7 @@ func parseOptions(args []string, stdout io.Writer) (*options, error) {
 	intVar(&o.GroupSize, 0, "consecutive ranks per leaf switch or host, for the hierarchical all-reduce (0: unknown; must divide the ranks)", "group-size")
 	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
 	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")
-	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the driver's random choices (drops, connection ids, tokens); 0 draws one at random, so that no two runs drop alike")
+	fs.Uint64Var(&o.Seed, "seed", 1, "with --loss: seed of the driver's random choices (drops, connection ids, tokens); 0 draws one at random, so that no two runs drop alike")
 	fs.BoolVar(&o.Netlab, "netlab", false, "run 2 ranks over a namespace fabric (1 plane, 4 spine links; rank 0 in lab host 1, rank 1 in host 2); needs root and nftables")
 	strVar(&o.JSON, "", "write the results as JSON to this file (see SCHEMA.md)", "json")
 	strVar(&o.CSV, "", "write the results as CSV to this file", "csv")
