@@ -14,10 +14,15 @@ const EnvCUDADriverLib = "METAROCE_CUDA_LIB"
 // cudaDriverSpec describes libcuda, the driver API library that ships with
 // the NVIDIA kernel driver (not with the CUDA toolkit).
 var cudaDriverSpec = dl.Spec{
-	What:       "CUDA driver",
-	Env:        EnvCUDADriverLib,
-	Candidates: []string{"libcuda.so.1", "libcuda.so", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1"},
-	Install:    "the NVIDIA driver (libcuda.so.1)",
+	What: "CUDA driver",
+	Env:  EnvCUDADriverLib,
+	Search: func() []dl.Place {
+		return []dl.Place{
+			Linker("libcuda.so.1", "libcuda.so"),
+			{Dirs: []string{"/usr/lib/x86_64-linux-gnu", "/usr/local/nvidia/lib64"}, Files: []string{"libcuda.so.1"}},
+		}
+	},
+	Install: "the NVIDIA driver (libcuda.so.1)",
 }
 
 // cuNameLen is the buffer for cuDeviceGetName, in bytes; NVIDIA names are

@@ -36,40 +36,40 @@ const (
 	EnvCUDARTLib = "METAROCE_CUDART_LIB"
 )
 
-// torchLibGlobs are where pip-installed PyTorch keeps its bundled GPU
-// libraries, so that a machine with only PyTorch needs no variable set.
-var torchLibGlobs = []string{
-	"/usr/lib/python3*/site-packages",
-	"/usr/lib/python3/dist-packages",
-	"/usr/local/lib/python3*/dist-packages",
-	"/usr/local/lib/python3*/site-packages",
-	"/opt/conda/lib/python3*/site-packages",
-}
-
-// TorchGlobs returns glob patterns for file below each PyTorch-style
-// site-packages directory; sub is the path inside site-packages, e.g.
-// "torch/lib/librccl.so" or "nvidia/nccl/lib/libnccl.so.2".
-func TorchGlobs(sub string) []string {
-	out := make([]string, len(torchLibGlobs))
-	for i, g := range torchLibGlobs {
-		out[i] = g + "/" + sub
-	}
-	return out
+// runtimeSearch is where each runtime may be: its sonames, ROCm's or the
+// CUDA toolkit's directory, and the copies PyTorch's wheels bring (ROCm
+// builds bundle HIP in torch/lib; CUDA builds take libcudart from the
+// nvidia-cuda-runtime-cu* wheel, older ones bundled it in torch/lib).
+var runtimeSearch = map[API]LibSearch{
+	HIP: {
+		Names:  []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5"},
+		Python: []string{"torch/lib/libamdhip64.so*"},
+		System: []dl.Place{
+			Linker("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5"),
+			{Dirs: []string{"/opt/rocm/lib"}, Files: []string{"libamdhip64.so"}},
+		},
+	},
+	CUDA: {
+		Names:  []string{"libcudart.so", "libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0"},
+		Python: []string{"nvidia/cuda_runtime/lib/libcudart.so*", "torch/lib/libcudart*.so*"},
+		System: []dl.Place{
+			Linker("libcudart.so", "libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0"),
+			{Dirs: []string{"/usr/local/cuda/lib64"}, Files: []string{"libcudart.so"}},
+		},
+	},
 }
 
 var runtimeSpecs = map[API]dl.Spec{
 	HIP: {
-		What: "HIP runtime",
-		Env:  EnvHIPLib,
-		Candidates: append([]string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5",
-			"/opt/rocm/lib/libamdhip64.so"}, TorchGlobs("torch/lib/libamdhip64.so*")...),
+		What:    "HIP runtime",
+		Env:     EnvHIPLib,
+		Search:  runtimeSearch[HIP].Places,
 		Install: "ROCm's HIP runtime (package hip-runtime-amd)",
 	},
 	CUDA: {
-		What: "CUDA runtime",
-		Env:  EnvCUDARTLib,
-		Candidates: append([]string{"libcudart.so", "libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0",
-			"/usr/local/cuda/lib64/libcudart.so"}, TorchGlobs("nvidia/cuda_runtime/lib/libcudart.so*")...),
+		What:    "CUDA runtime",
+		Env:     EnvCUDARTLib,
+		Search:  runtimeSearch[CUDA].Places,
 		Install: "the CUDA runtime (libcudart, e.g. package cuda-cudart-12-x or pip nvidia-cuda-runtime-cu12)",
 	},
 }
@@ -122,9 +122,10 @@ type Runtime struct {
 }
 
 // OpenRuntime opens the runtime of api from path, or, when path is empty,
-// from METAROCE_HIP_LIB / METAROCE_CUDART_LIB or the usual locations
-// (the linker's path, /opt/rocm/lib, /usr/local/cuda/lib64, PyTorch's
-// bundled libraries).
+// from METAROCE_HIP_LIB / METAROCE_CUDART_LIB or the usual locations in the
+// order of LibSearch.Places: LD_LIBRARY_PATH, the active virtualenv's or
+// conda environment's PyTorch, the user's, the linker's path, /opt/rocm/lib
+// or /usr/local/cuda/lib64, the system Python's PyTorch.
 func OpenRuntime(api API, path string) (*Runtime, error) {
 	spec, ok := runtimeSpecs[api]
 	if !ok {

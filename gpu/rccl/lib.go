@@ -14,26 +14,26 @@ import (
 // EnvLib names the RCCL or NCCL library to load, overriding the search.
 const EnvLib = "METAROCE_RCCL_LIB"
 
-// librarySpec lists where RCCL and NCCL live: RCCL first (the project's
-// first target is AMD), then NCCL, then the copies PyTorch wheels bundle.
-var librarySpec = dl.Spec{
-	What: "RCCL/NCCL",
-	Env:  EnvLib,
-	Candidates: concat(
-		[]string{"librccl.so", "librccl.so.1", "/opt/rocm/lib/librccl.so", "/opt/rocm/lib/librccl.so.1",
-			"libnccl.so.2", "libnccl.so"},
-		gpu.TorchGlobs("torch/lib/librccl.so*"),
-		gpu.TorchGlobs("nvidia/nccl/lib/libnccl.so*"),
-	),
-	Install: "RCCL (ROCm package rccl) or NCCL (package libnccl2, or pip nvidia-nccl-cu12)",
+// librarySearch lists where RCCL and NCCL live. Among the system's places
+// RCCL comes first (the project's first target is AMD), then NCCL. PyTorch's
+// ROCm wheels bundle librccl in torch/lib, its CUDA wheels load libnccl from
+// the nvidia-nccl-cu* wheel; a libnccl in torch/lib (builds that bundle it)
+// is taken too, as gpu/check/mrbench_rccl.sh does.
+var librarySearch = gpu.LibSearch{
+	Names:  []string{"librccl.so", "librccl.so.1", "libnccl.so.2", "libnccl.so"},
+	Python: []string{"torch/lib/librccl.so*", "torch/lib/libnccl*.so*", "nvidia/nccl/lib/libnccl.so*"},
+	System: []dl.Place{
+		gpu.Linker("librccl.so", "librccl.so.1"),
+		{Dirs: []string{"/opt/rocm/lib"}, Files: []string{"librccl.so", "librccl.so.1"}},
+		gpu.Linker("libnccl.so.2", "libnccl.so"),
+	},
 }
 
-func concat(l ...[]string) []string {
-	var out []string
-	for _, s := range l {
-		out = append(out, s...)
-	}
-	return out
+var librarySpec = dl.Spec{
+	What:    "RCCL/NCCL",
+	Env:     EnvLib,
+	Search:  librarySearch.Places,
+	Install: "RCCL (ROCm package rccl) or NCCL (package libnccl2, or pip nvidia-nccl-cu12)",
 }
 
 // required are the entry points every supported version exports; Open fails
@@ -62,8 +62,11 @@ type Lib struct {
 }
 
 // Open loads the library at path or, when path is empty, the one named by
-// METAROCE_RCCL_LIB, else the first found of librccl and libnccl on the
-// linker's path, in /opt/rocm/lib, or bundled with PyTorch.
+// METAROCE_RCCL_LIB, else the first librccl or libnccl found in the order of
+// gpu.LibSearch.Places: LD_LIBRARY_PATH; the active virtualenv's or conda
+// environment's PyTorch (torch/lib, nvidia/nccl/lib) and $CONDA_PREFIX/lib;
+// the user's site-packages; the linker's path and /opt/rocm/lib; the system
+// Python's PyTorch.
 func Open(path string) (*Lib, error) {
 	d, err := dl.Open(librarySpec, path)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/metaroce/metaroce/gpu"
 	"github.com/metaroce/metaroce/gpu/internal/ctest"
 	"github.com/metaroce/metaroce/gpu/internal/dl"
 	"github.com/stretchr/testify/require"
@@ -41,20 +42,28 @@ func TestOpenErrors(t *testing.T) {
 }
 
 // TestOpenSearch checks the search without a path or variable: on a machine
-// without RCCL or NCCL it fails with what was tried and what to install.
+// without RCCL or NCCL it fails with every place searched, the active
+// environment's included, and what to install or set.
 func TestOpenSearch(t *testing.T) {
 	ctest.NeedDlopen(t)
+	venv := t.TempDir()
 	t.Setenv(EnvLib, "")
+	t.Setenv(gpu.EnvLDLibraryPath, "")
+	t.Setenv(gpu.EnvCondaPrefix, "")
+	t.Setenv(gpu.EnvPythonUserBase, "")
+	t.Setenv(gpu.EnvVirtualEnv, venv)
 	l, err := Open("")
 	if err == nil {
 		t.Skipf("an RCCL/NCCL library is installed here (%s)", l.Path())
 	}
 	require.Error(t, err)
-	require.ErrorContains(t, err, "librccl.so")
-	require.ErrorContains(t, err, "libnccl.so.2")
-	require.ErrorContains(t, err, "/opt/rocm/lib/librccl.so")
+	require.ErrorContains(t, err, "rccl: cannot load the RCCL/NCCL library: ")
+	require.ErrorContains(t, err, "looked for torch/lib/librccl.so*, torch/lib/libnccl*.so*, nvidia/nccl/lib/libnccl.so* in $VIRTUAL_ENV ("+venv+"/lib/python3*/site-packages)")
+	require.ErrorContains(t, err, "/usr/local/lib/python3*/dist-packages")
+	require.ErrorContains(t, err, "for librccl.so, librccl.so.1 in the dynamic linker's path, /opt/rocm/lib")
+	require.ErrorContains(t, err, "for libnccl.so.2, libnccl.so in the dynamic linker's path")
 	require.ErrorContains(t, err, "install RCCL (ROCm package rccl) or NCCL")
-	require.ErrorContains(t, err, "or set "+EnvLib)
+	require.ErrorContains(t, err, "or set "+EnvLib+" to the library's full path")
 }
 
 func TestVersionString(t *testing.T) {

@@ -13,18 +13,31 @@ func TestOpenOrderAndMessages(t *testing.T) {
 	if !Available {
 		t.Skip("built without cgo: nocgo_test.go checks Open's error instead")
 	}
+	dir := t.TempDir()
+	// A file that exists but is no library: dlopen's reason is kept.
+	bad := filepath.Join(dir, "c.so")
+	require.NoError(t, os.WriteFile(bad, []byte("not an ELF file"), 0o644))
 	spec := Spec{What: "Widget", Env: "METAROCE_TEST_WIDGET_LIB", Install: "libwidget",
-		Candidates: []string{"/nonexistent/a.so", "/nonexistent/dir*/b.so"}}
+		Search: func() []Place {
+			return []Place{
+				{Why: "the dynamic linker's path", Files: []string{"libmetaroce-test-none.so"}},
+				{Dirs: []string{"/nonexistent", "/nonexistent/dir*", dir}, Files: []string{"a.so", "c.so"}},
+			}
+		}}
 
 	t.Setenv(spec.Env, "")
 	_, err := Open(spec, "")
-	want := "cannot load the Widget library: /nonexistent/a.so ("
-	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "; install libwidget or set METAROCE_TEST_WIDGET_LIB to the library's full path") {
-		t.Fatalf("search failure: %v", err)
-	}
-	if strings.Contains(err.Error(), "dir*") {
-		t.Errorf("an unmatched glob must not be tried as a path: %v", err)
-	}
+	require.Error(t, err)
+	msg := err.Error()
+	require.True(t, strings.HasPrefix(msg, "cannot load the Widget library: "+bad+" ("), msg)
+	require.True(t, strings.HasSuffix(msg, "); looked for libmetaroce-test-none.so in the dynamic linker's path; "+
+		"for a.so, c.so in /nonexistent, /nonexistent/dir*, "+dir+
+		"; install libwidget or set METAROCE_TEST_WIDGET_LIB to the library's full path"), msg)
+	require.NotContains(t, msg, "libmetaroce-test-none.so (", "a soname that matched nothing is in the list, without dlopen's reason")
+	var le *LoadError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, []string{"libmetaroce-test-none.so", bad}, []string{le.Tried[0].Path, le.Tried[1].Path},
+		"sonames go to dlopen as they are; in directories only files that exist are tried")
 
 	t.Setenv(spec.Env, "/nonexistent/env.so")
 	_, err = Open(spec, "")
@@ -61,7 +74,9 @@ func TestGlobAndSymbols(t *testing.T) {
 		if err := os.Symlink(real, filepath.Join(dir, "libc-copy.so")); err != nil {
 			t.Fatal(err)
 		}
-		g, err := Open(Spec{What: "C", Candidates: []string{filepath.Join(dir, "libc-*.so")}}, "")
+		g, err := Open(Spec{What: "C", Search: func() []Place {
+			return []Place{{Dirs: []string{dir}, Files: []string{"libc-*.so"}}}
+		}}, "")
 		if err != nil || g.Path() != filepath.Join(dir, "libc-copy.so") {
 			t.Fatalf("glob candidate: %v, %v", g, err)
 		}

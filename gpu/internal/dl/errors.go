@@ -18,14 +18,18 @@ type Attempt struct {
 }
 
 // LoadError reports that no candidate of a library could be opened. Its
-// message lists every path tried with the linker's reason and ends with the
-// remedy: what to install, or which variable names the library's path.
+// message lists the paths that dlopen refused with the linker's reason, then,
+// after a search, every place looked in, and ends with the remedy: what to
+// install, or which variable names the library's path.
 type LoadError struct {
 	What     string
 	Env      string
 	Install  string
 	Explicit bool // the path came from the caller or from Env, not a search
 	Tried    []Attempt
+	// Searched are the places of the search, without repeats; empty when
+	// the path was explicit.
+	Searched []Place
 	// Err, when set, is why no path was tried at all (ErrNoCgo); the
 	// message is then that reason instead of the paths and the remedy.
 	Err error
@@ -37,16 +41,25 @@ func (e *LoadError) Error() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cannot load the %s library", e.What)
-	if len(e.Tried) == 0 {
-		b.WriteString(": no candidate path exists")
-	}
-	for i, a := range e.Tried {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
+	sep := ": "
+	for _, a := range e.Tried {
+		// After a search, a name that matched no file is in the list of
+		// places; only a file that exists and failed to load (a missing
+		// dependency, the wrong architecture) needs its reason.
+		if !e.Explicit && notFound(a.Path, a.Reason) {
+			continue
 		}
-		fmt.Fprintf(&b, "%s (%s)", a.Path, a.Reason)
+		fmt.Fprintf(&b, "%s%s (%s)", sep, a.Path, a.Reason)
+		sep = "; "
+	}
+	switch {
+	case len(e.Searched) > 0:
+		if sep == ": " {
+			b.WriteString(": none found")
+		}
+		b.WriteString("; " + describe(e.Searched))
+	case len(e.Tried) == 0:
+		b.WriteString(": no candidate path exists")
 	}
 	switch {
 	case e.Explicit && e.Env != "":

@@ -2,8 +2,13 @@
 // that the GPU packages build and test on machines without any GPU SDK: every
 // vendor library is found at run time, never at link time.
 //
+// Finding is apart from loading: Candidates turns the places of a search
+// into the paths and sonames Open hands to dlopen, so the search order is
+// tested on fake directory trees without loading anything.
+//
 // Failures are reported as *LoadError and *SymbolError, whose messages name the
-// library, the symbol and the remedy (what to install, which variable to set).
+// library, the places searched, the symbol and the remedy (what to install,
+// which variable to set).
 //
 // dlopen is a C function, so loading needs cgo. A program built without it
 // (CGO_ENABLED=0, as on a machine without a C compiler) still compiles and
@@ -13,7 +18,6 @@ package dl
 
 import (
 	"os"
-	"path/filepath"
 	"unsafe"
 )
 
@@ -25,10 +29,11 @@ type Spec struct {
 	// Env is the environment variable that names the library's path; when it
 	// is set, only that path is tried.
 	Env string
-	// Candidates are tried in order: bare sonames go through the dynamic
-	// linker's own search (LD_LIBRARY_PATH, ld.so.cache), absolute paths and
-	// glob patterns are tried as given.
-	Candidates []string
+	// Search returns, in order, the places to look when neither a path nor
+	// Env names the library (see Candidates). It is called at each Open, so
+	// that places taken from the environment ($VIRTUAL_ENV, LD_LIBRARY_PATH,
+	// ...) are those of the moment. Nil searches nowhere.
+	Search func() []Place
 	// Install says what to install when nothing is found, e.g. "ROCm's rccl
 	// package or NVIDIA's libnccl2".
 	Install string
@@ -47,7 +52,8 @@ type Lib struct {
 func (l *Lib) Path() string { return l.path }
 
 // Open loads the library described by s. An explicit path (non-empty) wins
-// over the environment variable, which wins over the candidate list.
+// over the environment variable, which wins over the search: the first of
+// Candidates(s.Search()) that dlopen accepts.
 func Open(s Spec, path string) (*Lib, error) {
 	explicit := path != "" || (s.Env != "" && os.Getenv(s.Env) != "")
 	lerr := &LoadError{What: s.What, Env: s.Env, Install: s.Install, Explicit: explicit}
@@ -65,7 +71,10 @@ func Open(s Spec, path string) (*Lib, error) {
 	case s.Env != "" && os.Getenv(s.Env) != "":
 		tries = []string{os.Getenv(s.Env)}
 	default:
-		tries = expand(s.Candidates)
+		if s.Search != nil {
+			lerr.Searched = clean(s.Search())
+		}
+		tries = Candidates(lerr.Searched)
 	}
 	for _, p := range tries {
 		h, msg := open(p)
@@ -75,30 +84,6 @@ func Open(s Spec, path string) (*Lib, error) {
 		lerr.Tried = append(lerr.Tried, Attempt{Path: p, Reason: msg})
 	}
 	return nil, lerr
-}
-
-// expand replaces glob patterns (those containing '*') by their matches in
-// lexical order; other candidates pass through unchanged.
-func expand(cands []string) []string {
-	var out []string
-	for _, c := range cands {
-		if !containsGlob(c) {
-			out = append(out, c)
-			continue
-		}
-		m, _ := filepath.Glob(c) // only ErrBadPattern, impossible for our constants
-		out = append(out, m...)
-	}
-	return out
-}
-
-func containsGlob(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '*' {
-			return true
-		}
-	}
-	return false
 }
 
 // Has reports whether the library exports name; used for optional entry

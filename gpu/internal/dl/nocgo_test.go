@@ -12,7 +12,8 @@ import (
 // TestOpenWithoutCgo: a build without cgo names the cause, not a list of
 // paths that were never tried and a library to install.
 func TestOpenWithoutCgo(t *testing.T) {
-	spec := Spec{What: "Widget", Env: "METAROCE_TEST_WIDGET_LIB", Install: "libwidget", Candidates: []string{"libc.so.6"}}
+	spec := Spec{What: "Widget", Env: "METAROCE_TEST_WIDGET_LIB", Install: "libwidget",
+		Search: func() []Place { return []Place{{Files: []string{"libc.so.6"}}} }}
 	t.Setenv(spec.Env, "")
 	for _, path := range []string{"", "libc.so.6"} {
 		l, err := Open(spec, path)
