@@ -1,0 +1,6 @@
+//go:build cgo
+
+package main
+
+// cgoEnabled says whether this test binary can load shared libraries.
+const cgoEnabled = true
