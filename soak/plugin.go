@@ -19,7 +19,7 @@ const modulePath = "github.com/metaroce/metaroce"
 
 // errNoCompiler says the plugin rounds cannot run on this machine: gcc
 // (for the C harness) or the go command (for the c-shared plugin) is
-// missing.
+// missing, or cgo is off.
 var errNoCompiler = errors.New("no compiler")
 
 // Limits of plugin rounds: building takes minutes on a loaded 2-core host
@@ -51,6 +51,9 @@ func buildPlugin(ctx context.Context, root string) (*pluginKit, error) {
 		if _, err := lookPath(tool); err != nil {
 			return nil, fmt.Errorf("%w: %s not found in PATH, needed to build the NCCL net plugin and its C harness", errNoCompiler, tool)
 		}
+	}
+	if out, err := exec.CommandContext(ctx, "go", "env", "CGO_ENABLED").Output(); err == nil && strings.TrimSpace(string(out)) != "1" {
+		return nil, fmt.Errorf("%w: cgo is off (CGO_ENABLED=0), and the NCCL net plugin is a c-shared library", errNoCompiler)
 	}
 	if root == "" {
 		var err error

@@ -104,6 +104,9 @@ func TestPluginRoundsShort(t *testing.T) {
 			t.Skipf("%s not installed: cannot build the plugin and its C harness", tool)
 		}
 	}
+	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err == nil && strings.TrimSpace(string(out)) != "1" {
+		t.Skip("cgo is off (CGO_ENABLED=0): the plugin is a c-shared library")
+	}
 	rep, err := Run(context.Background(), Options{Plugin: true, PluginEvery: 2, Duration: time.Minute, MaxRounds: 8,
 		Seed: 9, OpsPerRound: 4, MaxCount: 1 << 12, Logf: t.Logf})
 	require.NoError(t, err)

@@ -35,6 +35,9 @@ func build(t testing.TB) (dir, lib, harness string) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed: cannot build the C harness")
 	}
+	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err == nil && strings.TrimSpace(string(out)) != "1" {
+		t.Skip("cgo is off (CGO_ENABLED=0): the plugin is a c-shared library")
+	}
 	built.once.Do(func() {
 		built.dir, built.err = os.MkdirTemp("", "metaroce-harness")
 		if built.err != nil {
