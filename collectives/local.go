@@ -42,15 +42,15 @@ func LaunchLocal(ctx context.Context, n int, cfg Config, fn func(c *Comm) error)
 }
 
 // starved adds to err, the error of n in-process ranks on cpus CPUs, that
-// a rank which stopped answering was starved of CPU, when the ranks
-// outnumber the CPUs and err is a dead peer or a missed deadline: every
-// rank is a goroutine here, none died, and the errors' "a peer may have
-// died" would send the user looking for one.
+// a rank which stopped answering was starved of CPU (or skipped the call),
+// when the ranks outnumber the CPUs and err is a dead peer or a missed
+// deadline: every rank is a goroutine here, none died, and the errors' "a
+// peer may have died" would send the user looking for one.
 func starved(err error, n, cpus int) error {
 	if err == nil || n <= cpus || !(errors.Is(err, transport.ErrPeerDead) || errors.Is(err, context.DeadlineExceeded)) {
 		return err
 	}
-	return fmt.Errorf("%w (all %d ranks run in this process, on %d CPUs: a rank that stopped answering was starved of CPU, not dead; run fewer ranks or give them a longer timeout)", err, n, cpus)
+	return fmt.Errorf("%w (all %d ranks run in this process, on %d CPUs: none died; a rank that stopped answering was starved of CPU, or did not make the call; run fewer ranks or give them a longer timeout)", err, n, cpus)
 }
 
 // sourceLocal is Bootstrap.Source of LaunchLocal's ranks.
