@@ -1,11 +1,10 @@
 package gpu
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/metaroce/metaroce/gpu/internal/ctest"
 	"github.com/metaroce/metaroce/gpu/internal/dl"
 	"github.com/stretchr/testify/require"
 )
@@ -70,27 +69,14 @@ func TestLibSearchPlaces(t *testing.T) {
 // environment's copies before the system's, an explicit LD_LIBRARY_PATH
 // before those.
 func TestRuntimeSearch(t *testing.T) {
-	root := t.TempDir()
-	for _, rel := range []string{
+	in, env := ctest.FakeTree(t,
 		"ld/libcudart.so.12",
 		"venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12",
 		"venv/lib/python3.12/site-packages/torch/lib/libamdhip64.so",
 		"conda/lib/libcudart.so.12",
 		"conda/lib/python3.11/site-packages/torch/lib/libcudart-1a2b3c.so.11.0",
 		"home/.local/lib/python3.10/site-packages/torch/lib/libamdhip64.so.6",
-	} {
-		p := filepath.Join(root, rel)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, nil, 0o644))
-	}
-	in := func(rel string) string { return filepath.Join(root, rel) }
-	env := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = in(kv[i+1])
-		}
-		return m
-	}
+	)
 	cudaSonames := []string{"libcudart.so", "libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0"}
 	hipSonames := []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5"}
 
@@ -118,7 +104,7 @@ func TestRuntimeSearch(t *testing.T) {
 			for _, c := range dl.Candidates(runtimeSpecs[tc.api].Search()) {
 				// The machine's own /opt/rocm or /usr/local/cuda may add
 				// files; the fake tree and the sonames are what is checked.
-				if strings.HasPrefix(c, root) || !strings.Contains(c, "/") {
+				if strings.HasPrefix(c, in("")) || !strings.Contains(c, "/") {
 					got = append(got, c)
 				}
 			}

@@ -27,8 +27,7 @@ var sonames = []string{"librccl.so", "librccl.so.1", "libnccl.so.2", "libnccl.so
 // TestSearchOrder finds RCCL and NCCL in fake trees of the places users have
 // them: nothing is loaded, only the order of the candidates is checked.
 func TestSearchOrder(t *testing.T) {
-	root := t.TempDir()
-	for _, rel := range []string{
+	in, env := ctest.FakeTree(t,
 		"ld/libnccl.so.2",
 		"venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
 		"rocmvenv/lib/python3.10/site-packages/torch/lib/librccl.so",
@@ -38,19 +37,7 @@ func TestSearchOrder(t *testing.T) {
 		"conda/lib/libnccl.so",
 		"home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
 		"userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c.so.2",
-	} {
-		p := filepath.Join(root, rel)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, nil, 0o644))
-	}
-	in := func(rel string) string { return filepath.Join(root, rel) }
-	env := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = in(kv[i+1])
-		}
-		return m
-	}
+	)
 	then := func(first ...string) []string { return append(first, sonames...) }
 
 	for _, tc := range []struct {
@@ -92,7 +79,7 @@ func TestSearchOrder(t *testing.T) {
 			for _, c := range dl.Candidates(librarySpec.Search()) {
 				// The machine's own /opt/rocm or system PyTorch may add
 				// files; the fake tree and the sonames are what is checked.
-				if strings.HasPrefix(c, root) || !strings.Contains(c, "/") {
+				if strings.HasPrefix(c, in("")) || !strings.Contains(c, "/") {
 					got = append(got, c)
 				}
 			}

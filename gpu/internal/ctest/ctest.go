@@ -5,6 +5,7 @@
 package ctest
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -43,4 +44,32 @@ func SharedLib(t testing.TB, name string, srcs []string, extra ...string) string
 		t.Fatalf("gcc %v: %v\n%s", args, err, b)
 	}
 	return out
+}
+
+// FakeTree creates an empty file at each of rels (slash-separated paths
+// relative to a fresh temporary directory) for tests of the library
+// search, which looks for names and loads nothing. It returns in, which
+// turns a relative path into its absolute one, and env, which builds a
+// variable map from name, relative path pairs.
+func FakeTree(t testing.TB, rels ...string) (in func(rel string) string, env func(kv ...string) map[string]string) {
+	t.Helper()
+	root := t.TempDir()
+	in = func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
+	for _, rel := range rels {
+		p := in(rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env = func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = in(kv[i+1])
+		}
+		return m
+	}
+	return in, env
 }
