@@ -82,8 +82,10 @@ func sitePackages(prefix string) string {
 //     Python: where "pip install --user" puts PyTorch.
 //  5. System, in its order: the dynamic linker's search by soname and the
 //     vendor directories (/opt/rocm/lib, ...), as before these places were
-//     added, so that a machine with system libraries and no environment
-//     finds the same library as before.
+//     added, so that a machine with system libraries, no environment and
+//     no user packages finds the same library as before. (A caller that
+//     prefers one library to another anywhere, as RCCL to NCCL, searches
+//     all places for the first before any for the second.)
 //  6. The system Python's site-packages (systemSitePackages), for Python.
 //
 // Places whose variable is unset or empty are left out; a directory already

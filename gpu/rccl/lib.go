@@ -14,25 +14,41 @@ import (
 // EnvLib names the RCCL or NCCL library to load, overriding the search.
 const EnvLib = "METAROCE_RCCL_LIB"
 
-// librarySearch lists where RCCL and NCCL live. Among the system's places
-// RCCL comes first (the project's first target is AMD), then NCCL. PyTorch's
-// ROCm wheels bundle librccl in torch/lib, its CUDA wheels load libnccl from
-// the nvidia-nccl-cu* wheel; a libnccl in torch/lib (builds that bundle it)
-// is taken too, as gpu/check/mrbench_rccl.sh does.
-var librarySearch = gpu.LibSearch{
-	Names:  []string{"librccl.so", "librccl.so.1", "libnccl.so.2", "libnccl.so"},
-	Python: []string{"torch/lib/librccl.so*", "torch/lib/libnccl*.so*", "nvidia/nccl/lib/libnccl.so*"},
-	System: []dl.Place{
-		gpu.Linker("librccl.so", "librccl.so.1"),
-		{Dirs: []string{"/opt/rocm/lib"}, Files: []string{"librccl.so", "librccl.so.1"}},
-		gpu.Linker("libnccl.so.2", "libnccl.so"),
-	},
+// rcclSearch and ncclSearch list where RCCL and NCCL live. Every place is
+// searched for RCCL before any is searched for NCCL (librarySearch): the
+// project's first target is AMD, and a CUDA PyTorch that pip put in the
+// user's site-packages or a virtualenv (it brings the nvidia-nccl-cu*
+// wheel) must not take a ROCm machine's system RCCL's place. PyTorch's
+// ROCm wheels bundle librccl in torch/lib, its CUDA wheels load libnccl
+// from the nvidia-nccl-cu* wheel; a libnccl in torch/lib (builds that
+// bundle it, possibly renamed libnccl-<hash>.so.N by the wheel tools) is
+// taken too, as gpu/check/mrbench_rccl.sh does, but not a net plugin
+// copied there (libnccl-net*.so).
+var (
+	rcclSearch = gpu.LibSearch{
+		Names:  []string{"librccl.so", "librccl.so.1"},
+		Python: []string{"torch/lib/librccl.so*"},
+		System: []dl.Place{
+			gpu.Linker("librccl.so", "librccl.so.1"),
+			{Dirs: []string{"/opt/rocm/lib"}, Files: []string{"librccl.so", "librccl.so.1"}},
+		},
+	}
+	ncclSearch = gpu.LibSearch{
+		Names:  []string{"libnccl.so.2", "libnccl.so"},
+		Python: []string{"torch/lib/libnccl.so*", "torch/lib/libnccl-[0-9a-f]*.so*", "nvidia/nccl/lib/libnccl.so*"},
+		System: []dl.Place{gpu.Linker("libnccl.so.2", "libnccl.so")},
+	}
+)
+
+// librarySearch is every place for RCCL, then every place for NCCL.
+func librarySearch() []dl.Place {
+	return append(rcclSearch.Places(), ncclSearch.Places()...)
 }
 
 var librarySpec = dl.Spec{
 	What:    "RCCL/NCCL",
 	Env:     EnvLib,
-	Search:  librarySearch.Places,
+	Search:  librarySearch,
 	Install: "RCCL (ROCm package rccl) or NCCL (package libnccl2, or pip nvidia-nccl-cu12)",
 }
 

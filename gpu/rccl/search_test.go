@@ -37,8 +37,14 @@ func TestSearchOrder(t *testing.T) {
 		"conda/lib/libnccl.so",
 		"home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
 		"userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c.so.2",
+		"userbase/lib/python3.9/site-packages/torch/lib/libnccl-net-metaroce.so",
 	)
-	then := func(first ...string) []string { return append(first, sonames...) }
+	// nccl puts NCCL candidates after the system's RCCL names, where every
+	// NCCL place comes; rccl puts RCCL candidates first.
+	nccl := func(found ...string) []string {
+		return append(append(append([]string{}, sonames[:2]...), found...), sonames[2:]...)
+	}
+	rccl := func(found ...string) []string { return append(found, sonames...) }
 
 	for _, tc := range []struct {
 		name string
@@ -46,29 +52,33 @@ func TestSearchOrder(t *testing.T) {
 		want []string // candidates inside root, and sonames
 	}{
 		{"nothing set: the linker's names, as before", map[string]string{}, sonames},
-		{"a virtualenv's nvidia-nccl wheel comes before the system",
+		{"a virtualenv's nvidia-nccl wheel comes before the system's NCCL, after its RCCL",
 			env(gpu.EnvVirtualEnv, "venv"),
-			then(in("venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"))},
+			nccl(in("venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"))},
 		{"a ROCm PyTorch's bundled librccl",
 			env(gpu.EnvVirtualEnv, "rocmvenv"),
-			then(in("rocmvenv/lib/python3.10/site-packages/torch/lib/librccl.so"))},
+			rccl(in("rocmvenv/lib/python3.10/site-packages/torch/lib/librccl.so"))},
 		{"a conda environment: its pip wheels, then conda's own package in lib",
 			env(gpu.EnvCondaPrefix, "conda"),
-			then(in("conda/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2"),
+			nccl(in("conda/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2"),
 				in("conda/lib/libnccl.so.2"), in("conda/lib/libnccl.so"))},
 		{"pip install --user under ~/.local",
 			env("HOME", "home"),
-			then(in("home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"))},
-		{"PYTHONUSERBASE instead of ~/.local; an older PyTorch's libnccl in torch/lib",
+			nccl(in("home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"))},
+		{"PYTHONUSERBASE instead of ~/.local; an older PyTorch's libnccl in torch/lib, not a net plugin beside it",
 			env("HOME", "home", gpu.EnvPythonUserBase, "userbase"),
-			then(in("userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c.so.2"))},
+			nccl(in("userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c.so.2"))},
 		{"all at once: LD_LIBRARY_PATH, virtualenv, conda, user, system",
 			env(gpu.EnvLDLibraryPath, "ld", gpu.EnvVirtualEnv, "venv", gpu.EnvCondaPrefix, "conda", "HOME", "home"),
-			then(in("ld/libnccl.so.2"),
+			nccl(in("ld/libnccl.so.2"),
 				in("venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"),
 				in("conda/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2"),
 				in("conda/lib/libnccl.so.2"), in("conda/lib/libnccl.so"),
 				in("home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"))},
+		{"the user's CUDA NCCL does not take the place of a ROCm machine's RCCL",
+			env("HOME", "home", gpu.EnvVirtualEnv, "rocmvenv"),
+			[]string{in("rocmvenv/lib/python3.10/site-packages/torch/lib/librccl.so"), "librccl.so", "librccl.so.1",
+				in("home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"), "libnccl.so.2", "libnccl.so"}},
 		{"variables that point at empty trees add nothing",
 			env(gpu.EnvLDLibraryPath, "none", gpu.EnvVirtualEnv, "none", gpu.EnvCondaPrefix, "none", "HOME", "none"),
 			sonames},
