@@ -60,7 +60,21 @@ var systemSitePackages = []string{
 // sitePackages is the site-packages directory pattern of a Python prefix (a
 // virtualenv, a conda environment, the user base): prefix/lib/python3.X/.
 func sitePackages(prefix string) string {
-	return filepath.Join(prefix, "lib", "python3*", "site-packages")
+	return filepath.Join(globQuote(prefix), "lib", "python3*", "site-packages")
+}
+
+// globQuote escapes the glob metacharacters of a directory taken from the
+// environment, which the search matches as a pattern: a path with '[' or
+// '*' in it would otherwise match nothing, or other directories.
+func globQuote(dir string) string {
+	var b strings.Builder
+	for _, r := range dir {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Places returns the search, most specific first: what the user set for
@@ -98,7 +112,7 @@ func (s LibSearch) Places() []dl.Place {
 			// An empty entry is the current directory to the dynamic
 			// linker; nothing is loaded from there unasked.
 			if d != "" {
-				dirs = append(dirs, d)
+				dirs = append(dirs, globQuote(d))
 			}
 		}
 		if len(dirs) > 0 {
@@ -111,7 +125,7 @@ func (s LibSearch) Places() []dl.Place {
 	if v := os.Getenv(EnvCondaPrefix); v != "" {
 		out = append(out,
 			dl.Place{Why: "$" + EnvCondaPrefix, Dirs: []string{sitePackages(v)}, Files: s.Python},
-			dl.Place{Why: "$" + EnvCondaPrefix, Dirs: []string{filepath.Join(v, "lib")}, Files: s.Names})
+			dl.Place{Why: "$" + EnvCondaPrefix, Dirs: []string{filepath.Join(globQuote(v), "lib")}, Files: s.Names})
 	}
 	if base := userBase(); base != "" {
 		out = append(out, dl.Place{Why: "user site-packages", Dirs: []string{sitePackages(base)}, Files: s.Python})

@@ -38,6 +38,7 @@ func TestSearchOrder(t *testing.T) {
 		"home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
 		"userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c.so.2",
 		"userbase/lib/python3.9/site-packages/torch/lib/libnccl-net-metaroce.so",
+		"v[1]*/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
 	)
 	// nccl puts NCCL candidates after the system's RCCL names, where every
 	// NCCL place comes; rccl puts RCCL candidates first.
@@ -79,6 +80,9 @@ func TestSearchOrder(t *testing.T) {
 			env("HOME", "home", gpu.EnvVirtualEnv, "rocmvenv"),
 			[]string{in("rocmvenv/lib/python3.10/site-packages/torch/lib/librccl.so"), "librccl.so", "librccl.so.1",
 				in("home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"), "libnccl.so.2", "libnccl.so"}},
+		{"a directory with glob characters in its name is a name, not a pattern",
+			env(gpu.EnvVirtualEnv, "v[1]*"),
+			nccl(in("v[1]*/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"))},
 		{"variables that point at empty trees add nothing",
 			env(gpu.EnvLDLibraryPath, "none", gpu.EnvVirtualEnv, "none", gpu.EnvCondaPrefix, "none", "HOME", "none"),
 			sonames},
