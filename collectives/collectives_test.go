@@ -313,11 +313,14 @@ func TestBootstrapFromEnv(t *testing.T) {
 		{env: map[string]string{"RANK": "0"}, ok: false},
 		{env: map[string]string{"SLURM_PROCID": "0", "SLURM_JOB_ID": "5"}, ok: false},
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "-1", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true, err: `LOCAL_RANK="-1" is not a local rank`},
-		// A local layout that contradicts itself is refused where the
-		// launcher sets it per process, and a stale Slurm count is
-		// capped at the job's.
+		// A local rank outside the host's ranks is refused where the
+		// launcher sets it per process; a local size above the job's
+		// (an allocation's count copied into LOCAL_WORLD_SIZE, or
+		// Slurm's own) is read as the job's.
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "5", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
-			err: `LOCAL_WORLD_SIZE="5": more ranks on this host than in the job (WORLD_SIZE=2)`},
+			want: Bootstrap{Rank: 0, NRanks: 2, LocalSize: 2, Root: "h:6", Source: "torchrun"}},
+		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "4", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
+			want: Bootstrap{Rank: 0, NRanks: 1, LocalSize: 1, Root: "h:6", Source: "torchrun"}},
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
 			err: `LOCAL_RANK=3 is outside 0..0, the ranks on this host (LOCAL_WORLD_SIZE="1")`},
 		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_LOCAL_RANK": "5", "METAROCE_LOCAL_SIZE": "2"}, ok: true,

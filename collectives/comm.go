@@ -86,8 +86,11 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 		cfg.UDP.Seed = cfg.UDP.Seed*0x9e3779b97f4a7c15 + uint64(b.Rank) + 1
 	}
 	var shared string
-	if host := HostCPUs(); fitSpin(&cfg, b, host, runtime.NumCPU()) {
+	if host, allowed := HostCPUs(), runtime.NumCPU(); fitSpin(&cfg, b, host, allowed) {
 		shared = fmt.Sprintf("%d ranks share this host's %d CPUs: event-loop spinning off", b.LocalSize, host)
+		if b.Source == sourceLocal && allowed < host {
+			shared = fmt.Sprintf("%d ranks share this process's %d CPUs: event-loop spinning off", b.LocalSize, allowed)
+		}
 		cfg.Logf("rank %d/%d: %s", b.Rank, b.NRanks, shared)
 	}
 	var f linkFactory

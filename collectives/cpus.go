@@ -57,16 +57,19 @@ func countCPUList(s string) (int, error) {
 //
 // Ranks of one process (LaunchLocal) share one Go scheduler, which hands
 // the CPU to the rank with work better than the kernel does among
-// processes: they keep spinning up to inProcessSpinPerCPU ranks per CPU.
+// processes: they keep spinning up to inProcessSpinPerCPU ranks per CPU
+// the process may run on (a taskset or cpuset counts, unlike for a
+// launcher's ranks, which it pins one by one).
 func fitSpin(cfg *Config, b Bootstrap, host, allowed int) bool {
-	if cfg.Transport != TransportMetaRoCE || cfg.UDP.Spin != 0 || cfg.UDP.WaitSpin != 0 || allowed < host {
+	if cfg.Transport != TransportMetaRoCE || cfg.UDP.Spin != 0 || cfg.UDP.WaitSpin != 0 {
 		return false
 	}
-	perCPU := 1
 	if b.Source == sourceLocal {
-		perCPU = inProcessSpinPerCPU
-	}
-	if b.LocalSize <= perCPU*max(host, 1) {
+		// All the ranks share this process's CPUs, pinned or not.
+		if b.LocalSize <= inProcessSpinPerCPU*max(min(allowed, host), 1) {
+			return false
+		}
+	} else if allowed < host || b.LocalSize <= max(host, 1) {
 		return false
 	}
 	cfg.UDP.Spin, cfg.UDP.WaitSpin = -1, -1

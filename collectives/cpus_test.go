@@ -60,6 +60,8 @@ func TestFitSpin(t *testing.T) {
 		// inProcessSpinPerCPU ranks per CPU.
 		{name: "in process, 2 per CPU", source: sourceLocal, local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE},
 		{name: "in process, more", source: sourceLocal, local: 5, host: 2, allowed: 2, transport: TransportMetaRoCE, want: true},
+		{name: "in process under a cpuset", source: sourceLocal, local: 5, host: 64, allowed: 2, transport: TransportMetaRoCE, want: true},
+		{name: "in process, pinned, within", source: sourceLocal, local: 4, host: 64, allowed: 2, transport: TransportMetaRoCE},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Config{Transport: c.transport}

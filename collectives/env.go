@@ -25,7 +25,8 @@ import (
 // MASTER_PORT, else (single-host jobs) 127.0.0.1 at DefaultRootPort, moved
 // by the job's identity (RootPort). Bootstrap.Vars names the variables
 // it used, and an error names the variable and value at fault: among them
-// a negative local rank, a rank without a rank count or the reverse
+// a negative local rank, a local rank outside the host's ranks
+// (checkLocal), a rank without a rank count or the reverse
 // where both always come together (METAROCE_*, Open MPI), and a
 // rendezvous address no rank could reach (see rootFrom): METAROCE_ROOT
 // with port 0 or none, a MASTER_PORT outside 1..65534, and MASTER_ADDR
@@ -136,7 +137,7 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 			return b, true, err
 		}
 		if b.LocalSize > b.NRanks {
-			b.LocalSize = b.NRanks // a stale Slurm count (checkLocal)
+			b.LocalSize = b.NRanks // a count of the allocation, not the job (checkLocal)
 		}
 		b.Job = jobFrom(s.name, get)
 		if b.Root, b.Vars.Root, err = rootFrom(s.name, b, get); err != nil {
@@ -273,21 +274,18 @@ func hereOnly(rank int, host string) string {
 	return ""
 }
 
-// parseLocalSize reads a launcher's ranks-on-this-host count. Slurm writes
-// checkLocal refuses a local layout that contradicts itself: more ranks
-// on this host than in the job, or a local rank outside the host's ranks.
-// torchrun, Open MPI and our own variables are set for each process by its
-// launcher, so a contradiction there is a broken environment, whose CPU
-// share (CPUShare) and host span (spansHosts) would be wrong. Slurm's
-// SLURM_NTASKS_PER_NODE may describe the allocation rather than the step
-// (srun -n 2 inside an allocation of 4 tasks per node): it is not checked,
-// and a count above the job's is read as the job's.
+// checkLocal refuses a local rank outside the host's ranks: torchrun, Open
+// MPI and our own variables are set for each process by its launcher, so
+// that contradiction is a broken environment, whose CPU share (CPUShare)
+// would be wrong. A local size above the job's rank count is not refused
+// but read as the job's (bootstrapFrom): Slurm's SLURM_NTASKS_PER_NODE may
+// describe the allocation rather than the step (srun -n 2 inside an
+// allocation of 4 tasks per node), and job scripts copy it into
+// LOCAL_WORLD_SIZE or METAROCE_LOCAL_SIZE. Slurm's own local rank is not
+// checked against that count for the same reason.
 func checkLocal(scheme string, b Bootstrap, localVar, sizeVar, sizeVal string) error {
-	if scheme == "slurm" {
+	if scheme == "slurm" || b.LocalSize > b.NRanks {
 		return nil
-	}
-	if b.LocalSize > b.NRanks {
-		return fmt.Errorf("collectives: %s=%q: more ranks on this host than in the job (%s=%d)", sizeVar, sizeVal, b.Vars.NRanks, b.NRanks)
 	}
 	if b.LocalSize > 0 && b.LocalRank >= b.LocalSize {
 		return fmt.Errorf("collectives: %s=%d is outside 0..%d, the ranks on this host (%s=%q)", localVar, b.LocalRank, b.LocalSize-1, sizeVar, sizeVal)
@@ -295,6 +293,7 @@ func checkLocal(scheme string, b Bootstrap, localVar, sizeVar, sizeVal string) e
 	return nil
 }
 
+// parseLocalSize reads a launcher's ranks-on-this-host count. Slurm writes
 // SLURM_NTASKS_PER_NODE as "4" or, when the nodes differ, as "4(x2)" or
 // "4,2"; only a single count applies to every node, so a list reads as
 // unknown (0) rather than failing the job.
