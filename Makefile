@@ -35,8 +35,10 @@ PLUGIN_SRC := $(shell $(GO) list -deps -f '{{if not .Standard}}{{range .GoFiles}
 NAMED_PLUGINS   := $(BUILD)/libnccl-net-metaroce.so $(BUILD)/librccl-net-metaroce.so
 DEFAULT_PLUGINS := $(BUILD)/libnccl-net.so $(BUILD)/librccl-net.so
 PLUGINS := $(NAMED_PLUGINS) $(DEFAULT_PLUGINS)
-# make install INSTALL_DEFAULT_NAMES=1 installs the default names too.
+# make install INSTALL_DEFAULT_NAMES=1 installs the default names too (1, yes
+# or true; anything else, 0 included, does not).
 INSTALL_DEFAULT_NAMES ?=
+INSTALL_DEFAULTS := $(filter 1 yes true,$(INSTALL_DEFAULT_NAMES))
 
 plugin: $(PLUGINS) ## The c-shared NCCL/RCCL net plugin, under each name NCCL and RCCL load
 
@@ -63,7 +65,12 @@ $(BUILD)/nccl-net-harness: net-plugin/harness/harness.c include/metaroce/nccl_ne
 # would put every job on the host on MetaRoCE.
 install: plugin ## Install the plugin (NCCL_NET_PLUGIN=metaroce; INSTALL_DEFAULT_NAMES=1: every job's default too), header, pkg-config file under PREFIX
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/metaroce $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 $(NAMED_PLUGINS) $(if $(INSTALL_DEFAULT_NAMES),$(DEFAULT_PLUGINS)) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(NAMED_PLUGINS) $(if $(INSTALL_DEFAULTS),$(DEFAULT_PLUGINS)) $(DESTDIR)$(PREFIX)/lib/
+	@$(if $(INSTALL_DEFAULTS),true,for f in $(notdir $(DEFAULT_PLUGINS)); do \
+		if [ -e "$(DESTDIR)$(PREFIX)/lib/$$f" ]; then \
+			echo "install: $(DESTDIR)$(PREFIX)/lib/$$f is left from an earlier install and is not updated: jobs without NCCL_NET_PLUGIN still load it; remove it, or install with INSTALL_DEFAULT_NAMES=1" >&2; \
+		fi; \
+	done)
 	install -m 644 include/metaroce/nccl_net.h $(DESTDIR)$(PREFIX)/include/metaroce/
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: metaroce-net\nDescription: MetaRoCE NCCL/RCCL net plugin\nVersion: 0.1.0\nLibs: -L$${libdir} -lnccl-net-metaroce\nCflags: -I$${includedir}\n' $(PREFIX) > $(DESTDIR)$(PREFIX)/lib/pkgconfig/metaroce-net.pc
 
