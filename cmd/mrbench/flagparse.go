@@ -28,10 +28,17 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, name string) 
 	}
 	if err != nil {
 		const undefined = "flag provided but not defined: -"
-		if msg := err.Error(); strings.HasPrefix(msg, undefined) {
+		msg := err.Error()
+		if strings.HasPrefix(msg, undefined) {
 			return fmt.Errorf("unknown flag %s (%s -h lists the flags)", asTyped(args, msg[len(undefined):]), name)
 		}
-		return fmt.Errorf("%w (%s -h lists the flags)", err, name)
+		// "invalid value "x" for flag -name: why": name the flag as typed.
+		if _, rest, ok := strings.Cut(msg, " for flag -"); ok && strings.HasPrefix(msg, "invalid ") {
+			if n, _, ok := strings.Cut(rest, ":"); ok {
+				msg = strings.Replace(msg, " for flag -"+n+":", " for flag "+asTyped(args, n)+":", 1)
+			}
+		}
+		return fmt.Errorf("%s (%s -h lists the flags)", msg, name)
 	}
 	return nil
 }

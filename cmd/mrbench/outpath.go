@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 )
 
 // checkOutputs verifies, before any measurement, that every output file
@@ -51,7 +52,13 @@ func writable(path string) error {
 	switch fi, err := os.Stat(dir); {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("directory %s does not exist", dir)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("directory %s does not exist (a file stands in its path)", dir)
 	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named once, here
+		}
 		return fmt.Errorf("directory %s: %w", dir, err)
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)

@@ -21,6 +21,7 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 	}{
 		{"missing directory", []string{"--json", filepath.Join(dir, "no", "r.json")}, "directory " + filepath.Join(dir, "no") + " does not exist"},
 		{"file as directory", []string{"--json", filepath.Join(dir, "f", "r.json")}, filepath.Join(dir, "f") + " is not a directory"},
+		{"file deeper in the path", []string{"--json", filepath.Join(dir, "f", "sub", "r.json")}, "directory " + filepath.Join(dir, "f", "sub") + " does not exist (a file stands in its path)"},
 		{"directory", []string{"--csv", dir}, "is a directory"},
 		{"same file twice", []string{"--json", filepath.Join(dir, "r"), "--csv", filepath.Join(dir, "r")}, "writes the same file"},
 		{"plot in missing directory", []string{"--plot", filepath.Join(dir, "no", "p.png")}, "does not exist"},

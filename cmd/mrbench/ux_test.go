@@ -222,7 +222,7 @@ func TestHelpOnStdoutErrorsOneLine(t *testing.T) {
 		{[]string{"-bogus=1"}, "mrbench: unknown flag -bogus (mrbench -h lists the flags)"},
 		{[]string{"-b", "10X"}, `mrbench: invalid value "10X" for flag -b: `},
 		{[]string{"sim", "--bogus", "loss"}, "mrbench sim: unknown flag --bogus (mrbench sim -h lists the flags)"},
-		{[]string{"sim", "loss", "--seed", "x"}, `mrbench sim: invalid value "x" for flag -seed`},
+		{[]string{"sim", "loss", "--seed", "x"}, `mrbench sim: invalid value "x" for flag --seed: `},
 	} {
 		code, out, errs := runMrbench(t, tc.args...)
 		assert.Equal(t, exitUsage, code, tc.args)

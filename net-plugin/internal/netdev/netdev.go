@@ -180,8 +180,12 @@ func Select(f Filter) ([]Iface, error) {
 			for _, i := range pick(func(net.Interface) bool { return true }) {
 				have = append(have, i.Name)
 			}
+			list := strings.Join(have, ", ")
+			if list == "" {
+				list = "none"
+			}
 			return nil, fmt.Errorf("METAROCE_IFNAMES=%q: %w (running, with an address: %s; check `ip addr`)",
-				f.spec, ErrNoMatch, strings.Join(have, ", "))
+				f.spec, ErrNoMatch, list)
 		}
 		return out, nil
 	}
