@@ -21,5 +21,8 @@
 // cross XOFF and resumes it under XON (a failure releases the bytes it
 // drops and clears the failed link's pauses).
 // Links serialise at their exact rate (a whole number of bits per second).
-// Packets carry a header and a payload length but no payload bytes.
+// Packets carry a header and a payload length but no payload bytes; a
+// packet delivered to a host says when its last link serialised it and how
+// much of its payload the host's transport placed (Packet.TxStart, TxEnd,
+// Placed), from which goodput is measured against what the link can carry.
 package sim

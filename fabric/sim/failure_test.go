@@ -33,8 +33,8 @@ func (b *stamper) PollTransmit(now int64, buf []byte) (Tx, bool) {
 	return tx, ok
 }
 
-func (b *stamper) Receive(now int64, from, plane int, ecn ECN, data []byte) {
-	b.blaster.Receive(now, from, plane, ecn, data)
+func (b *stamper) Receive(now int64, from, plane int, ecn ECN, data []byte) int {
+	placed := b.blaster.Receive(now, from, plane, ecn, data)
 	b.got[binary.LittleEndian.Uint64(data[8:])] = true
 	if now >= b.cut {
 		b.afterCut++
@@ -42,6 +42,7 @@ func (b *stamper) Receive(now int64, from, plane int, ecn ECN, data []byte) {
 			b.late++
 		}
 	}
+	return placed
 }
 
 // keysQueued returns the keys (see stamper) of the packets queued at port
@@ -272,14 +273,15 @@ type echo struct {
 	back             int64
 }
 
-func (e *echo) Receive(now int64, from, plane int, ecn ECN, data []byte) {
+func (e *echo) Receive(now int64, from, plane int, ecn ECN, data []byte) int {
 	if e.to < 0 {
 		e.out = append(e.out, Tx{To: from, Plane: plane, N: e.ackN})
-		return
+		return 0
 	}
 	if e.back < 0 {
 		e.back = now
 	}
+	return 0
 }
 func (e *echo) PollTransmit(now int64, buf []byte) (Tx, bool) {
 	if len(e.out) == 0 {

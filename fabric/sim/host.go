@@ -166,7 +166,8 @@ func (h *Host) timer(at int64) {
 	h.pump()
 }
 
-// receive hands a packet to the transport.
+// receive hands a packet to the transport, then to Sim.OnRx with what
+// the transport placed.
 func (h *Host) receive(pk *Packet) {
 	n := len(pk.Hdr) + int(pk.PayloadLen)
 	if n > len(h.rxbuf) {
@@ -175,8 +176,8 @@ func (h *Host) receive(pk *Packet) {
 	copy(h.rxbuf, pk.Hdr)
 	h.RxPackets++
 	h.RxPayload[pk.Src] += uint64(pk.PayloadLen)
+	pk.Placed = int32(h.T.Receive(h.sim.now, int(pk.Src), int(pk.Plane), pk.ECN, h.rxbuf[:n]))
 	h.sim.observeRx(h, pk)
-	h.T.Receive(h.sim.now, int(pk.Src), int(pk.Plane), pk.ECN, h.rxbuf[:n])
 	h.sim.freePacket(pk)
 	h.pump()
 }

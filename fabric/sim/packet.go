@@ -29,6 +29,15 @@ type Packet struct {
 	inPort     int32  // ingress port at the switch holding it (PFC accounting)
 	linkGen    uint32 // gen of the port it is being sent from (see port.gen)
 	Hdr        []byte // transport header (pooled storage)
+	// TxStart and TxEnd are when the port that delivered the packet (its
+	// last hop) began and ended serialising it, ns. A port sends one
+	// packet at a time, so the packets a host receives on one plane
+	// occupy disjoint intervals [TxStart, TxEnd) of its link.
+	TxStart, TxEnd int64
+	// Placed is the payload the receiving transport placed into a posted
+	// receive (Transport.Receive's result), bytes; set before Sim.OnRx
+	// sees the packet.
+	Placed int32
 }
 
 // newPacket returns a zeroed packet from the pool with Hdr sized n.

@@ -63,7 +63,9 @@ type Sim struct {
 
 	// Stats are updated as the run proceeds.
 	Stats Stats
-	// OnRx, when set, observes every packet delivered to a host.
+	// OnRx, when set, observes every packet delivered to a host, once the
+	// host's transport has handled it (Packet.Placed). The packet is
+	// freed when OnRx returns.
 	OnRx func(now int64, h *Host, pk *Packet)
 }
 
@@ -328,6 +330,7 @@ func (s *Sim) kick(pi int32) {
 	pk := s.dequeue(pi)
 	p.busy = true
 	d := p.txTime(pk.Size)
+	pk.TxStart, pk.TxEnd = s.now, s.now+d
 	s.schedule(event{at: s.now + d, kind: evTxDone, a: pi})
 	p.sentPkts++
 	p.sentBytes += uint64(pk.Size)

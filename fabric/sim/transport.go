@@ -41,7 +41,11 @@ type Event struct {
 type Transport interface {
 	// Receive hands in a datagram from host from on local plane: data is
 	// the header followed by payload bytes whose content is meaningless.
-	Receive(now int64, from, plane int, ecn ECN, data []byte)
+	// It returns the payload bytes the transport placed into a posted
+	// receive: 0 for a control packet and for DATA it did not place (a
+	// duplicate, a packet go-back-N drops out of order, one no receive
+	// was posted for), so that every message byte is placed once.
+	Receive(now int64, from, plane int, ecn ECN, data []byte) int
 	// PollTransmit writes the next datagram's header into buf.
 	PollTransmit(now int64, buf []byte) (Tx, bool)
 	HandleTimeout(now int64)

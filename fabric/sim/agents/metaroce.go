@@ -19,11 +19,15 @@ func NewMetaRoCE(cfg transport.Config, rng *rand.Rand) *MetaRoCE {
 	return &MetaRoCE{EP: transport.NewEndpoint(cfg, rng), bound: cfg.ConcurrentSenders}
 }
 
-// Receive implements sim.Transport. The placement is dropped: the simulator
-// moves no payload bytes.
-func (m *MetaRoCE) Receive(now int64, from, plane int, ecn sim.ECN, data []byte) {
-	m.EP.HandleDatagram(transport.Time(now), transport.Datagram{
+// Receive implements sim.Transport. Only the placement's length is kept:
+// the simulator moves no payload bytes.
+func (m *MetaRoCE) Receive(now int64, from, plane int, ecn sim.ECN, data []byte) int {
+	pl := m.EP.HandleDatagram(transport.Time(now), transport.Datagram{
 		From: transport.RemoteID(from), Plane: uint8(plane), ECN: transport.ECN(ecn), Data: data})
+	if !pl.OK {
+		return 0
+	}
+	return len(pl.Payload)
 }
 
 // PollTransmit implements sim.Transport.

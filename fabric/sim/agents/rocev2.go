@@ -10,9 +10,14 @@ type RoCEv2 struct {
 	EP *rocev2.Endpoint
 }
 
-// Receive implements sim.Transport.
-func (r *RoCEv2) Receive(now int64, from, plane int, ecn sim.ECN, data []byte) {
-	r.EP.HandleDatagram(now, uint32(from), uint8(plane), uint8(ecn), data)
+// Receive implements sim.Transport: the payload placed is the length of
+// the endpoint's placement.
+func (r *RoCEv2) Receive(now int64, from, plane int, ecn sim.ECN, data []byte) int {
+	pl := r.EP.HandleDatagram(now, uint32(from), uint8(plane), uint8(ecn), data)
+	if !pl.OK {
+		return 0
+	}
+	return pl.Len
 }
 
 // PollTransmit implements sim.Transport.

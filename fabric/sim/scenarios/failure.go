@@ -59,7 +59,7 @@ func failureScenario(r *runner) (*Result, error) {
 				pairs = append(pairs, [2]int{h, (h + per) % n})
 			}
 			const msg = 64 << 10
-			perFlow := float64(dur) * payloadRate(o, c) * float64(planes) / 1e9
+			perFlow := float64(dur) * payloadRate(o, c, proto) * float64(planes) / 1e9
 			j := newJob(s, streams(n, pairs, msg, int(perFlow/msg)+8))
 			j.window = perLinkRate(s, recvWindow)
 			thr := &series{bin: bin}
@@ -138,7 +138,7 @@ func failureScenario(r *runner) (*Result, error) {
 			// spines−1 of its uplinks, for the per flows leaving leaf 0 and
 			// the per flows entering it (one of n per leaf each way); a
 			// plane failure leaves planes−1 ports per host.
-			full := payloadRate(o, c) * float64(planes) * float64(n) * 8 / 1e9 // Gb/s
+			full := payloadRate(o, c, proto) * float64(planes) * float64(n) * 8 / 1e9 // Gb/s
 			surv := 1 - 1/float64(planes)
 			if kase == "spine-link" {
 				hit := 2 * float64(per) / float64(n)

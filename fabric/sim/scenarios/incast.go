@@ -56,14 +56,14 @@ func incastScenario(r *runner) (*Result, error) {
 			pairs = append(pairs, [2]int{h, 0})
 		}
 		const msg = 64 << 10
-		perFlow := float64(dur) * payloadRate(o, c) / 1e9 / float64(n-1)
+		perFlow := float64(dur) * payloadRate(o, c, proto) / 1e9 / float64(n-1)
 		j := newJob(s, streams(n, pairs, msg, int(perFlow/msg)+8))
 		fq := &series{bin: fbin}
 		fine := make([]*series, n)
 		for h := range fine {
 			fine[h] = &series{bin: fbin}
 		}
-		var got float64
+		g := newGoodputMeter(s, j, 0, dur)
 		// firstAck is the first acknowledgement to reach a sender after
 		// the first DATA reached the receiver (ns from the start): the
 		// first feedback any sender has about the receiver's queue. A
@@ -74,6 +74,7 @@ func incastScenario(r *runner) (*Result, error) {
 			fq.max(now-j.Start, float64(s.DownlinkStats(0, 0).QueueBytes))
 		}
 		s.OnRx = func(now int64, h *sim.Host, pk *sim.Packet) {
+			g.observe(pk)
 			if h.ID == 0 && j.Start >= 0 {
 				fine[pk.Src].add(now-j.Start, float64(pk.PayloadLen))
 				if pk.PayloadLen > 0 && firstData < 0 {
@@ -85,7 +86,6 @@ func incastScenario(r *runner) (*Result, error) {
 				firstAck = now - j.Start
 			}
 		}
-		j.onRecv = func(now int64, h, from int, b uint64) { got += float64(b) }
 		var sample func(now int64)
 		sample = func(now int64) {
 			if j.Start >= 0 {
@@ -134,9 +134,10 @@ func incastScenario(r *runner) (*Result, error) {
 		js := meanJain(jains[nb/2:])
 		st := s.DownlinkStats(0, 0)
 		sum.Add(proto, float64(firstAck)/1e3, js, fair, below, settled, float64(st.MaxQueue)/1e3, st.Drops,
-			got/(float64(dur)/1e9)/payloadRate(o, c))
+			g.frac(1, payloadRate(o, c, proto)))
 	}
 	res.Notes = append(res.Notes, "rtts_* = -1: never reached within the run; RTT is the base RTT parameter",
+		"goodput_frac: payload placed at host 0, of the packets its link serialised from the start to a link delay before the end, of what the link carries in full DATA packets of the protocol (at most 1)",
 		"jain_2nd_half: mean of the second half's rate bins in which some sender delivered data (a bin with none has no index: NaN in the time series); -1: no sender delivered anything in the second half")
 	return res, nil
 }

@@ -50,7 +50,7 @@ func planesScenario(r *runner) (*Result, error) {
 				}
 			}
 			const msg = 64 << 10
-			perFlow := float64(dur) * payloadRate(o, c) * float64(p) / 1e9 / float64(n-1)
+			perFlow := float64(dur) * payloadRate(o, c, proto) * float64(p) / 1e9 / float64(n-1)
 			j := newJob(s, streams(n, pairs, msg, int(perFlow/msg)+4))
 			j.window = perLinkRate(s, 4)
 			warm := dur / 5
@@ -81,7 +81,7 @@ func planesScenario(r *runner) (*Result, error) {
 			rx1 := rxNow()
 			retx := (wastedPkts(s, j) - retx0) * uint64(o.MTU)
 			secs := float64(dur-warm) / 1e9
-			hostCap := payloadRate(o, c) * float64(p) * secs
+			hostCap := payloadRate(o, c, proto) * float64(p) * secs
 			var got float64
 			minFrac := 1e9
 			for h := range rx1 {

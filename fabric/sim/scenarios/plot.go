@@ -1,8 +1,10 @@
 package scenarios
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // WritePNG draws the result's i-th plot into a PNG file at path.
@@ -72,8 +75,9 @@ func (r *Result) WritePNG(i int, path string) error {
 	if spec.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		// The curves of a size sweep rise to the right.
-		p.Legend.Top, p.Legend.Left = true, true
+	}
+	if spec.Fraction {
+		p.Y.Min, p.Y.Max = 0, 1
 	}
 	var args []any
 	for _, s := range order {
@@ -82,7 +86,57 @@ func (r *Result) WritePNG(i int, path string) error {
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return err
 	}
-	return p.Save(6*vg.Inch, 3.5*vg.Inch, path)
+	c, err := draw.NewFormattedCanvas(plotWidth, plotHeight, "png")
+	if err != nil {
+		return err
+	}
+	area, leg := legendBeside(p, draw.New(c))
+	p.Draw(area)
+	leg.Draw()
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// The size of a plot's PNG, which holds the legend in a column right of
+// the axes.
+const (
+	plotWidth  = 7 * vg.Inch
+	plotHeight = 3.5 * vg.Inch
+)
+
+// placedLegend is a legend with the canvas it is drawn into.
+type placedLegend struct {
+	plot.Legend
+	c draw.Canvas
+}
+
+// Draw draws the legend into its canvas.
+func (l placedLegend) Draw() { l.Legend.Draw(l.c) }
+
+// legendBeside moves p's legend out of the plot, into a column at the
+// right of c, and returns the canvas left for the plot (title, axes and
+// data) and the legend with its place, at the top of the column. Inside
+// the axes the legend covered some curve wherever it sat: in its default
+// corner, bottom right, it hid go-back-N's goodput, which runs along the
+// axis there at loss of a few percent, and a curve that rises to the
+// right passes through a top corner.
+func legendBeside(p *plot.Plot, c draw.Canvas) (draw.Canvas, placedLegend) {
+	leg := p.Legend
+	p.Legend = plot.NewLegend() // p draws none
+	leg.Top, leg.Left = true, true
+	em := leg.TextStyle.Rectangle(" ").Max.X
+	w := leg.Rectangle(c).Size().X + 2*em
+	top := vg.Length(0)
+	if p.Title.Text != "" {
+		// Level with the top of the axes, below the title.
+		top = p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+	}
+	area := draw.Crop(c, 0, -w, 0, 0)
+	col := draw.Crop(c, c.Size().X-w+em, 0, 0, -top)
+	return area, placedLegend{Legend: leg, c: col}
 }
 
 // seriesLabel is a cell as a legend shows it: a number without the

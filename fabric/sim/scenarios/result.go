@@ -72,6 +72,10 @@ type PlotSpec struct {
 	Table, X, Y, Series string
 	Title               string
 	LogX                bool // logarithmic x axis (a size sweep)
+	// Fraction says that y is a fraction of a whole, at most 1: the y
+	// axis runs from 0 to 1, so that the figure shows how far a curve
+	// stays from the whole.
+	Fraction bool
 }
 
 // Result is a scenario's output.

@@ -44,11 +44,11 @@ func (w *wireCount) PollTransmit(now int64, buf []byte) (sim.Tx, bool) {
 	return tx, ok
 }
 
-func (w *wireCount) Receive(now int64, from, plane int, ecn sim.ECN, data []byte) {
+func (w *wireCount) Receive(now int64, from, plane int, ecn sim.ECN, data []byte) int {
 	if len(data) >= bulkPayload {
 		w.lastArrived = now
 	}
-	w.Transport.Receive(now, from, plane, ecn, data)
+	return w.Transport.Receive(now, from, plane, ecn, data)
 }
 
 // wireReport is what the hosts of one run put on the wire. Counts and
