@@ -284,11 +284,11 @@ func hereOnly(rank int, host string) string {
 // LOCAL_WORLD_SIZE or METAROCE_LOCAL_SIZE. Slurm's own local rank is not
 // checked against that count for the same reason.
 func checkLocal(scheme string, b Bootstrap, localVar, sizeVar, sizeVal string) error {
-	if scheme == "slurm" || b.LocalSize > b.NRanks {
+	if scheme == "slurm" {
 		return nil
 	}
-	if b.LocalSize > 0 && b.LocalRank >= b.LocalSize {
-		return fmt.Errorf("collectives: %s=%d is outside 0..%d, the ranks on this host (%s=%q)", localVar, b.LocalRank, b.LocalSize-1, sizeVar, sizeVal)
+	if n := min(b.LocalSize, b.NRanks); n > 0 && b.LocalRank >= n {
+		return fmt.Errorf("collectives: %s=%d is outside 0..%d, the ranks on this host (%s=%q, %s=%d)", localVar, b.LocalRank, n-1, sizeVar, sizeVal, b.Vars.NRanks, b.NRanks)
 	}
 	return nil
 }
