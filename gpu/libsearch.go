@@ -67,12 +67,14 @@ func sitePackages(prefix string) string {
 // environment, which the search matches as a pattern: a path with '[' or
 // '*' in it would otherwise match nothing, or other directories.
 func globQuote(dir string) string {
+	// Byte by byte: the metacharacters are ASCII, and a directory name
+	// need not be UTF-8.
 	var b strings.Builder
-	for _, r := range dir {
-		if strings.ContainsRune(`*?[\`, r) {
+	for i := 0; i < len(dir); i++ {
+		if strings.IndexByte(`*?[\`, dir[i]) >= 0 {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(dir[i])
 	}
 	return b.String()
 }

@@ -112,3 +112,16 @@ func TestRuntimeSearch(t *testing.T) {
 		})
 	}
 }
+
+// TestGlobQuote: the glob metacharacters of a directory are escaped, and
+// bytes that are not UTF-8 are kept as they are.
+func TestGlobQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/opt/x":        "/opt/x",
+		"/a[1]/b*c?":    `/a\[1]/b\*c\?`,
+		`/back\slash`:   `/back\\slash`,
+		"/jos\xe9/lib[": "/jos\xe9/lib\\[",
+	} {
+		require.Equal(t, want, globQuote(in), "%q", in)
+	}
+}

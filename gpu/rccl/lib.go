@@ -21,7 +21,7 @@ const EnvLib = "METAROCE_RCCL_LIB"
 // wheel) must not take a ROCm machine's system RCCL's place. PyTorch's
 // ROCm wheels bundle librccl in torch/lib, its CUDA wheels load libnccl
 // from the nvidia-nccl-cu* wheel; a libnccl in torch/lib (builds that
-// bundle it, possibly renamed libnccl-<hash>.so.N by the wheel tools) is
+// bundle it, possibly renamed libnccl-<8 hex digits>.so.N by the wheel tools) is
 // taken too, as gpu/check/mrbench_rccl.sh does, but not a net plugin
 // copied there (libnccl-net*.so).
 var (
@@ -35,7 +35,7 @@ var (
 	}
 	ncclSearch = gpu.LibSearch{
 		Names:  []string{"libnccl.so.2", "libnccl.so"},
-		Python: []string{"torch/lib/libnccl.so*", "torch/lib/libnccl-[0-9a-f]*.so*", "nvidia/nccl/lib/libnccl.so*"},
+		Python: []string{"torch/lib/libnccl.so*", "torch/lib/libnccl-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f].so*", "nvidia/nccl/lib/libnccl.so*"},
 		System: []dl.Place{gpu.Linker("libnccl.so.2", "libnccl.so")},
 	}
 )

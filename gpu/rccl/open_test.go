@@ -59,7 +59,7 @@ func TestOpenSearch(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorContains(t, err, "rccl: cannot load the RCCL/NCCL library: ")
 	require.ErrorContains(t, err, "looked for torch/lib/librccl.so* in $VIRTUAL_ENV ("+venv+"/lib/python3*/site-packages)")
-	require.ErrorContains(t, err, "for torch/lib/libnccl.so*, torch/lib/libnccl-[0-9a-f]*.so*, nvidia/nccl/lib/libnccl.so* in $VIRTUAL_ENV ("+venv+"/lib/python3*/site-packages)")
+	require.ErrorContains(t, err, "for torch/lib/libnccl.so*, torch/lib/libnccl-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f].so*, nvidia/nccl/lib/libnccl.so* in $VIRTUAL_ENV ("+venv+"/lib/python3*/site-packages)")
 	require.ErrorContains(t, err, "/usr/local/lib/python3*/dist-packages")
 	require.ErrorContains(t, err, "for librccl.so, librccl.so.1 in the dynamic linker's path, /opt/rocm/lib")
 	require.ErrorContains(t, err, "for libnccl.so.2, libnccl.so in the dynamic linker's path")

@@ -36,7 +36,7 @@ func TestSearchOrder(t *testing.T) {
 		"conda/lib/libnccl.so.2",
 		"conda/lib/libnccl.so",
 		"home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
-		"userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c.so.2",
+		"userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c3d.so.2",
 		"userbase/lib/python3.9/site-packages/torch/lib/libnccl-net-metaroce.so",
 		"v[1]*/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
 	)
@@ -68,7 +68,7 @@ func TestSearchOrder(t *testing.T) {
 			nccl(in("home/.local/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"))},
 		{"PYTHONUSERBASE instead of ~/.local; an older PyTorch's libnccl in torch/lib, not a net plugin beside it",
 			env("HOME", "home", gpu.EnvPythonUserBase, "userbase"),
-			nccl(in("userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c.so.2"))},
+			nccl(in("userbase/lib/python3.9/site-packages/torch/lib/libnccl-4a1b2c3d.so.2"))},
 		{"all at once: LD_LIBRARY_PATH, virtualenv, conda, user, system",
 			env(gpu.EnvLDLibraryPath, "ld", gpu.EnvVirtualEnv, "venv", gpu.EnvCondaPrefix, "conda", "HOME", "home"),
 			nccl(in("ld/libnccl.so.2"),
