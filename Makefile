@@ -36,9 +36,11 @@ NAMED_PLUGINS   := $(BUILD)/libnccl-net-metaroce.so $(BUILD)/librccl-net-metaroc
 DEFAULT_PLUGINS := $(BUILD)/libnccl-net.so $(BUILD)/librccl-net.so
 PLUGINS := $(NAMED_PLUGINS) $(DEFAULT_PLUGINS)
 # make install INSTALL_DEFAULT_NAMES=1 installs the default names too (1, yes
-# or true; anything else, 0 included, does not).
+# or true in any case; empty, 0, no or false do not; anything else is an
+# error rather than a guess).
 INSTALL_DEFAULT_NAMES ?=
-INSTALL_DEFAULTS := $(filter 1 yes true,$(INSTALL_DEFAULT_NAMES))
+INSTALL_DEFAULTS_LC := $(shell printf '%s' '$(INSTALL_DEFAULT_NAMES)' | tr A-Z a-z)
+INSTALL_DEFAULTS := $(filter 1 yes true,$(INSTALL_DEFAULTS_LC))
 
 plugin: $(PLUGINS) ## The c-shared NCCL/RCCL net plugin, under each name NCCL and RCCL load
 
@@ -64,6 +66,7 @@ $(BUILD)/nccl-net-harness: net-plugin/harness/harness.c include/metaroce/nccl_ne
 # so those names in a directory the loader searches (/usr/local/lib is one)
 # would put every job on the host on MetaRoCE.
 install: plugin ## Install the plugin (NCCL_NET_PLUGIN=metaroce; INSTALL_DEFAULT_NAMES=1: every job's default too), header, pkg-config file under PREFIX
+	$(if $(filter-out 1 yes true 0 no false,$(INSTALL_DEFAULTS_LC)),$(error INSTALL_DEFAULT_NAMES=$(INSTALL_DEFAULT_NAMES): want 1, yes or true (install libnccl-net.so and librccl-net.so too) or empty, 0, no or false))
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/metaroce $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(NAMED_PLUGINS) $(if $(INSTALL_DEFAULTS),$(DEFAULT_PLUGINS)) $(DESTDIR)$(PREFIX)/lib/
 	@$(if $(INSTALL_DEFAULTS),true,for f in $(notdir $(DEFAULT_PLUGINS)); do \
