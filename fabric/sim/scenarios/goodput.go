@@ -56,11 +56,17 @@ func (g *goodputMeter) window() int64 { return g.end - g.start }
 
 // gbps is the payload counted per link, Gb/s, over links host links.
 func (g *goodputMeter) gbps(links int) float64 {
+	if g.window() <= 0 {
+		return 0 // a link delay as long as the run leaves no window
+	}
 	return g.placed * 8 / float64(g.window()) / float64(links)
 }
 
 // frac is the payload counted as a fraction of what links host links
 // carry at rate payload bytes per second each in the window.
 func (g *goodputMeter) frac(links int, rate float64) float64 {
+	if g.window() <= 0 {
+		return 0
+	}
 	return g.placed / (float64(g.window()) / 1e9) / float64(links) / rate
 }
