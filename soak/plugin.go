@@ -38,6 +38,14 @@ const (
 // lookPath is exec.LookPath; tests replace it to take the no-compiler path.
 var lookPath = exec.LookPath
 
+// cgoOff reports whether the go command builds with cgo off
+// (CGO_ENABLED=0), where no c-shared library can be built; a go command
+// that cannot say counts as on, and its build reports why.
+func cgoOff(ctx context.Context) bool {
+	out, err := exec.CommandContext(ctx, "go", "env", "CGO_ENABLED").Output()
+	return err == nil && strings.TrimSpace(string(out)) != "1"
+}
+
 // pluginKit is the plugin library and the C harness, built into dir.
 type pluginKit struct {
 	dir, lib, harness string
@@ -52,7 +60,7 @@ func buildPlugin(ctx context.Context, root string) (*pluginKit, error) {
 			return nil, fmt.Errorf("%w: %s not found in PATH, needed to build the NCCL net plugin and its C harness", errNoCompiler, tool)
 		}
 	}
-	if out, err := exec.CommandContext(ctx, "go", "env", "CGO_ENABLED").Output(); err == nil && strings.TrimSpace(string(out)) != "1" {
+	if cgoOff(ctx) {
 		return nil, fmt.Errorf("%w: cgo is off (CGO_ENABLED=0), and the NCCL net plugin is a c-shared library", errNoCompiler)
 	}
 	if root == "" {

@@ -104,7 +104,7 @@ func TestPluginRoundsShort(t *testing.T) {
 			t.Skipf("%s not installed: cannot build the plugin and its C harness", tool)
 		}
 	}
-	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err == nil && strings.TrimSpace(string(out)) != "1" {
+	if cgoOff(context.Background()) {
 		t.Skip("cgo is off (CGO_ENABLED=0): the plugin is a c-shared library")
 	}
 	rep, err := Run(context.Background(), Options{Plugin: true, PluginEvery: 2, Duration: time.Minute, MaxRounds: 8,
