@@ -86,9 +86,10 @@ func TestEndToEndLocal(t *testing.T) {
 }
 
 // TestEndToEndVerboseAndLoss: -v prints per-peer counters after each table,
-// and a lossy MetaRoCE run still gets every element right.
+// a lossy MetaRoCE run still gets every element right, and the seed that
+// --seed 0 drew is in the header.
 func TestEndToEndVerboseAndLoss(t *testing.T) {
-	code, out, errs := runMrbench(t, "-np", "2", "--transport", "metaroce", "--loss", "0.01", "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-w", "0", "-v")
+	code, out, errs := runMrbench(t, "-np", "2", "--transport", "metaroce", "--loss", "0.01", "--seed", "0", "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-w", "0", "-v")
 	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errs, out)
 	tables, err := parseNCCLTests(out)
 	require.NoError(t, err)
@@ -100,7 +101,7 @@ func TestEndToEndVerboseAndLoss(t *testing.T) {
 	assert.Contains(t, out, "# metaroce per-peer counters:")
 	assert.Regexp(t, `(?m)^#   path plane 0 entropy +\d+ (active|idle) +packets +\d+`, out, "-v prints one line per path")
 	assert.Regexp(t, `(?m)^# datapath: 1 plane\(s\), \d+ path\(s\) per plane, .*max datagram \d+ B`, out)
-	assert.Contains(t, out, "# loss: driver drops each MetaRoCE datagram with probability 0.01")
+	assert.Regexp(t, `(?m)^# loss: driver drops each MetaRoCE datagram with probability 0\.01 \(seed (\d+), drawn at random: --seed (\d+) repeats it\)$`, out)
 }
 
 // TestUsageErrors: bad flags exit 2 with a message naming the flag.

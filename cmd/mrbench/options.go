@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"sort"
 	"strconv"
@@ -68,11 +69,14 @@ type options struct {
 	Transports                    []string
 	Loss                          float64
 	Seed                          uint64
-	Netlab                        bool
-	JSON, CSV, Plot               string
-	Verbose                       bool
-	Timeout                       time.Duration
-	Backend                       string
+	// SeedDrawn says that Seed was drawn at random (--seed 0), so the
+	// header prints it: the run can then be repeated with --seed N.
+	SeedDrawn       bool
+	Netlab          bool
+	JSON, CSV, Plot string
+	Verbose         bool
+	Timeout         time.Duration
+	Backend         string
 
 	// set records the flags given explicitly, by canonical name.
 	set map[string]bool
@@ -158,7 +162,7 @@ func parseOptions(args []string, stdout io.Writer) (*options, error) {
 	intVar(&o.GroupSize, 0, "consecutive ranks per leaf switch or host, for the hierarchical all-reduce (0: unknown; must divide the ranks)", "group-size")
 	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
 	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")
-	fs.Uint64Var(&o.Seed, "seed", 1, "with --loss: seed of the driver's random choices (drops, connection ids, tokens); 0 draws one at random, so that no two runs drop alike")
+	fs.Uint64Var(&o.Seed, "seed", 1, "with --loss: seed of the driver's random choices (drops, connection ids, tokens); 0 draws one at random and the header prints it")
 	fs.BoolVar(&o.Netlab, "netlab", false, "run 2 ranks over a namespace fabric (1 plane, 4 spine links; rank 0 in lab host 1, rank 1 in host 2); needs root and nftables")
 	strVar(&o.JSON, "", "write the results as JSON to this file (see SCHEMA.md)", "json")
 	strVar(&o.CSV, "", "write the results as CSV to this file", "csv")
@@ -243,6 +247,9 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	if !(o.Loss >= 0 && o.Loss < 1) {
 		bad("--loss %g: want a probability in [0, 1)", o.Loss)
 	}
+	if o.Seed == 0 {
+		o.Seed, o.SeedDrawn = drawSeed(), true
+	}
 	if o.Timeout <= 0 {
 		bad("--timeout %v: must be positive", o.Timeout)
 	}
@@ -298,6 +305,15 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// drawSeed returns a random non-zero seed for --seed 0.
+func drawSeed() uint64 {
+	for {
+		if s := rand.Uint64(); s != 0 {
+			return s
+		}
+	}
 }
 
 // stepLabel renders the header's "step:" field as nccl-tests does.

@@ -219,3 +219,29 @@ func TestPipelineFlags(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 }
+
+// TestSeedZeroDrawsAndTells: --seed 0 draws a non-zero seed once, and both
+// the header and the report's parameters give it, so that a lossy run can
+// be repeated; a given seed is used as it is and not called drawn. The
+// report carries the seed only when --loss drops anything.
+func TestSeedZeroDrawsAndTells(t *testing.T) {
+	o, err := parseOptions([]string{"--seed", "0", "--loss", "0.01"}, io.Discard)
+	require.NoError(t, err)
+	require.NotZero(t, o.Seed)
+	assert.True(t, o.SeedDrawn)
+	assert.Equal(t, o.Seed, o.params().Seed)
+
+	o2, err := parseOptions([]string{"--seed", "0", "--loss", "0.01"}, io.Discard)
+	require.NoError(t, err)
+	assert.NotEqual(t, o.Seed, o2.Seed, "two runs with --seed 0 drop alike")
+
+	given, err := parseOptions([]string{"--seed", "7", "--loss", "0.01"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), given.Seed)
+	assert.False(t, given.SeedDrawn)
+	assert.Equal(t, uint64(7), given.params().Seed)
+
+	lossless, err := parseOptions([]string{"--seed", "7"}, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, lossless.params().Seed, "no loss, no seed in the report")
+}

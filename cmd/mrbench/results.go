@@ -123,6 +123,7 @@ type Params struct {
 	A2AFlight  int     `json:"a2a_inflight,omitempty"`
 	GroupSize  int     `json:"group_size,omitempty"`
 	Loss       float64 `json:"loss"`
+	Seed       uint64  `json:"seed,omitempty"`
 	TimeoutS   float64 `json:"timeout_s"`
 }
 

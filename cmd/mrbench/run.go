@@ -343,9 +343,13 @@ func baseEnv() Env {
 
 // params copies the sweep settings into the report.
 func (o *options) params() Params {
-	return Params{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepFactor: o.StepFactor, StepBytes: o.StepBytes,
+	p := Params{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepFactor: o.StepFactor, StepBytes: o.StepBytes,
 		Iters: o.Iters, Warmup: o.Warmup, Check: o.Check, Average: o.Average, Blocking: o.Blocking,
 		Root: o.Root, Channels: o.Channels, ChunkBytes: o.ChunkBytes, A2AFlight: o.AllToAllInFlight, GroupSize: o.GroupSize, Loss: o.Loss, TimeoutS: o.Timeout.Seconds()}
+	if o.Loss > 0 {
+		p.Seed = o.Seed
+	}
+	return p
 }
 
 // averageNames explains the -a modes in the header.
@@ -479,8 +483,8 @@ func writeHeader(w io.Writer, o *options, env *Env, transport, describe, datapat
 	switch {
 	case o.Loss > 0 && transport == transportMetaRoCE:
 		seed := fmt.Sprintf("seed %d", o.Seed)
-		if o.Seed == 0 {
-			seed = "random seed"
+		if o.SeedDrawn {
+			seed = fmt.Sprintf("seed %d, drawn at random: --seed %d repeats it", o.Seed, o.Seed)
 		}
 		fmt.Fprintf(w, "# loss: driver drops each MetaRoCE datagram with probability %g (%s)\n", o.Loss, seed)
 	case o.Loss > 0:
