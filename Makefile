@@ -46,13 +46,13 @@ plugin: $(PLUGINS) ## The c-shared NCCL/RCCL net plugin, under each name NCCL an
 
 # Without cgo (no C compiler, or CGO_ENABLED=0) go build would only say that
 # build constraints exclude every file of net-plugin; say what is missing.
-$(PLUGINS): $(PLUGIN_SRC)
+$(PLUGINS): $(PLUGIN_SRC) net-plugin/exports.map
 	@if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then \
 		echo "the net plugin is a c-shared library and needs cgo: install gcc and build with CGO_ENABLED=1 (mrbench, mrconform and mrpeer build without it)" >&2; \
 		exit 1; \
 	fi
 	@mkdir -p $(BUILD)
-	$(GO) build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,$(notdir $@) -o $@ ./net-plugin
+	$(GO) build -buildmode=c-shared -ldflags='-extldflags "-Wl,-soname,$(notdir $@) -Wl,--version-script=$(CURDIR)/net-plugin/exports.map"' -o $@ ./net-plugin
 	rm -f $(basename $@).h
 
 harness: $(BUILD)/nccl-net-harness ## The C harness that loads the plugin as NCCL does

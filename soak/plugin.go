@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/metaroce/metaroce/internal/pluginbuild"
 )
 
 // modulePath is the module whose root holds net-plugin/ and include/.
@@ -77,7 +79,7 @@ func buildPlugin(ctx context.Context, root string) (*pluginKit, error) {
 	ctx, cancel := context.WithTimeout(ctx, pluginBuildTimeout)
 	defer cancel()
 	steps := [][]string{
-		{"go", "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libnccl-net.so", "-o", k.lib, "./net-plugin"},
+		append([]string{"go"}, pluginbuild.Args(root, "libnccl-net.so", k.lib)...),
 		{"gcc", "-O2", "-Wall", "-Wextra", "-I", filepath.Join(root, "include"), "-o", k.harness,
 			filepath.Join(root, "net-plugin", "harness", "harness.c"), "-ldl"},
 	}

@@ -49,7 +49,8 @@ lib=${1:-}
 if [[ -z "$lib" ]]; then
   lib="$work/libnccl-net-metaroce.so"
   (cd "$root" && go build -buildmode=c-shared \
-    -ldflags=-extldflags=-Wl,-soname,libnccl-net-metaroce.so -o "$lib" ./net-plugin)
+    -ldflags="-extldflags '-Wl,-soname,libnccl-net-metaroce.so \"-Wl,--version-script=$root/net-plugin/exports.map\"'" \
+    -o "$lib" ./net-plugin)
 fi
 lib=$(realpath "$lib")
 

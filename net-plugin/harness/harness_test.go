@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/metaroce/metaroce/internal/pluginbuild"
 )
 
 // built holds the artifacts shared by every test of this package.
@@ -45,7 +48,7 @@ func build(t testing.TB) (dir, lib, harness string) {
 		}
 		root := repoRoot()
 		built.lib = filepath.Join(built.dir, "libnccl-net.so")
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libnccl-net.so", "-o", built.lib, "./net-plugin")
+		cmd := exec.Command("go", pluginbuild.Args(root, "libnccl-net.so", built.lib)...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
@@ -154,6 +157,45 @@ func TestEveryABIVersion(t *testing.T) {
 					t.Fatalf("missing %q in\n%s\n%s", want, out, errOut)
 				}
 			})
+		}
+	}
+}
+
+// TestOnlyABISymbolsExported: the plugin's dynamic symbols are the ABI
+// tables of every version and the metaroce_* entry points; the Go
+// runtime's cgo glue (crosscall2, fatalf, x_cgo_*, _cgo_*) is local, so
+// that a preloaded plugin cannot take another library's symbols' place.
+func TestOnlyABISymbolsExported(t *testing.T) {
+	_, lib, _ := build(t)
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]bool{}
+	var stray []string
+	for _, s := range syms {
+		if s.Section == elf.SHN_UNDEF {
+			continue // what the plugin imports (libc)
+		}
+		switch {
+		case strings.HasPrefix(s.Name, "ncclNetPlugin_v"):
+			tables[s.Name] = true
+		case strings.HasPrefix(s.Name, "metaroce_"):
+		default:
+			stray = append(stray, s.Name)
+		}
+	}
+	if len(stray) > 0 {
+		t.Errorf("exported beyond the ABI: %v", stray)
+	}
+	for v := 6; v <= 12; v++ {
+		if name := "ncclNetPlugin_v" + strconv.Itoa(v); !tables[name] {
+			t.Errorf("%s not exported", name)
 		}
 	}
 }
