@@ -162,7 +162,7 @@ func Select(f Filter) ([]Iface, error) {
 	pick := func(ok func(net.Interface) bool) []Iface {
 		var out []Iface
 		for _, ifc := range ifcs {
-			if ifc.Flags&net.FlagUp == 0 || !ok(ifc) || len(out) == MaxIfaces {
+			if !running(ifc.Flags) || !ok(ifc) || len(out) == MaxIfaces {
 				continue
 			}
 			ip, found := ifaceAddr(ifc, !f.Auto())
@@ -184,6 +184,15 @@ func Select(f Filter) ([]Iface, error) {
 			if list == "" {
 				list = "none"
 			}
+			var dark []string
+			for _, i := range ifcs {
+				if f.Match(i.Name) && i.Flags&net.FlagUp != 0 && !running(i.Flags) {
+					dark = append(dark, i.Name)
+				}
+			}
+			if len(dark) > 0 {
+				list += "; up without a carrier: " + strings.Join(dark, ", ")
+			}
 			return nil, fmt.Errorf("METAROCE_IFNAMES=%q: %w (running, with an address: %s; check `ip addr`)",
 				f.spec, ErrNoMatch, list)
 		}
@@ -197,6 +206,14 @@ func Select(f Filter) ([]Iface, error) {
 		return nil, fmt.Errorf("no running interface with an IP address; set METAROCE_IFNAMES")
 	}
 	return out, nil
+}
+
+// running reports whether an interface can carry traffic: up, and with a
+// carrier (RUNNING). An interface that is up without a carrier (a cable
+// out, a veth whose peer is down) would become a plane that drops every
+// datagram, and its speed would count in the device's.
+func running(f net.Flags) bool {
+	return f&net.FlagUp != 0 && f&net.FlagRunning != 0
 }
 
 // describe fills an Iface from sysfs.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,6 +75,23 @@ func TestAutoSkipsVirtual(t *testing.T) {
 		if virtual(name) != want {
 			t.Errorf("virtual(%q) = %v, want %v", name, !want, want)
 		}
+	}
+}
+
+// TestRunningNeedsCarrier: an interface is a plane only when it is up and
+// has a carrier; up without one (a veth whose peer is down) drops all.
+func TestRunningNeedsCarrier(t *testing.T) {
+	for _, tc := range []struct {
+		flags net.Flags
+		want  bool
+	}{
+		{net.FlagUp | net.FlagRunning | net.FlagBroadcast, true},
+		{net.FlagUp | net.FlagRunning | net.FlagLoopback, true},
+		{net.FlagUp | net.FlagBroadcast, false},
+		{net.FlagRunning, false},
+		{0, false},
+	} {
+		assert.Equal(t, tc.want, running(tc.flags), "%v", tc.flags)
 	}
 }
 
