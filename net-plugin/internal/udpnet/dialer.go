@@ -65,7 +65,7 @@ func (dl *dialer) run(ctx context.Context) {
 // dialErr adds the peer and a hint to a failed connect.
 func dialErr(h listenHandle, ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return fmt.Errorf("udpnet: connecting to peer %s (flow %d): no answer within METAROCE_TIMEOUT_MS (%v); is the peer alive and reachable on every plane, and below its METAROCE_MAX_PEERS connections?", peerKey(h.Addrs), h.Flow, err)
+		return fmt.Errorf("udpnet: connecting to peer %s (flow %d): no answer within METAROCE_TIMEOUT_MS (%v); is the peer alive and reachable on every plane, and below its METAROCE_MAX_PEERS connections? Do both sides set the same METAROCE_SECRET, or neither? (a peer drops what it cannot authenticate without answering)", peerKey(h.Addrs), h.Flow, err)
 	}
 	var be bool
 	for _, c := range []error{backend.ErrInvalidUsage, backend.ErrRemote, backend.ErrClosed, backend.ErrInternal} {

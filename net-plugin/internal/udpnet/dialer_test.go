@@ -2,7 +2,6 @@ package udpnet
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,9 +75,10 @@ func TestSecretReachesDatapath(t *testing.T) {
 		return err != nil
 	})
 	// Whichever comes first, the plugin's deadline or the handshake's,
-	// the error names the peer and what to check.
+	// the error names the peer and the secret, the likely cause: the
+	// listener drops the HELLOs without answering, so nothing else here
+	// tells a mismatch from a dead peer.
 	require.ErrorContains(t, err, "udpnet: connecting to peer")
 	msg := err.Error()
-	require.True(t, strings.Contains(msg, "no answer within METAROCE_TIMEOUT_MS") || strings.Contains(msg, "METAROCE_SECRET"),
-		"the error says neither that the peer did not answer in time nor that the secrets may differ: %v", err)
+	require.Contains(t, msg, "METAROCE_SECRET", "the error does not say that the secrets may differ")
 }
