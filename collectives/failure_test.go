@@ -337,3 +337,31 @@ func TestBootstrapSilentConnection(t *testing.T) {
 	require.NoError(t, <-done)
 	require.Less(t, time.Since(start), helloWait, "rank 0 waited out the silent connection's hello")
 }
+
+// TestPeerLeftHint: a transfer that failed because its peer closed the
+// connection (MetaRoCE's CLOSE, or the TCP baseline's end of stream or
+// reset) says that the peer gave up or exited; other failures (a dead
+// peer, a local close, a mismatch) get no such words.
+func TestPeerLeftHint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		hint bool
+	}{
+		{"metaroce close", &transport.ConnError{Err: transport.ErrPeerClosed}, true},
+		{"tcp end of stream", fmt.Errorf("tcp connection to rank 1: %w", io.EOF), true},
+		{"tcp short read", fmt.Errorf("tcp connection to rank 1: %w", io.ErrUnexpectedEOF), true},
+		{"tcp reset", fmt.Errorf("tcp connection to rank 1: %w", syscall.ECONNRESET), true},
+		{"dead peer", &transport.ConnError{Err: transport.ErrPeerDead}, false},
+		{"closed here", &transport.ConnError{Err: transport.ErrClosed}, false},
+		{"mismatch", ErrMismatch, false},
+	} {
+		got := peerLeftHint(3, tc.err)
+		if tc.hint {
+			require.Contains(t, got, "rank 3 closed its connections during the call", tc.name)
+		} else {
+			require.Empty(t, got, tc.name)
+		}
+	}
+	require.ErrorIs(t, transport.ErrPeerClosed, transport.ErrClosed)
+}

@@ -358,7 +358,7 @@ func round(ctx context.Context, rep *Report, opt Options, spec roundSpec, seed u
 	// Ranks of a round without a kill leave together, as a job's ranks do
 	// after a final barrier: a rank that closes while a peer still waits
 	// for the acknowledgement of its last message to it fails that peer's
-	// send with "peer closed the connection", which is teardown, not a
+	// send with "connection closed by the peer", which is teardown, not a
 	// transport fault.
 	var finished sync.WaitGroup
 	allDone := make(chan struct{})

@@ -390,11 +390,7 @@ func (c *Conn) checkPeerClosed(now Time) {
 		return
 	}
 	var err error
-	if c.closeRsn == wire.CloseNormal || c.closeRsn == wire.CloseShutdown {
-		err = c.errf(ErrClosed, "peer closed the connection (%v)", c.closeRsn)
-	} else {
-		err = c.errf(ErrClosed, "peer closed the connection: %v", c.closeRsn)
-	}
+	err = c.errf(ErrPeerClosed, "reason %v", c.closeRsn)
 	// The reply goes only now: until it arrives the peer keeps
 	// acknowledging, which is what completes our last sends.
 	c.ep.ctrlClose(c, true)

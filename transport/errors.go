@@ -15,6 +15,11 @@ var (
 	ErrHandshakeTimeout = errors.New("handshake timed out")
 	// ErrClosed: the connection was closed locally or by the peer.
 	ErrClosed = errors.New("connection closed")
+	// ErrPeerClosed: the peer closed the connection (its CLOSE arrived,
+	// docs/spec.md §3.3). It wraps ErrClosed, so that a user can tell the
+	// peer's close from a local one and errors.Is(err, ErrClosed) holds
+	// for both.
+	ErrPeerClosed = fmt.Errorf("%w by the peer", ErrClosed)
 	// ErrMessageTooLarge: a message is longer than the buffer posted for it.
 	ErrMessageTooLarge = errors.New("message larger than posted receive buffer")
 	// ErrTagMismatch: a send's tag matches no buffer of the receive group.

@@ -152,7 +152,7 @@ func (c *Conn) usable() error {
 		return c.errf(ErrClosed, "connection is closing")
 	}
 	if c.peerClosed {
-		return c.errf(ErrClosed, "the peer closed the connection")
+		return c.errf(ErrPeerClosed, "no new sends or receives on it")
 	}
 	return nil
 }
