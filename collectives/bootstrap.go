@@ -277,6 +277,28 @@ var errOtherJob = errors.New("the rendezvous there belongs to another job")
 // version of the rendezvous: it says what to do.
 var errVersion = errors.New("run the same metaroce version on every rank")
 
+// abortWaiting tells every rank that has joined rank 0's rendezvous why
+// rank 0 gives the setup up, best effort (each connection is closed
+// either way), and returns that reason as rank 0's error. Without the
+// abort a waiting rank saw only its connection close and blamed a version
+// mismatch, though its progress line had promised that rank 0 would name
+// the missing ranks.
+func abortWaiting(conns []net.Conn, tag uint64, why error) error {
+	for _, w := range conns {
+		if w != nil {
+			w.SetWriteDeadline(time.Now().Add(watchWrite))
+			_ = writeFrame(w, 0, abortRanks, tag, abortText(why))
+		}
+	}
+	return fmt.Errorf("collectives: bootstrap: %w", why)
+}
+
+// errNotRendezvous is wrapped by readFrame's error for bytes that are no
+// rendezvous frame of any version: something other than metaroce listens
+// at the address (a web server, another job's service), which a version
+// hint would misdirect.
+var errNotRendezvous = errors.New("something other than a metaroce rendezvous listens there: check the rendezvous address (METAROCE_ROOT, MASTER_ADDR/MASTER_PORT)")
+
 // magicText prints a frame's magic for errors: its four bytes where they
 // are printable ("MRB2"), else in hex.
 func magicText(m uint32) string {
@@ -375,14 +397,19 @@ type frame struct {
 
 // readFrame reads a frame written by writeFrame, bounding every count. A
 // frame of the version before (prevMagic) is read whole, and returned
-// with an error that wraps errVersion; another magic is an error that
-// wraps it too, with the frame's magic only.
+// with an error that wraps errVersion; another version's magic is an
+// error that wraps it too, with the frame's magic only, and bytes that
+// are no rendezvous frame of any version one that wraps errNotRendezvous.
 func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 	var h [frameHeader]byte
 	if _, err = io.ReadFull(r, h[:]); err != nil {
 		return
 	}
 	f.magic = binary.BigEndian.Uint32(h[:])
+	if f.magic>>8 != bootMagic>>8 {
+		// Not "MRB" and a version: another service answers there.
+		return frame{magic: f.magic}, fmt.Errorf("%w: it answered %s, not a rendezvous frame (%s)", errNotRendezvous, magicText(f.magic), magicText(bootMagic))
+	}
 	if f.magic != bootMagic && f.magic != prevMagic {
 		return frame{magic: f.magic}, fmt.Errorf("not a metaroce rendezvous peer of this version (magic %s, this version's is %s): %w",
 			magicText(f.magic), magicText(bootMagic), errVersion)
@@ -497,12 +524,12 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 			b.Progress(rootWaitingLine(b, miss, waited, left))
 			continue
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
+			return nil, nil, abortWaiting(conns, tag, missingErr(b, blobs, ctx.Err()))
 		}
 		c, f, herr := h.c, h.f, h.err
 		if c == nil {
 			if ctx.Err() != nil {
-				return nil, nil, fmt.Errorf("collectives: bootstrap: %w", missingErr(b, blobs, ctx.Err()))
+				return nil, nil, abortWaiting(conns, tag, missingErr(b, blobs, ctx.Err()))
 			}
 			return nil, nil, fmt.Errorf("collectives: bootstrap: accept on %s: %w", b.Root, herr)
 		}
@@ -541,13 +568,8 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 			// Tell the offender (in its version's frame) and every rank
 			// already waiting why, best effort: each is closed either way.
 			_ = writeFrameMagic(c, f.magic, 0, abortRanks, tag, []byte(bad.Error()))
-			for _, w := range conns {
-				if w != nil {
-					_ = writeFrame(w, 0, abortRanks, tag, []byte(bad.Error()))
-				}
-			}
 			c.Close()
-			return nil, nil, fmt.Errorf("collectives: bootstrap: %w", bad)
+			return nil, nil, abortWaiting(conns, tag, bad)
 		}
 		conns[rank] = c
 		blobs[rank] = got[0]
@@ -708,7 +730,7 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		switch {
 		case ctx.Err() != nil:
 			why, err = "some ranks may not have started", ctx.Err()
-		case errors.Is(err, errVersion):
+		case errors.Is(err, errVersion), errors.Is(err, errNotRendezvous):
 			why = "rank 0 answered"
 		}
 		return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (%s): %w", b.Rank, b.Root, why, err)

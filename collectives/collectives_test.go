@@ -376,20 +376,29 @@ func TestCPUShare(t *testing.T) {
 }
 
 // TestBootstrapNamesMissingRanks: the root reports exactly which ranks
-// never joined.
+// never joined, and so does a rank that joined and waits past the root's
+// deadline: the root tells it why before it closes the connection (the
+// rank used to blame a version mismatch).
 func TestBootstrapNamesMissingRanks(t *testing.T) {
 	root, err := freeLocalAddr()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	leafCtx, leafCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer leafCancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := exchange(ctx, Bootstrap{Rank: 1, NRanks: 4, Root: root, Source: "test"}, []byte("one"))
+		_, err := exchange(leafCtx, Bootstrap{Rank: 1, NRanks: 4, Root: root, Source: "test"}, []byte("one"))
 		done <- err
 	}()
-	_, err = exchange(ctx, Bootstrap{Rank: 0, NRanks: 4, Root: root, Source: "test"}, []byte("zero"))
+	joined := make(chan int, 1)
+	_, err = exchange(ctx, Bootstrap{Rank: 0, NRanks: 4, Root: root, Source: "test", joined: func(r int) { joined <- r }}, []byte("zero"))
 	require.ErrorContains(t, err, "ranks [2 3] of 4 never joined")
-	require.Error(t, <-done)
+	require.Equal(t, 1, <-joined, "rank 1 joined before the deadline")
+	leafErr := <-done
+	require.ErrorContains(t, leafErr, "gave the rendezvous up")
+	require.ErrorContains(t, leafErr, "ranks [2 3] of 4 never joined")
+	require.NotContains(t, leafErr.Error(), "another version")
 }
 
 // TestBootstrapAbortReachesWaitingRanks: when rank 0 gives the rendezvous

@@ -233,8 +233,14 @@ func TestRendezvousOtherVersion(t *testing.T) {
 	require.NoError(t, writeFrameMagic(&buf, prevMagic, 0, 2, 0, []byte("a")))
 	_, err := readFrame(&buf, 2)
 	assert.ErrorContains(t, err, `a metaroce rendezvous peer of another version (magic "MRB4", this version's is "MRB5"): `+what)
-	_, err = readFrame(strings.NewReader("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), 2)
-	assert.ErrorContains(t, err, `not a metaroce rendezvous peer of this version (magic "GET ", this version's is "MRB5"): `+what)
+	_, err = readFrame(strings.NewReader("MRB3, a frame of a version before the last one"), 2)
+	assert.ErrorContains(t, err, `not a metaroce rendezvous peer of this version (magic "MRB3", this version's is "MRB5"): `+what)
+	// Something else listening at the address: not called a version.
+	_, err = readFrame(strings.NewReader("HTTP/1.0 400 Bad Request\r\n\r\n"), 2)
+	assert.ErrorIs(t, err, errNotRendezvous)
+	assert.ErrorContains(t, err, `something other than a metaroce rendezvous listens there`)
+	assert.ErrorContains(t, err, `it answered "HTTP", not a rendezvous frame ("MRB5")`)
+	assert.NotErrorIs(t, err, errVersion)
 
 	// A rank of the version before, at this version's rank 0; a rank of
 	// this version is already waiting there.
