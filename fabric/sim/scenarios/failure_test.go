@@ -68,3 +68,31 @@ func TestRecoveryRTTs(t *testing.T) {
 	// The run ends before a whole window after the failure.
 	assert.Equal(t, -1.0, recoveryRTTs(flat(2), floor))
 }
+
+// TestRecoveryBin checks recoveryBin on synthetic 50 µs bins from the bin
+// of the failure, against a floor of 90 (90% of a level of 100 before
+// it). Recovery is judged against that floor, never against the run's
+// own final level: a throughput that collapses to zero and stays there
+// is the same at the end as right after the failure, and must read
+// "never", not "at once".
+func TestRecoveryBin(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		g     []float64
+		floor float64
+		want  int
+	}{
+		{"every bin at the level", []float64{100, 100, 100, 100}, 90, 0},
+		{"a dip, then recovered for good", []float64{100, 40, 80, 95, 100}, 90, 3},
+		{"exactly the floor counts", []float64{50, 90, 90}, 90, 1},
+		{"collapsed to zero", []float64{100, 0, 0, 0, 0}, 90, -1},
+		{"zero from the failure on", []float64{0, 0, 0}, 90, -1},
+		{"settled below the floor", []float64{100, 30, 30, 30}, 90, -1},
+		{"recovered, then lost again at the end", []float64{100, 100, 100, 50}, 90, -1},
+		{"nothing before the failure: no recovery to nothing", []float64{0, 0, 0}, 0, -1},
+		{"nothing before the failure, something after", []float64{0, 5, 5}, 0, 1},
+		{"no bins after the failure", nil, 90, -1},
+	} {
+		assert.Equal(t, tc.want, recoveryBin(tc.g, tc.floor), tc.name)
+	}
+}

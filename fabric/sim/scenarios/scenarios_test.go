@@ -221,6 +221,17 @@ func TestFailureSmoke(t *testing.T) {
 	mk := map[string]string{"case": "spine-link", "protocol": MetaRoCE}
 	assert.Less(t, get(t, tb, "after_of_surviving", rk), get(t, tb, "after_of_surviving", mk))
 	assert.Less(t, get(t, tb, "after_frac", map[string]string{"case": "plane", "protocol": RoCEv2}), 0.1)
+	// A RoCEv2 throughput that collapsed to zero with the plane never
+	// recovers, on either measure: recovery is judged against the level
+	// before the failure, not against the zero it ended at.
+	pk := map[string]string{"case": "plane", "protocol": RoCEv2}
+	assert.Zero(t, get(t, tb, "after_gbit_s", pk))
+	assert.Equal(t, -1.0, get(t, tb, "recovery_us", pk))
+	assert.Equal(t, -1.0, get(t, tb, "recovery_rtts", pk))
+	// MetaRoCE regains its share of the level before on both cases.
+	for _, kase := range []string{"spine-link", "plane"} {
+		assert.GreaterOrEqual(t, get(t, tb, "recovery_us", map[string]string{"case": kase, "protocol": MetaRoCE}), 0.0, kase)
+	}
 }
 
 // TestDeterministic: the same seed gives byte-identical JSON and CSV.
