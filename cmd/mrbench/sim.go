@@ -31,7 +31,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&sizes, "sizes", "", "collective: comma-separated sizes per rank, K/M/G suffixes (default 1M,16M)")
 	fs.StringVar(&losses, "losses", "", "collective: comma-separated loss percentages across spines (default 0,0.1,1)")
 	fs.StringVar(&ops, "ops", "", "collective: comma-separated operations, allreduce and/or alltoall (default both)")
-	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file")
+	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file (see SCHEMA.md)")
 	fs.StringVar(&csvPath, "csv", "", "write the result's tables as CSV to this file")
 	fs.StringVar(&plotPath, "plot", "", "write the scenario's plots as PNG (NAME.png, NAME-2.png, ...)")
 	fs.BoolVar(&verbose, "v", false, "progress and simulator speed on stderr")

@@ -27,6 +27,34 @@ func TestSimScenario(t *testing.T) {
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(b, &doc))
 	assert.Equal(t, "loss", doc["scenario"])
+	// Numbers are JSON numbers (SCHEMA.md, "mrbench sim --json"): the
+	// parameters, and the goodput table's numeric columns; the protocol
+	// column is a string.
+	var typed struct {
+		Seed   uint64 `json:"seed"`
+		Params []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"params"`
+		Tables []struct {
+			Name    string   `json:"name"`
+			Columns []string `json:"columns"`
+			Rows    [][]any  `json:"rows"`
+		} `json:"tables"`
+	}
+	require.NoError(t, json.Unmarshal(b, &typed), "a string where a number belongs fails to decode")
+	assert.EqualValues(t, 1, typed.Seed)
+	require.NotEmpty(t, typed.Params)
+	require.NotEmpty(t, typed.Tables)
+	tb := typed.Tables[0]
+	require.NotEmpty(t, tb.Rows)
+	for k, c := range tb.Columns {
+		if c == "protocol" {
+			assert.IsType(t, "", tb.Rows[0][k], c)
+		} else {
+			assert.IsType(t, 0.0, tb.Rows[0][k], c)
+		}
+	}
 	f, err := os.Open(pp)
 	require.NoError(t, err)
 	defer f.Close()
@@ -104,8 +132,8 @@ func TestSimCollectiveSweep(t *testing.T) {
 	require.NoError(t, err)
 	var doc struct {
 		Tables []struct {
-			Name string     `json:"name"`
-			Rows [][]string `json:"rows"`
+			Name string  `json:"name"`
+			Rows [][]any `json:"rows"`
 		} `json:"tables"`
 	}
 	require.NoError(t, json.Unmarshal(b, &doc))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,42 +13,97 @@ import (
 
 // Table is one block of results: named columns and rows of formatted cells.
 // Cells are strings so that output is byte-identical across runs and
-// platforms (numbers are formatted once, with fixed precision).
+// platforms (numbers are formatted once, with fixed precision: integers
+// as such, floats with 4 decimals). The JSON form writes a cell that Add
+// got as a number as a JSON number with those same digits (null for
+// NaN and ±Inf, which JSON lacks) and every other cell as a string.
 type Table struct {
-	Name    string     `json:"name"`
-	Columns []string   `json:"columns"`
-	Rows    [][]string `json:"rows"`
+	Name    string
+	Columns []string
+	Rows    [][]string
+	// num[i][k] says that Rows[i][k] was added as a number; a row
+	// appended to Rows directly has none and is written as strings.
+	num [][]bool
 }
 
 // Add appends a row; values are formatted with cell.
 func (t *Table) Add(vals ...any) {
 	row := make([]string, len(vals))
+	num := make([]bool, len(vals))
 	for i, v := range vals {
-		row[i] = cell(v)
+		row[i], num[i] = cell(v)
+	}
+	for len(t.num) < len(t.Rows) {
+		t.num = append(t.num, nil)
 	}
 	t.Rows = append(t.Rows, row)
+	t.num = append(t.num, num)
 }
 
-func cell(v any) string {
+// MarshalJSON writes {"name", "columns", "rows"}, the rows' numeric cells
+// as JSON numbers (see Table).
+func (t Table) MarshalJSON() ([]byte, error) {
+	rows := make([][]any, len(t.Rows))
+	for i, row := range t.Rows {
+		rows[i] = make([]any, len(row))
+		for k, c := range row {
+			rows[i][k] = jsonCell(c, i < len(t.num) && k < len(t.num[i]) && t.num[i][k])
+		}
+	}
+	return json.Marshal(struct {
+		Name    string   `json:"name"`
+		Columns []string `json:"columns"`
+		Rows    [][]any  `json:"rows"`
+	}{t.Name, t.Columns, rows})
+}
+
+// cell formats v for a table or parameter and says whether it is a
+// number.
+func cell(v any) (string, bool) {
 	switch x := v.(type) {
 	case string:
-		return x
+		return x, false
 	case int:
-		return strconv.Itoa(x)
+		return strconv.Itoa(x), true
 	case int64:
-		return strconv.FormatInt(x, 10)
+		return strconv.FormatInt(x, 10), true
 	case uint64:
-		return strconv.FormatUint(x, 10)
+		return strconv.FormatUint(x, 10), true
 	case float64:
-		return strconv.FormatFloat(x, 'f', 4, 64)
+		return strconv.FormatFloat(x, 'f', 4, 64), true
 	}
-	return fmt.Sprint(v)
+	return fmt.Sprint(v), false
 }
 
-// Param is one named scenario parameter.
+// jsonCell is a formatted cell as JSON writes it: a number cell as a
+// json.Number of its very digits (so the JSON keeps the table's
+// precision and stays byte-identical), nil (null) for a number cell that
+// JSON cannot hold (NaN, ±Inf), any other cell as its string.
+func jsonCell(c string, num bool) any {
+	if !num {
+		return c
+	}
+	f, err := strconv.ParseFloat(c, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	return json.Number(c)
+}
+
+// Param is one named scenario parameter, formatted as a table cell is.
 type Param struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+	Name  string
+	Value string
+	num   bool // Value was given as a number: a JSON number
+}
+
+// MarshalJSON writes {"name", "value"}, a numeric value as a JSON number
+// (see Table).
+func (p Param) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Name  string `json:"name"`
+		Value any    `json:"value"`
+	}{p.Name, jsonCell(p.Value, p.num)})
 }
 
 // Perf is how fast the simulator ran: wall-clock figures, never part of
@@ -89,7 +145,10 @@ type Result struct {
 	Perf     Perf       `json:"-"`
 }
 
-func (r *Result) param(name string, v any) { r.Params = append(r.Params, Param{name, cell(v)}) }
+func (r *Result) param(name string, v any) {
+	c, num := cell(v)
+	r.Params = append(r.Params, Param{Name: name, Value: c, num: num})
+}
 
 func (r *Result) table(name string, cols ...string) *Table {
 	t := &Table{Name: name, Columns: cols}
