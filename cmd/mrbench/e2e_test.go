@@ -124,3 +124,51 @@ func TestUsageErrors(t *testing.T) {
 		assert.Contains(t, errs, tc.want, "%v", tc.args)
 	}
 }
+
+// TestSizeZero: -b 0 -e 0 is one row of size 0, count 0, as in nccl-tests,
+// over real ranks on both transports and for every collective (where the
+// blocked collectives skip sizes below one element per rank, size 0 still
+// runs); a step factor cannot grow a sweep from 0, and the error says so
+// with the flags the user gave and the ways out, instead of blaming an -f
+// that was never typed.
+func TestSizeZero(t *testing.T) {
+	code, out, errs := runMrbench(t, "-np", "2", "-b", "0", "-e", "0", "-n", "2", "-w", "1", "--timeout", "20s")
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errs, out)
+	tables, err := parseNCCLTests(out)
+	require.NoError(t, err, out)
+	require.Len(t, tables, 2, "MetaRoCE then TCP")
+	for _, tab := range tables {
+		assert.Equal(t, "OK", tab.Status)
+		require.Len(t, tab.Rows, 1)
+		r := tab.Rows[0]
+		assert.Zero(t, r.Bytes)
+		assert.Zero(t, r.Count)
+		assert.Zero(t, r.OutOfPlace.Wrong)
+		assert.Zero(t, r.InPlace.Wrong)
+	}
+
+	for _, c := range benchCollectives {
+		o, err := parseOptions([]string{"-b", "0", "-e", "0", "--op", c.String()}, &bytes.Buffer{})
+		require.NoError(t, err, "%v", c)
+		rows, skipped := newSweep(o).fits(4)
+		assert.Equal(t, 1, rows, "%v", c)
+		assert.Empty(t, skipped, "%v", c)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-b", "0", "-e", "1M"}, "-b 0 -e 1M: the default step factor (-f 4) never grows a size of 0: step by bytes with -i (e.g. -b 0 -e 1M -i 128K), run size 0 alone (-b 0 -e 0), or start at -b 1 or more"},
+		{[]string{"-b", "0", "-e", "1M", "-f", "2"}, "-b 0 -e 1M: -f 2 never grows a size of 0: step by bytes with -i instead of -f"},
+		{[]string{"-b", "0", "-e", "0", "--plot", "x.png"}, `--plot "x.png": -e 0 leaves nothing to plot`},
+	} {
+		code, _, errs := runMrbench(t, tc.args...)
+		assert.Equal(t, exitUsage, code, "%v", tc.args)
+		assert.Contains(t, errs, tc.want, "%v", tc.args)
+		assert.NotContains(t, errs, "min bytes", "%v", tc.args)
+	}
+	o, err := parseOptions([]string{"-b", "0", "-e", "1K", "-i", "256"}, &bytes.Buffer{})
+	require.NoError(t, err, "stepping by bytes from 0")
+	assert.Equal(t, []int64{0, 256, 512, 768, 1024}, newSweep(o).Sizes)
+}

@@ -256,7 +256,18 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	if o.Root < 0 {
 		bad("-r %d: the root must be >= 0", o.Root)
 	}
-	if _, err := sweepSizes(o.MinBytes, o.MaxBytes, o.StepFactor, o.StepBytes); err != nil {
+	if o.MinBytes == 0 && o.MaxBytes > 0 && o.StepFactor > 1 {
+		// nccl-tests would multiply 0 by the factor forever. Name the
+		// factor as the user knows it: the default -f is never typed.
+		factor := fmt.Sprintf("the default step factor (-f %g)", o.StepFactor)
+		way := "step by bytes with -i"
+		if o.set["f"] {
+			factor = fmt.Sprintf("-f %g", o.StepFactor)
+			way = "step by bytes with -i instead of -f"
+		}
+		bad("-b 0 -e %s: %s never grows a size of 0: %s (e.g. -b 0 -e %s -i %s), run size 0 alone (-b 0 -e 0), or start at -b 1 or more",
+			bytesize.Format(o.MaxBytes), factor, way, bytesize.Format(o.MaxBytes), bytesize.Format(max(o.MaxBytes/8, 1)))
+	} else if _, err := sweepSizes(o.MinBytes, o.MaxBytes, o.StepFactor, o.StepBytes); err != nil {
 		bad("sizes: %v", err)
 	}
 	var err error
@@ -302,6 +313,10 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	if o.Plot != "" {
 		if ext := plotFormat(o.Plot); ext == "" {
 			bad("--plot %q: the file name must end in .png or .svg", o.Plot)
+		} else if o.MaxBytes == 0 {
+			// Found now rather than after the run, which would measure
+			// and then fail to write the file.
+			bad("--plot %q: -e 0 leaves nothing to plot (the size axis is logarithmic, and has no place for size 0)", o.Plot)
 		}
 	}
 	return errors.Join(errs...)

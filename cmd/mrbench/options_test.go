@@ -33,7 +33,21 @@ func TestSweepSizes(t *testing.T) {
 	_, err = sweepSizes(16, 8, 2, 0)
 	assert.Error(t, err)
 	_, err = sweepSizes(0, 8, 2, 0)
-	assert.Error(t, err)
+	assert.ErrorContains(t, err, "never grows min bytes 0")
+
+	// A sweep from a size to itself is that size, whatever the step: size
+	// 0 with the default factor too.
+	for _, step := range []struct {
+		factor float64
+		bytes  int64
+	}{{4, 0}, {0, 0}, {0, 1 << 20}} {
+		got, err = sweepSizes(0, 0, step.factor, step.bytes)
+		require.NoError(t, err, "%+v", step)
+		assert.Equal(t, []int64{0}, got, "%+v", step)
+	}
+	got, err = sweepSizes(0, 1024, 0, 256)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0, 256, 512, 768, 1024}, got)
 	_, err = sweepSizes(1, 1<<40, 0, 1)
 	assert.ErrorContains(t, err, "more than")
 	_, err = sweepSizes(1, 2, 1.0000001, 0)

@@ -15,13 +15,16 @@ const maxSweepSizes = 4096
 
 // sweepSizes lists the sizes of a sweep as nccl-tests does: from min while
 // size <= max, multiplying by factor when factor > 1, else adding step bytes.
+// A sweep whose min is its max is that one size, whatever the step, so
+// that min = max = 0 is one row of size 0 (count 0, as nccl-tests runs
+// it); a factor cannot grow a min of 0 towards a larger max.
 func sweepSizes(min, max int64, factor float64, step int64) ([]int64, error) {
 	if max < min {
 		return nil, fmt.Errorf("max bytes %d is below min bytes %d", max, min)
 	}
 	if factor > 1 {
-		if min == 0 {
-			return nil, fmt.Errorf("a step factor needs min bytes > 0")
+		if min == 0 && max > 0 {
+			return nil, fmt.Errorf("a step factor never grows min bytes 0")
 		}
 	} else if step <= 0 && max > min {
 		return nil, fmt.Errorf("step bytes must be > 0 (or use a step factor > 1)")
@@ -32,6 +35,9 @@ func sweepSizes(min, max int64, factor float64, step int64) ([]int64, error) {
 			return nil, fmt.Errorf("the sweep has more than %d sizes; raise the step", maxSweepSizes)
 		}
 		out = append(out, size)
+		if size == max {
+			break // the last size: no next one to grow to
+		}
 		var next int64
 		if factor > 1 {
 			f := math.Floor(float64(size) * factor)

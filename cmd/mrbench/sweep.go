@@ -86,11 +86,12 @@ func (s sweep) points() int { return len(s.Sizes) * len(s.DTypes) * len(s.Ops) }
 
 // fits returns how many rows the sweep prints over n ranks, and the size and
 // type pairs it skips because they hold less than one element per rank's
-// block (reduce-scatter, all-gather and all-to-all).
+// block (reduce-scatter, all-gather and all-to-all); size 0 is no such
+// pair (tooSmall).
 func (s sweep) fits(n int) (rows int, skipped []string) {
 	for _, size := range s.Sizes {
 		for _, dt := range s.DTypes {
-			if layoutFor(s.Coll, size, dt.Size(), n).Count == 0 {
+			if tooSmall(layoutFor(s.Coll, size, dt.Size(), n), size) {
 				skipped = append(skipped, fmt.Sprintf("%s %v", bytesize.Format(size), dt))
 				continue
 			}
@@ -99,6 +100,12 @@ func (s sweep) fits(n int) (rows int, skipped []string) {
 	}
 	return rows, skipped
 }
+
+// tooSmall reports whether the sweep skips size, whose call over the ranks
+// is l: a size that holds no whole element (per rank's block, for the
+// blocked collectives). Size 0 is no such size: it runs with a count of 0,
+// as nccl-tests' -b 0 does, and times the collective's fixed cost.
+func tooSmall(l layout, size int64) bool { return l.Count == 0 && size > 0 }
 
 // sweepResult is what rank 0 learns from a sweep.
 type sweepResult struct {
@@ -166,7 +173,7 @@ func (s sweep) run(ctx context.Context, c comm, onRow func(Row)) (sweepResult, e
 	for _, size := range s.Sizes {
 		for _, dt := range s.DTypes {
 			l := layoutFor(s.Coll, size, dt.Size(), n)
-			if l.Count == 0 {
+			if tooSmall(l, size) {
 				continue // too small for this collective over n ranks
 			}
 			for _, op := range s.Ops {
