@@ -104,7 +104,9 @@ func TestEndToEndVerboseAndLoss(t *testing.T) {
 	assert.Regexp(t, `(?m)^# loss: driver drops each MetaRoCE datagram with probability 0\.01 \(seed (\d+), drawn at random: --seed (\d+) repeats it\)$`, out)
 }
 
-// TestUsageErrors: bad flags exit 2 with a message naming the flag.
+// TestUsageErrors: bad flags exit 2 with a message naming the flag, in
+// mrbench's words: no error of a package underneath shows through with its
+// prefix.
 func TestUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -118,10 +120,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--loss", "1"}, "--loss 1"},
 		{[]string{"--plot", "x.gif"}, "--plot \"x.gif\""},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"-d", "fp8"}, `mrbench: -d "fp8": unknown data type (want one of int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double, or all)` + "\n"},
+		{[]string{"-o", "foo"}, `mrbench: -o "foo": unknown reduction (want one of sum prod max min avg, or all)` + "\n"},
+		{[]string{"-o", "alltoall"}, `mrbench: -o "alltoall": -o selects the reduction here (sum prod max min avg); the collective is --op alltoall` + "\n"},
 	} {
 		code, _, errs := runMrbench(t, tc.args...)
 		assert.Equal(t, exitUsage, code, "%v", tc.args)
 		assert.Contains(t, errs, tc.want, "%v", tc.args)
+		assert.NotRegexp(t, `\b(reduce|sched|collectives|bytesize): `, errs, "%v", tc.args)
 	}
 }
 

@@ -285,14 +285,18 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	if strings.EqualFold(strings.TrimSpace(dtype), "all") {
 		o.DTypes = reduce.AllDTypes()
 	} else if dt, err := reduce.ParseDType(dtype); err != nil {
-		bad("-d %q: %v", dtype, err)
+		bad("-d %q: unknown data type (want one of %s, or all)", dtype, joinNames(reduce.AllDTypes()))
 	} else {
 		o.DTypes = []reduce.DType{dt}
 	}
 	if strings.EqualFold(strings.TrimSpace(redop), "all") {
 		o.Ops = reduce.AllOps()
 	} else if op, err := reduce.ParseOp(redop); err != nil {
-		bad("-o %q: %v", redop, err)
+		if _, cerr := sched.ParseCollective(redop); cerr == nil {
+			bad("-o %q: -o selects the reduction here (%s); the collective is --op %s", redop, joinNames(reduce.AllOps()), redop)
+		} else {
+			bad("-o %q: unknown reduction (want one of %s, or all)", redop, joinNames(reduce.AllOps()))
+		}
 	} else {
 		o.Ops = []reduce.Op{op}
 	}
@@ -320,6 +324,17 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// joinNames lists the names of xs (data types, reductions) as the flags
+// take them, separated by spaces, for errors that name the valid values
+// in mrbench's words rather than the parsing package's.
+func joinNames[T fmt.Stringer](xs []T) string {
+	names := make([]string, len(xs))
+	for i, x := range xs {
+		names[i] = x.String()
+	}
+	return strings.Join(names, " ")
 }
 
 // drawSeed returns a random non-zero seed for --seed 0.
