@@ -42,15 +42,25 @@ func newProgress(w io.Writer, total int) *progress {
 	return &progress{w: w, total: total}
 }
 
-// step advances the bar by one, labelled with what just finished.
-func (p *progress) step(label string) {
+// show draws the bar labelled with what runs now (a table row), after the
+// rows done so far: "[####      ] 3/9 tcp float 4K" while the fourth row,
+// of 4 KiB, runs.
+func (p *progress) show(label string) {
+	if p == nil {
+		return
+	}
+	fill := p.done * progressBarWidth / p.total
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(" ", progressBarWidth-fill), p.done, p.total, label)
+	p.shown = true
+}
+
+// step counts one more row done. It draws nothing: the bar is drawn again,
+// advanced, when the next row starts (show).
+func (p *progress) step() {
 	if p == nil {
 		return
 	}
 	p.done = min(p.done+1, p.total)
-	fill := p.done * progressBarWidth / p.total
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(" ", progressBarWidth-fill), p.done, p.total, label)
-	p.shown = true
 }
 
 // clear erases the bar, if shown, so that what is printed next, on stdout

@@ -258,16 +258,21 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 			writeHeader(out, o, env, transport, r.describe, datapath, infos)
 			writeTableHeader(out)
 		}
+		// The bar names the row that runs, from its start, and counts
+		// it once it has printed.
+		onStart := func(row Row) {
+			prog.show(fmt.Sprintf("%s %s %s", transport, row.Type, bytesize.Format(row.Bytes)))
+		}
 		onRow := func(row Row) {
 			t.Rows = append(t.Rows, row)
 			prog.clear() // stdout and stderr may share a terminal
 			fmt.Fprintln(out, formatRow(row))
-			prog.step(fmt.Sprintf("%s %s %s", transport, row.Type, bytesize.Format(row.Bytes)))
+			prog.step()
 		}
 		if !root {
-			onRow = nil
+			onStart, onRow = nil, nil
 		}
-		res, err := sw.run(ctx, r.comm, onRow)
+		res, err := sw.run(ctx, r.comm, onStart, onRow)
 		if root {
 			t.OutOfBounds = res.OutOfBounds
 		}

@@ -151,8 +151,11 @@ type measurement struct {
 }
 
 // run executes the sweep on one rank. Every rank must call it with the same
-// sweep; onRow (rank 0 only) receives each row once all ranks agree on it.
-func (s sweep) run(ctx context.Context, c comm, onRow func(Row)) (sweepResult, error) {
+// sweep. On rank 0, onStart (when set) receives each row as it starts,
+// before its first collective, with its size, count, type, operation and
+// root but no figures; onRow (when set) receives each row with its figures
+// once all ranks agree on them.
+func (s sweep) run(ctx context.Context, c comm, onStart, onRow func(Row)) (sweepResult, error) {
 	n, me := c.Size(), c.Rank()
 	if s.Coll == sched.Broadcast && s.Root >= n {
 		return sweepResult{}, fmt.Errorf("root %d is not a rank of %d", s.Root, n)
@@ -183,6 +186,11 @@ func (s sweep) run(ctx context.Context, c comm, onRow func(Row)) (sweepResult, e
 				if err := ctx.Err(); err != nil {
 					return res, err
 				}
+				row := Row{Bytes: l.Bytes(), Count: l.Count, Type: dt.String(),
+					RedOp: redOpName(s.Coll, op), Root: root}
+				if me == 0 && onStart != nil {
+					onStart(row)
+				}
 				var reduced []byte
 				in := inputs{dt: dt, op: op, n: n, reduces: s.Coll.Reduces()}
 				if in.reduces && s.Check > 0 {
@@ -211,8 +219,6 @@ func (s sweep) run(ctx context.Context, c comm, onRow func(Row)) (sweepResult, e
 				if me != 0 || onRow == nil {
 					continue
 				}
-				row := Row{Bytes: l.Bytes(), Count: l.Count, Type: dt.String(),
-					RedOp: redOpName(s.Coll, op), Root: root}
 				for k, m := range []*Measure{&row.OutOfPlace, &row.InPlace} {
 					m.TimeUs = agg.us[k]
 					if agg.us[k] > 0 {

@@ -28,7 +28,7 @@ func runMemSweep(t *testing.T, g *memGroup, s sweep) ([]Row, sweepResult) {
 	defer cancel()
 	err := g.run(func(c comm) error {
 		onRow := func(r Row) { rows = append(rows, r) }
-		r, err := s.run(ctx, c, onRow)
+		r, err := s.run(ctx, c, nil, onRow)
 		if c.Rank() == 0 {
 			mu.Lock()
 			res = r
@@ -153,7 +153,7 @@ func TestSweepRejectsBadRoot(t *testing.T) {
 	s := smallSweep(sched.Broadcast)
 	s.Root = 5
 	err := newMemGroup(2).run(func(c comm) error {
-		_, err := s.run(context.Background(), c, nil)
+		_, err := s.run(context.Background(), c, nil, nil)
 		return err
 	})
 	assert.ErrorContains(t, err, "root 5")
@@ -192,7 +192,7 @@ func TestSweepLongTimeout(t *testing.T) {
 	s.Timeout = 1000000 * time.Hour // -T 1000000h: 20 of them overflow
 	g := newMemGroup(2)
 	err := g.run(func(c comm) error {
-		_, err := s.run(context.Background(), failDoneComm{c}, nil)
+		_, err := s.run(context.Background(), failDoneComm{c}, nil, nil)
 		return err
 	})
 	require.NoError(t, err)
