@@ -370,9 +370,12 @@ func usage(fs *flag.FlagSet) {
 
 With no flags: all-reduce of float sums over 4 local ranks, 16 B to 64 MiB by
 ×4, first over MetaRoCE, then over kernel TCP. Under mpirun, torchrun or srun
-every process joins one job and rank 0 prints. Flags follow nccl-tests (-b -e
--f -i -n -w -c -d -o -a -z -r); note that --op selects the collective, while
-nccl-tests' long --op (the reduction) is -o here.
+every process joins one job and rank 0 prints; the processes compare their
+flags before the first table and exit 2 where they differ, except -T, --seed,
+-v, --json, --csv, --plot and those without effect there (-np, the
+compatibility flags). Flags follow nccl-tests (-b -e -f -i -n -w -c -d -o -a
+-z -r); note that --op selects the collective, while nccl-tests' long --op
+(the reduction) is -o here.
 
 Flags (aliases share a line):
 `)
@@ -382,9 +385,9 @@ mrbench sim -h lists the simulator's scenarios and their flags.
 
 Exit status: 0 when every table ran and checked out; 1 when a run failed or
 produced wrong results; 2 on bad usage or configuration (flags, a launcher's
-environment variables, a missing RCCL/NCCL library), found before anything
-runs; 130 when interrupted (the tables so far are still written to --json
-and --csv).
+environment variables, a missing RCCL/NCCL library, the ranks of a launched
+job started with different flags), found before anything runs; 130 when
+interrupted (the tables so far are still written to --json and --csv).
 `)
 }
 

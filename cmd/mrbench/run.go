@@ -172,6 +172,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	for _, tr := range tables {
 		t, isRoot, err := runTable(ctx, o, l, tr, &rep.Env, stdout, prog)
 		prog.clear()
+		if se := (settingsError{}); errors.As(err, &se) {
+			// Ranks started with different flags, found before
+			// the first table: every rank says so, as a usage error.
+			fmt.Fprintf(stderr, "mrbench: %v\n", se)
+			return exitUsage
+		}
 		if err != nil && !isRoot && jobRank(l) == 0 {
 			// Rank 0's process, whose table failed before rank 0 ran
 			// (connection setup): the files still record the failure.
@@ -276,14 +282,18 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 		if root {
 			t.OutOfBounds = res.OutOfBounds
 		}
-		if err == nil && o.Verbose && r.stats != nil {
-			s := r.stats()
-			mu.Lock()
-			peers = append(peers, s...)
-			mu.Unlock()
+		if err == nil && r.stats != nil {
+			if o.Verbose {
+				s := r.stats()
+				mu.Lock()
+				peers = append(peers, s...)
+				mu.Unlock()
+			}
 			// A rank that returns closes its communicator, and its peers'
 			// connection counters vanish with the connection: hold every
-			// connection open until all ranks have their snapshot.
+			// connection open until all ranks have their snapshot. The
+			// ranks wait here with or without -v, which can then
+			// differ between a launched job's ranks (agree.go).
 			bctx, cancel := context.WithTimeout(ctx, o.Timeout)
 			err = r.comm.Barrier(bctx)
 			cancel()

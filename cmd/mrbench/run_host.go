@@ -30,6 +30,9 @@ type hostLauncher struct {
 	// for the header ("" when nothing).
 	noSpin bool
 	share  string
+	// agreed records that the launched job's ranks compared their
+	// settings (agreeSettings), which they do before the first table.
+	agreed bool
 }
 
 // newHostLauncher joins the job of mpirun, torchrun or srun when their
@@ -112,6 +115,12 @@ func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r r
 			return fn(hostEnv(c, transport, cfg, nil))
 		})
 	}
+	if !l.agreed {
+		if err := l.agree(ctx); err != nil {
+			return err
+		}
+		l.agreed = true
+	}
 	c, err := collectives.New(ctx, *l.boot, cfg)
 	if err != nil {
 		return err
@@ -120,6 +129,17 @@ func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r r
 	env := hostEnv(c, transport, cfg, nil)
 	env.describe += l.share
 	return fn(env)
+}
+
+// agree compares the launched job's settings on a communicator of its own
+// (settingsComm), closed before the table's is set up.
+func (l *hostLauncher) agree(ctx context.Context) error {
+	c, err := settingsComm(ctx, *l.boot, l.o.Timeout)
+	if err != nil {
+		return fmt.Errorf("comparing the ranks' flags over kernel TCP: %w", err)
+	}
+	defer c.Close()
+	return agreeSettings(ctx, hostComm{c}, l.o.agreedSettings(), l.o.Timeout)
 }
 
 // hostEnv wraps one rank's communicator for the sweep. inNS, when set, runs

@@ -413,10 +413,8 @@ func gatherRankInfo(ctx context.Context, c comm, timeout time.Duration) ([]rankI
 	send := make([]byte, rankInfoBytes)
 	binary.LittleEndian.PutUint32(send, uint32(os.Getpid()))
 	copy(send[4:], host)
-	recv := make([]byte, c.Size()*rankInfoBytes)
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := c.Collective(cctx, call{Coll: sched.AllGather, Count: rankInfoBytes, DType: reduce.Uint8}, send, recv); err != nil {
+	recv, err := allGatherBytes(ctx, c, send, timeout)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]rankInfo, c.Size())

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// agreeOver runs agreeSettings on in-process ranks over the reference
+// communicator, rank r with the command line args[r], and returns each
+// rank's error.
+func agreeOver(t *testing.T, args [][]string) []error {
+	t.Helper()
+	opts := make([]*options, len(args))
+	for r, a := range args {
+		o, err := parseOptions(a, &bytes.Buffer{})
+		require.NoError(t, err, "rank %d: %v", r, a)
+		opts[r] = o
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make([]error, len(args))
+	var mu sync.Mutex
+	_ = newMemGroup(len(args)).run(func(c comm) error {
+		err := agreeSettings(ctx, c, opts[c.Rank()].agreedSettings(), 10*time.Second)
+		mu.Lock()
+		errs[c.Rank()] = err
+		mu.Unlock()
+		return err
+	})
+	return errs
+}
+
+// TestAgreeSettings: in-process ranks started with different flags find
+// the first flag they disagree on, name it with rank 0's value and the
+// differing ranks', and list the other flags that differ; every rank
+// returns the same usage error. Two spellings of one sweep, flags the
+// sweep does not use and flags that may differ (agree.go) agree.
+func TestAgreeSettings(t *testing.T) {
+	base := []string{"-b", "1K", "-e", "64K"}
+	with := func(extra ...string) []string { return append(append([]string(nil), base...), extra...) }
+	for _, tc := range []struct {
+		name string
+		args [][]string
+		want string // "" when the ranks agree
+	}{
+		{"same", [][]string{with(), with()}, ""},
+		{"spellings", [][]string{
+			with("-b", "1024", "--iters", "5", "-f", "1", "-i", "1K", "-d", "fp32", "-o", "mean", "--chunk", "64K"),
+			with("-n", "5", "-i", "1024", "-d", "float", "-o", "avg", "--chunk", "65536")}, ""},
+		{"may differ", [][]string{
+			with("-T", "10s", "-v", "--json", "a.json", "--csv", "a.csv", "--plot", "a.png", "--seed", "3", "-np", "2"),
+			with("-T", "1m", "--seed", "4", "-np", "8", "-t", "1", "-p", "1", "-R", "2")}, ""},
+		{"unused by the sweep", [][]string{
+			{"-b", "1K", "-e", "1K", "--op", "allgather", "-o", "max", "-r", "1", "-f", "2", "--a2a-inflight", "4", "--transport", "tcp", "--loss", "0.1"},
+			{"-b", "1K", "-e", "1K", "--op", "allgather", "-o", "min", "-i", "8", "--transport", "tcp"}}, ""},
+		{"reduction", [][]string{with("-o", "sum"), with("-o", "max")},
+			"the ranks disagree on -o: rank 0 has sum, rank 1 has max"},
+		{"data type and counts", [][]string{with("-d", "float"), with("-d", "double", "-n", "3", "-w", "0", "-c", "2")},
+			"the ranks disagree on -d: rank 0 has float, rank 1 has double; they also disagree on -n, -w, -c"},
+		{"all types", [][]string{with("-d", "all"), with()},
+			"the ranks disagree on -d: rank 0 has all, rank 1 has float"},
+		{"sizes", [][]string{with("-e", "1M"), with()},
+			"the ranks disagree on -e: rank 0 has 1M, rank 1 has 64K"},
+		{"step", [][]string{with("-f", "2"), with("-i", "4K")},
+			"the ranks disagree on -f: rank 0 has 2, rank 1 has none (steps by -i)"},
+		{"collective, not what it makes moot", [][]string{with("--op", "allreduce"), with("--op", "broadcast", "-r", "1", "-o", "max")},
+			"the ranks disagree on --op: rank 0 has allreduce, rank 1 has broadcast"},
+		{"root", [][]string{with("--op", "broadcast", "-r", "1"), with("--op", "broadcast")},
+			"the ranks disagree on -r: rank 0 has 1, rank 1 has 0"},
+		{"timing and blocking", [][]string{with("-a", "2", "-z", "1"), with()},
+			"the ranks disagree on -a: rank 0 has 2, rank 1 has 1; they also disagree on -z"},
+		{"transport", [][]string{with("--transport", "both", "--loss", "0.1"), with("--transport", "tcp")},
+			"the ranks disagree on --transport: rank 0 has both, rank 1 has tcp"},
+		{"transport settings", [][]string{with("--chunk", "8K", "--channels", "2", "--group-size", "2", "--loss", "0.01"), with()},
+			"the ranks disagree on --channels: rank 0 has 2, rank 1 has 0 (the library default); they also disagree on --chunk, --group-size, --loss"},
+		{"all-to-all window", [][]string{with("--op", "alltoall", "--a2a-inflight", "1"), with("--op", "alltoall")},
+			"the ranks disagree on --a2a-inflight: rank 0 has 1, rank 1 has 0 (by message size)"},
+		{"three ranks", [][]string{with("-o", "sum"), with("-o", "max"), with("-o", "min")},
+			"the ranks disagree on -o: rank 0 has sum, rank 1 has max, rank 2 has min"},
+		{"one rank of three", [][]string{with(), with(), with("-n", "7")},
+			"the ranks disagree on -n: rank 0 has 20, rank 2 has 7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := agreeOver(t, tc.args)
+			for r, err := range errs {
+				if tc.want == "" {
+					assert.NoError(t, err, "rank %d", r)
+					continue
+				}
+				var se settingsError
+				require.ErrorAs(t, err, &se, "rank %d", r)
+				assert.Equal(t, tc.want, se.Error(), "rank %d", r)
+			}
+		})
+	}
+}
+
+// TestAgreeSettingsManyRanks: past maxNamedRanks differing ranks, the
+// error counts the others instead of naming them.
+func TestAgreeSettingsManyRanks(t *testing.T) {
+	args := make([][]string, 12)
+	for r := range args {
+		args[r] = []string{"-b", "1K", "-e", "1K", "-n", fmt.Sprint(r + 1)}
+	}
+	errs := agreeOver(t, args)
+	want := "the ranks disagree on -n: rank 0 has 1, rank 1 has 2, rank 2 has 3, rank 3 has 4, rank 4 has 5, rank 5 has 6, rank 6 has 7, rank 7 has 8, rank 8 has 9 and 3 more ranks differ"
+	for r, err := range errs {
+		assert.EqualError(t, err, want, "rank %d", r)
+	}
+}
+
+// TestDisagreementAcrossBuilds: settings that a rank of another build
+// lists otherwise are reported as such, not as a match.
+func TestDisagreementAcrossBuilds(t *testing.T) {
+	a := []setting{{"-n", "1"}, {"-w", "0"}}
+	assert.Equal(t, "the ranks disagree on -w: rank 0 has 0, rank 1 has no such setting (another build of mrbench)",
+		disagreement([][]setting{a, {{"-n", "1"}}}))
+	assert.Equal(t, "the ranks list different settings: they run different builds of mrbench",
+		disagreement([][]setting{a, append(a, setting{"-x", "1"})}))
+	assert.Equal(t, a, decodeSettings(encodeSettings(a)))
+}
+
+// TestLaunchedRanksDisagree starts a job's two processes the way a
+// launcher would, with different flags: both exit with the usage error,
+// naming the flag and the two values, before either prints a table. A
+// flag of the transport (--chunk), which package collectives itself
+// refuses to set up a communicator over, is named as mrbench's flag too;
+// flags that may differ (-T, -v, --json) run.
+func TestLaunchedRanksDisagree(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	base := []string{"-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--transport", "tcp"}
+	with := func(extra ...string) []string { return append(append([]string(nil), base...), extra...) }
+	for _, tc := range []struct {
+		name       string
+		rank0      []string
+		rank1      []string
+		want       string // "" when the job runs
+		wantStatus int
+	}{
+		{"reduction", with("-o", "sum"), with("-o", "max"), "mrbench: the ranks disagree on -o: rank 0 has sum, rank 1 has max\n", exitUsage},
+		{"chunk", with("--chunk", "8K"), with(), "mrbench: the ranks disagree on --chunk: rank 0 has 8K, rank 1 has 0 (the library default)\n", exitUsage},
+		{"output flags", with("-T", "20s", "-v"), with("-T", "30s", "--json", os.DevNull), "", exitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var outs, errs [2]bytes.Buffer
+			var codes [2]int
+			var wg sync.WaitGroup
+			for r, args := range [][]string{tc.rank0, tc.rank1} {
+				cmd := exec.CommandContext(ctx, self)
+				cmd.Env = append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args, "\n"),
+					fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2", "METAROCE_ROOT="+root)
+				cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
+				require.NoError(t, cmd.Start())
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_ = cmd.Wait()
+					codes[r] = cmd.ProcessState.ExitCode()
+				}()
+			}
+			wg.Wait()
+			for r := range 2 {
+				assert.Equal(t, tc.wantStatus, codes[r], "rank %d stderr: %s", r, errs[r].String())
+				if tc.want == "" {
+					continue
+				}
+				assert.Contains(t, errs[r].String(), tc.want, "rank %d", r)
+				assert.Empty(t, outs[r].String(), "rank %d prints no table", r)
+			}
+			if tc.want == "" {
+				assert.Contains(t, outs[0].String(), "# Out of bounds values : 0 OK")
+			}
+		})
+	}
+}
