@@ -129,6 +129,14 @@ func TestUsageErrors(t *testing.T) {
 		assert.Contains(t, errs, tc.want, "%v", tc.args)
 		assert.NotRegexp(t, `\b(reduce|sched|collectives|bytesize): `, errs, "%v", tc.args)
 	}
+	// Several wrong flags: one line each, every one marked as mrbench's.
+	code, _, errs := runMrbench(t, "-n", "0", "-w", "-1", "-a", "7")
+	assert.Equal(t, exitUsage, code)
+	lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
+	require.Len(t, lines, 3, errs)
+	for _, l := range lines {
+		assert.True(t, strings.HasPrefix(l, "mrbench: "), "a line without the prefix: %q", l)
+	}
 }
 
 // TestSizeZero: -b 0 -e 0 is one row of size 0, count 0, as in nccl-tests,

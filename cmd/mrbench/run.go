@@ -96,7 +96,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		// Every flag found wrong, one line each, each marked as ours.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "mrbench: %s\n", line)
+		}
 		return exitUsage
 	}
 	var l launcher
