@@ -157,7 +157,7 @@ func unsetHint(b Bootstrap) string {
 // reached rank 0's rendezvous (and now waits for the others to join) or
 // not yet. A rank prints the first only once (see exchangeLeaf): rank 0
 // lists the ranks still missing.
-func leafWaitingLine(b Bootstrap, reached bool, waited, left time.Duration) string {
+func leafWaitingLine(b Bootstrap, reached bool, lastDial string, waited, left time.Duration) string {
 	var s strings.Builder
 	if reached {
 		fmt.Fprintf(&s, "rank %d: joined the rendezvous at %s, waiting for the other ranks of %d to join (rank 0 reports which are missing), after %v",
@@ -165,6 +165,12 @@ func leafWaitingLine(b Bootstrap, reached bool, waited, left time.Duration) stri
 	} else {
 		fmt.Fprintf(&s, "rank %d: waiting for rank 0's rendezvous at %s to answer after %v",
 			b.Rank, b.Root, waited.Round(time.Second))
+		if lastDial != "" {
+			// A typo in the address ("no such host") is retried
+			// like a rank 0 not up yet, as a name that a cluster's
+			// DNS does not know yet would be: say what the dials get.
+			fmt.Fprintf(&s, " (last attempt: %s)", lastDial)
+		}
 	}
 	if left >= 0 {
 		fmt.Fprintf(&s, ", giving up in %v", left.Round(time.Second))
@@ -632,17 +638,22 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, net.
 	// which names the ranks still missing. (Turned away by another job's
 	// rank 0, it waits again, and says so again.)
 	said := false
+	var lastDial atomic.Pointer[string]
 	defer reportWaiting(ctx, b, func(waited, left time.Duration) string {
 		r := reached.Load()
 		if r && said {
 			return ""
 		}
 		said = r
-		return leafWaitingLine(b, r, waited, left)
+		var last string
+		if p := lastDial.Load(); p != nil {
+			last = *p
+		}
+		return leafWaitingLine(b, r, last, waited, left)
 	})()
 	var lastErr error
 	for {
-		blobs, c, err := joinRoot(ctx, b, tag, blob, &reached)
+		blobs, c, err := joinRoot(ctx, b, tag, blob, &reached, &lastDial)
 		if !errors.Is(err, errOtherJob) {
 			if err != nil && lastErr != nil {
 				err = fmt.Errorf("%w (before that, %v; give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)", err, lastErr)
@@ -695,10 +706,11 @@ func reportWaiting(ctx context.Context, b Bootstrap, line func(waited, left time
 
 // joinRoot makes one attempt at the rendezvous: it dials rank 0 (retrying
 // until the context ends), sends this rank's hello and reads the table;
-// reached is set once rank 0 took the hello. It returns an error wrapping
+// reached is set once rank 0 took the hello, and lastDial holds the error of
+// the latest failed dial, for the progress line. It returns an error wrapping
 // errOtherJob when rank 0 turned it away; on success, the connection too,
 // open.
-func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached *atomic.Bool) (_ [][]byte, _ net.Conn, err error) {
+func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached *atomic.Bool, lastDial *atomic.Pointer[string]) (_ [][]byte, _ net.Conn, err error) {
 	var d net.Dialer
 	var c net.Conn
 	for {
@@ -706,6 +718,8 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		if err == nil {
 			break
 		}
+		msg := err.Error()
+		lastDial.Store(&msg)
 		select {
 		case <-ctx.Done():
 			return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s: %w (last error: %v)", b.Rank, b.Root, ctx.Err(), err)

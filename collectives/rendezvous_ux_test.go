@@ -67,9 +67,11 @@ func TestRendezvousWaitingLines(t *testing.T) {
 		rootWaitingLine(b, []int{3}, 5*time.Second, -1))
 	b.Rank = 2
 	assert.Equal(t, "rank 2: waiting for rank 0's rendezvous at 10.0.0.1:29517 to answer after 5s, giving up in 1s",
-		leafWaitingLine(b, false, 5*time.Second, time.Second))
+		leafWaitingLine(b, false, "", 5*time.Second, time.Second))
+	assert.Equal(t, "rank 2: waiting for rank 0's rendezvous at 10.0.0.1:29517 to answer after 5s (last attempt: dial tcp: lookup nosuchhost.invalid: no such host), giving up in 1s",
+		leafWaitingLine(b, false, "dial tcp: lookup nosuchhost.invalid: no such host", 5*time.Second, time.Second))
 	assert.Equal(t, "rank 2: joined the rendezvous at 10.0.0.1:29517, waiting for the other ranks of 4 to join (rank 0 reports which are missing), after 5s",
-		leafWaitingLine(b, true, 5*time.Second, -1))
+		leafWaitingLine(b, true, "an earlier dial's error", 5*time.Second, -1))
 	err := missingErr(Bootstrap{Rank: 0, NRanks: 3, Root: "h:1", Source: "slurm", Vars: BootstrapVars{Rank: "SLURM_PROCID", NRanks: "SLURM_NTASKS"}},
 		[][]byte{[]byte("zero"), nil, nil}, context.DeadlineExceeded)
 	assert.ErrorContains(t, err, "ranks [1 2] of 3 never joined the rendezvous at h:1: context deadline exceeded; check that every rank")

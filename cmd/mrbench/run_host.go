@@ -136,7 +136,7 @@ func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r r
 func (l *hostLauncher) agree(ctx context.Context) error {
 	c, err := settingsComm(ctx, *l.boot, l.o.Timeout)
 	if err != nil {
-		return fmt.Errorf("comparing the ranks' flags over kernel TCP: %w", err)
+		return fmt.Errorf("joining the job's ranks (over kernel TCP, to compare their flags first): %w", err)
 	}
 	defer c.Close()
 	return agreeSettings(ctx, hostComm{c}, l.o.agreedSettings(), l.o.Timeout)
