@@ -564,7 +564,7 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 			bad = fmt.Errorf("rank %d from %v runs another version of metaroce (rendezvous magic %s, rank 0's is %s): %w",
 				rank, c.RemoteAddr(), magicText(f.magic), magicText(bootMagic), errVersion)
 		case nranks != b.NRanks:
-			bad = fmt.Errorf("rank %d from %v believes the job has %d ranks, rank 0 has %d", rank, c.RemoteAddr(), nranks, b.NRanks)
+			bad = fmt.Errorf("rank %d from %v believes the job has %d ranks, rank 0 has %d (a rank of another job at the same address? give each job its own METAROCE_ROOT, or METAROCE_JOB)", rank, c.RemoteAddr(), nranks, b.NRanks)
 		case rank <= 0 || rank >= b.NRanks:
 			bad = fmt.Errorf("%v claims rank %d outside 1..%d", c.RemoteAddr(), rank, b.NRanks-1)
 		case conns[rank] != nil:

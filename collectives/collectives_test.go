@@ -447,6 +447,7 @@ func TestBootstrapAbortReachesWaitingRanks(t *testing.T) {
 	_, err = exchange(ctx, Bootstrap{Rank: 2, NRanks: 5, Root: root, Source: "test"}, []byte("two"))
 	require.ErrorContains(t, err, "gave the rendezvous up")
 	require.ErrorContains(t, err, "believes the job has 5 ranks, rank 0 has 4")
+	require.ErrorContains(t, err, "a rank of another job at the same address? give each job its own METAROCE_ROOT, or METAROCE_JOB")
 	require.ErrorContains(t, <-waiting, "believes the job has 5 ranks")
 	require.ErrorContains(t, <-rootErr, "believes the job has 5 ranks")
 }
