@@ -93,6 +93,12 @@ type Iface struct {
 	SpeedMbps int
 	// Loopback is set for the loopback interface.
 	Loopback bool
+	// NoCarrier is set for an interface that is up without a carrier
+	// (RUNNING clear) when it was named explicitly: it stays a plane, as
+	// it would if its cable were pulled later, so that every host of a
+	// job that names the same interfaces has as many planes; the caller
+	// warns about it.
+	NoCarrier bool
 }
 
 // ifaceAddr picks an interface's address: IPv4 first, then a global IPv6.
@@ -150,7 +156,8 @@ func virtual(n string) bool {
 }
 
 // Select lists usable interfaces, at most MaxIfaces. With an explicit filter
-// every running interface that matches and has an address is used;
+// every up interface that matches and has an address is used (one without
+// a carrier marked NoCarrier);
 // automatically, non-loopback, non-virtual interfaces with an address other
 // than IPv4 link-local are preferred and loopback is the last resort, so a
 // laptop or CI box still gets one.
@@ -159,17 +166,25 @@ func Select(f Filter) ([]Iface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing interfaces: %w", err)
 	}
+	// Automatic selection takes running interfaces only: a NIC without
+	// a carrier (a cable out, a veth whose peer is down) would be a plane
+	// that drops everything. One named explicitly is taken when up, and
+	// marked: the planes of a job's hosts must match in number, and the
+	// datapath fails over from a dead plane as it does when a carrier
+	// goes later.
 	pick := func(ok func(net.Interface) bool) []Iface {
 		var out []Iface
 		for _, ifc := range ifcs {
-			if !running(ifc.Flags) || !ok(ifc) || len(out) == MaxIfaces {
+			if !usable(ifc.Flags, f.Auto()) || !ok(ifc) || len(out) == MaxIfaces {
 				continue
 			}
 			ip, found := ifaceAddr(ifc, !f.Auto())
 			if !found {
 				continue
 			}
-			out = append(out, describe(ifc, ip))
+			d := describe(ifc, ip)
+			d.NoCarrier = !running(ifc.Flags)
+			out = append(out, d)
 		}
 		return out
 	}
@@ -184,16 +199,7 @@ func Select(f Filter) ([]Iface, error) {
 			if list == "" {
 				list = "none"
 			}
-			var dark []string
-			for _, i := range ifcs {
-				if f.Match(i.Name) && i.Flags&net.FlagUp != 0 && !running(i.Flags) {
-					dark = append(dark, i.Name)
-				}
-			}
-			if len(dark) > 0 {
-				list += "; up without a carrier: " + strings.Join(dark, ", ")
-			}
-			return nil, fmt.Errorf("METAROCE_IFNAMES=%q: %w (running, with an address: %s; check `ip addr`)",
+			return nil, fmt.Errorf("METAROCE_IFNAMES=%q: %w (up, with an address: %s; check `ip addr`)",
 				f.spec, ErrNoMatch, list)
 		}
 		return out, nil
@@ -214,6 +220,12 @@ func Select(f Filter) ([]Iface, error) {
 // datagram, and its speed would count in the device's.
 func running(f net.Flags) bool {
 	return f&net.FlagUp != 0 && f&net.FlagRunning != 0
+}
+
+// usable reports whether an interface with flags f can be a plane: running
+// when chosen automatically, up when named explicitly (see Select).
+func usable(f net.Flags, auto bool) bool {
+	return running(f) || (!auto && f&net.FlagUp != 0)
 }
 
 // describe fills an Iface from sysfs.

@@ -78,20 +78,23 @@ func TestAutoSkipsVirtual(t *testing.T) {
 	}
 }
 
-// TestRunningNeedsCarrier: an interface is a plane only when it is up and
-// has a carrier; up without one (a veth whose peer is down) drops all.
-func TestRunningNeedsCarrier(t *testing.T) {
+// TestUsableFlags: chosen automatically, an interface is a plane only when
+// it is up and has a carrier (up without one, a veth whose peer is down,
+// drops all); named explicitly, up is enough, so that every host of a job
+// gets as many planes, and the datapath fails over from the dark one.
+func TestUsableFlags(t *testing.T) {
 	for _, tc := range []struct {
-		flags net.Flags
-		want  bool
+		flags          net.Flags
+		auto, explicit bool
 	}{
-		{net.FlagUp | net.FlagRunning | net.FlagBroadcast, true},
-		{net.FlagUp | net.FlagRunning | net.FlagLoopback, true},
-		{net.FlagUp | net.FlagBroadcast, false},
-		{net.FlagRunning, false},
-		{0, false},
+		{net.FlagUp | net.FlagRunning | net.FlagBroadcast, true, true},
+		{net.FlagUp | net.FlagRunning | net.FlagLoopback, true, true},
+		{net.FlagUp | net.FlagBroadcast, false, true},
+		{net.FlagRunning, false, false},
+		{0, false, false},
 	} {
-		assert.Equal(t, tc.want, running(tc.flags), "%v", tc.flags)
+		assert.Equal(t, tc.auto, usable(tc.flags, true), "automatic, %v", tc.flags)
+		assert.Equal(t, tc.explicit, usable(tc.flags, false), "explicit, %v", tc.flags)
 	}
 }
 

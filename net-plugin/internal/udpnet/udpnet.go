@@ -103,6 +103,11 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("udpnet: %w", err)
 	}
 	planes := choosePlanes(ifs)
+	for _, p := range planes {
+		if p.NoCarrier && cfg.Logf != nil {
+			cfg.Logf("udpnet: plane %s (%v) is up without a carrier: kept, as METAROCE_IFNAMES names it (every host must have as many planes), and the connections fail over from it until it carries", p.Name, p.Addr)
+		}
+	}
 	b := &Backend{cfg: cfg}
 	d := newDevice(b, describe(planes), planes)
 	b.devs = append(b.devs, d)
@@ -183,7 +188,7 @@ func (b *Backend) Dial(dev int, handle []byte) (backend.Dialer, error) {
 		return nil, err
 	}
 	if len(h.Addrs) != len(d.addrs) || h.Addrs[0].Addr().Is4() != d.addrs[0].Is4() {
-		return nil, fmt.Errorf("udpnet: the peer at %v has %d IPv%s plane(s), device %s has %d IPv%s plane(s): select the same number of interfaces on every host (METAROCE_IFNAMES): %w",
+		return nil, fmt.Errorf("udpnet: the peer at %v has %d IPv%s plane(s), device %s has %d IPv%s plane(s): select the same number of interfaces on every host (METAROCE_IFNAMES; automatic selection leaves out interfaces without a carrier): %w",
 			h.Addrs[0], len(h.Addrs), family(h.Addrs[0].Addr()), d.info.Name, len(d.addrs), family(d.addrs[0]), backend.ErrInvalidUsage)
 	}
 	return d.dial(h), nil
