@@ -408,7 +408,9 @@ type frame struct {
 // are no rendezvous frame of any version one that wraps errNotRendezvous.
 func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 	var h [frameHeader]byte
-	if _, err = io.ReadFull(r, h[:]); err != nil {
+	// The magic first, so that another service's reply shorter than a
+	// frame's header is still told apart from a rendezvous.
+	if _, err = io.ReadFull(r, h[:4]); err != nil {
 		return
 	}
 	f.magic = binary.BigEndian.Uint32(h[:])
@@ -419,6 +421,9 @@ func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 	if f.magic != bootMagic && f.magic != prevMagic {
 		return frame{magic: f.magic}, fmt.Errorf("not a metaroce rendezvous peer of this version (magic %s, this version's is %s): %w",
 			magicText(f.magic), magicText(bootMagic), errVersion)
+	}
+	if _, err = io.ReadFull(r, h[4:]); err != nil {
+		return frame{}, err
 	}
 	f.rank = int(binary.BigEndian.Uint32(h[4:]))
 	f.nranks = int(binary.BigEndian.Uint32(h[8:]))
@@ -726,10 +731,14 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		case <-time.After(dialBackoff):
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	// When the context ends, the connection gets echoGrace more: rank 0,
+	// whose deadline is this rank's give or take the ranks' start times,
+	// says why it gives up (the ranks missing) just before it closes,
+	// and closing at once here lost that word about half the time.
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now().Add(echoGrace)) })
 	defer func() {
 		if !stop() || err != nil {
-			// On error, or when the context closed it already.
+			// On error, or when the context ended.
 			c.Close()
 		}
 	}()
@@ -744,8 +753,10 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		switch {
 		case ctx.Err() != nil:
 			why, err = "some ranks may not have started", ctx.Err()
-		case errors.Is(err, errVersion), errors.Is(err, errNotRendezvous):
+		case errors.Is(err, errVersion):
 			why = "rank 0 answered"
+		case errors.Is(err, errNotRendezvous):
+			why = "the address answered"
 		}
 		return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s (%s): %w", b.Rank, b.Root, why, err)
 	}

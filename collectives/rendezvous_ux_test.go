@@ -243,6 +243,12 @@ func TestRendezvousOtherVersion(t *testing.T) {
 	assert.ErrorContains(t, err, `something other than a metaroce rendezvous listens there`)
 	assert.ErrorContains(t, err, `it answered "HTTP", not a rendezvous frame ("MRB5")`)
 	assert.NotErrorIs(t, err, errVersion)
+	// A reply shorter than a frame's header (a line protocol's error)
+	// reads the same.
+	_, err = readFrame(strings.NewReader("-ERR unknown\r\n"), 2)
+	assert.ErrorIs(t, err, errNotRendezvous)
+	_, err = readFrame(strings.NewReader("MRB3"), 2)
+	assert.ErrorIs(t, err, errVersion, "an older version's magic alone")
 
 	// A rank of the version before, at this version's rank 0; a rank of
 	// this version is already waiting there.
