@@ -37,18 +37,20 @@ import (
 // command line and are not compared.
 //
 // What is compared (agreedSettings) is every flag that changes the calls,
-// their checks or the conditions and figures of the measurement: the backend, the collective, the sizes, data types,
-// reduction and root, the iteration counts, -c, -a and -z, and the host
-// transport's flags (--transport, --channels, --chunk, --a2a-inflight,
-// --group-size, --loss), each in a canonical form, so that two spellings
+// their checks or the conditions and figures of the measurement: the
+// backend, the collective, the sizes, data types, reduction and root, the
+// iteration counts, -c, -a and -z, and the host transport's --transport,
+// --a2a-inflight and --loss (--channels, --chunk and --group-size the
+// collectives compare themselves, after their defaults), each in a
+// canonical form, so that two spellings
 // of one sweep agree (-b 1024 and -b 1K; -f 1 -i 1K and -i 1K) and a flag
 // that the sweep does not use (-r of an all-reduce, -o of an all-gather,
 // -i under a step factor) is not compared. What may differ:
 //   - -T: each rank's own deadlines; a rank on a slower host may be given
 //     longer;
 //   - --seed: every rank's MetaRoCE driver takes its own random choices
-//     anyway (the seed is mixed with the rank), and --seed 0 draws one per
-//     process;
+//     anyway (the seed is mixed with the rank), and with --seed 0 every
+//     rank takes the seed rank 0 drew (hostLauncher.agree);
 //   - -v, --json, --csv and --plot: rank 0 alone prints and writes files
 //     (every rank waits in the barrier that keeps -v's counters alive
 //     after each table, given -v or not, so that -v changes no call);
@@ -96,6 +98,11 @@ func (o *options) agreedSettings() []setting {
 		setting{"-z", strconv.Itoa(o.Blocking)})
 
 	// The host transport's flags; the rccl backend reads none of them.
+	// --channels, --chunk and --group-size are not compared here: the
+	// collectives compare them when the table's communicator is set up,
+	// after their defaults are applied (0 and the default's value agree
+	// there, where this comparison of the flags as given called them a
+	// disagreement).
 	host := func(v string) string {
 		if o.Backend != backendHost {
 			return unused("--backend " + o.Backend)
@@ -123,10 +130,7 @@ func (o *options) agreedSettings() []setting {
 	}
 	return append(s,
 		setting{"--transport", host(transport)},
-		setting{"--channels", host(orDefault(int64(o.Channels), itoa, "the library default"))},
-		setting{"--chunk", host(orDefault(o.ChunkBytes, bytesize.Format, "the library default"))},
 		setting{"--a2a-inflight", host(inflight)},
-		setting{"--group-size", host(orDefault(int64(o.GroupSize), itoa, "unknown"))},
 		setting{"--loss", host(loss)})
 }
 

@@ -337,13 +337,11 @@ func joinNames[T fmt.Stringer](xs []T) string {
 	return strings.Join(names, " ")
 }
 
-// drawSeed returns a random non-zero seed for --seed 0.
+// drawSeed returns a random seed for --seed 0, from 1 to 2^53: the JSON
+// report gives it as a number, which readers that hold numbers as
+// float64 (jq, JavaScript) round above 2^53.
 func drawSeed() uint64 {
-	for {
-		if s := rand.Uint64(); s != 0 {
-			return s
-		}
-	}
+	return 1 + rand.Uint64N(1<<53)
 }
 
 // stepLabel renders the header's "step:" field as nccl-tests does.
@@ -373,7 +371,8 @@ With no flags: all-reduce of float sums over 4 local ranks, 16 B to 64 MiB by
 every process joins one job and rank 0 prints; the processes compare their
 flags before the first table and exit 2 where they differ, except -T, --seed,
 -v, --json, --csv, --plot and those without effect there (-np, the
-compatibility flags). Flags follow nccl-tests (-b -e -f -i -n -w -c -d -o -a
+compatibility flags); --channels, --chunk and --group-size the library
+compares, and fails the table where they differ. Flags follow nccl-tests (-b -e -f -i -n -w -c -d -o -a
 -z -r); note that --op selects the collective, while nccl-tests' long --op
 (the reduction) is -o here.
 

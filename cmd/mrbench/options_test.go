@@ -242,6 +242,7 @@ func TestSeedZeroDrawsAndTells(t *testing.T) {
 	o, err := parseOptions([]string{"--seed", "0", "--loss", "0.01"}, io.Discard)
 	require.NoError(t, err)
 	require.NotZero(t, o.Seed)
+	assert.LessOrEqual(t, o.Seed, uint64(1)<<53, "a float64 reader of the JSON would round it")
 	assert.True(t, o.SeedDrawn)
 	assert.Equal(t, o.Seed, o.params().Seed)
 
@@ -258,4 +259,7 @@ func TestSeedZeroDrawsAndTells(t *testing.T) {
 	lossless, err := parseOptions([]string{"--seed", "7"}, io.Discard)
 	require.NoError(t, err)
 	assert.Zero(t, lossless.params().Seed, "no loss, no seed in the report")
+	tcp, err := parseOptions([]string{"--seed", "7", "--loss", "0.1", "--transport", "tcp"}, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, tcp.params().Seed, "nothing drops over TCP, no seed in the report")
 }

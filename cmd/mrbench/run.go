@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -364,8 +365,8 @@ func (o *options) params() Params {
 	p := Params{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepFactor: o.StepFactor, StepBytes: o.StepBytes,
 		Iters: o.Iters, Warmup: o.Warmup, Check: o.Check, Average: o.Average, Blocking: o.Blocking,
 		Root: o.Root, Channels: o.Channels, ChunkBytes: o.ChunkBytes, A2AFlight: o.AllToAllInFlight, GroupSize: o.GroupSize, Loss: o.Loss, TimeoutS: o.Timeout.Seconds()}
-	if o.Loss > 0 {
-		p.Seed = o.Seed
+	if o.Loss > 0 && slices.Contains(o.Transports, transportMetaRoCE) {
+		p.Seed = o.Seed // what the drops of MetaRoCE's driver follow
 	}
 	return p
 }

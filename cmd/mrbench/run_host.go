@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"runtime"
@@ -106,6 +107,13 @@ func (l *hostLauncher) config(transport string) collectives.Config {
 }
 
 func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r rankEnv) error) error {
+	if l.lab == nil && l.boot != nil && !l.agreed {
+		// Before the configuration: agree may take rank 0's seed.
+		if err := l.agree(ctx); err != nil {
+			return err
+		}
+		l.agreed = true
+	}
 	cfg := l.config(transport)
 	if l.lab != nil {
 		return l.launchNetlab(ctx, transport, cfg, fn)
@@ -114,12 +122,6 @@ func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r r
 		return collectives.LaunchLocal(ctx, l.o.Ranks, cfg, func(c *collectives.Comm) error {
 			return fn(hostEnv(c, transport, cfg, nil))
 		})
-	}
-	if !l.agreed {
-		if err := l.agree(ctx); err != nil {
-			return err
-		}
-		l.agreed = true
 	}
 	c, err := collectives.New(ctx, *l.boot, cfg)
 	if err != nil {
@@ -132,14 +134,27 @@ func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r r
 }
 
 // agree compares the launched job's settings on a communicator of its own
-// (settingsComm), closed before the table's is set up.
+// (settingsComm), closed before the table's is set up. Where --seed 0 drew
+// a seed in every process, every rank then takes rank 0's, the one rank
+// 0's header and report give, so that --seed with it repeats the run.
 func (l *hostLauncher) agree(ctx context.Context) error {
 	c, err := settingsComm(ctx, *l.boot, l.o.Timeout)
 	if err != nil {
 		return fmt.Errorf("joining the job's ranks (over kernel TCP, to compare their flags first): %w", err)
 	}
 	defer c.Close()
-	return agreeSettings(ctx, hostComm{c}, l.o.agreedSettings(), l.o.Timeout)
+	if err := agreeSettings(ctx, hostComm{c}, l.o.agreedSettings(), l.o.Timeout); err != nil {
+		return err
+	}
+	if !l.o.SeedDrawn {
+		return nil
+	}
+	seeds, err := allGatherBytes(ctx, hostComm{c}, binary.LittleEndian.AppendUint64(nil, l.o.Seed), l.o.Timeout)
+	if err != nil {
+		return fmt.Errorf("rank %d: taking rank 0's seed: %w", c.Rank(), err)
+	}
+	l.o.Seed = binary.LittleEndian.Uint64(seeds)
+	return nil
 }
 
 // hostEnv wraps one rank's communicator for the sweep. inNS, when set, runs
