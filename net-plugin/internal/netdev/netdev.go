@@ -94,7 +94,7 @@ type Iface struct {
 	// Loopback is set for the loopback interface.
 	Loopback bool
 	// NoCarrier is set for an interface that is up without a carrier
-	// (RUNNING clear) when it was named explicitly: it stays a plane, as
+	// (RUNNING clear) when it was named by its exact name: it stays a plane, as
 	// it would if its cable were pulled later, so that every host of a
 	// job that names the same interfaces has as many planes; the caller
 	// warns about it.
@@ -156,8 +156,9 @@ func virtual(n string) bool {
 }
 
 // Select lists usable interfaces, at most MaxIfaces. With an explicit filter
-// every up interface that matches and has an address is used (one without
-// a carrier marked NoCarrier);
+// every running interface that matches and has an address is used, and one
+// named by its exact name also when it is up without a carrier (marked
+// NoCarrier);
 // automatically, non-loopback, non-virtual interfaces with an address other
 // than IPv4 link-local are preferred and loopback is the last resort, so a
 // laptop or CI box still gets one.
@@ -166,16 +167,15 @@ func Select(f Filter) ([]Iface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing interfaces: %w", err)
 	}
-	// Automatic selection takes running interfaces only: a NIC without
-	// a carrier (a cable out, a veth whose peer is down) would be a plane
-	// that drops everything. One named explicitly is taken when up, and
-	// marked: the planes of a job's hosts must match in number, and the
-	// datapath fails over from a dead plane as it does when a carrier
-	// goes later.
+	// Running interfaces only: a NIC without a carrier (a cable out, a
+	// veth whose peer is down) would be a plane that drops everything.
+	// One named by its exact name is taken when up, and marked: the planes
+	// of a job's hosts must match in number, and the datapath fails over
+	// from a dead plane as it does when a carrier goes later.
 	pick := func(ok func(net.Interface) bool) []Iface {
 		var out []Iface
 		for _, ifc := range ifcs {
-			if !usable(ifc.Flags, f.Auto()) || !ok(ifc) || len(out) == MaxIfaces {
+			if !usable(ifc.Flags, f.keepsDark()) || !ok(ifc) || len(out) == MaxIfaces {
 				continue
 			}
 			ip, found := ifaceAddr(ifc, !f.Auto())
@@ -199,7 +199,16 @@ func Select(f Filter) ([]Iface, error) {
 			if list == "" {
 				list = "none"
 			}
-			return nil, fmt.Errorf("METAROCE_IFNAMES=%q: %w (up, with an address: %s; check `ip addr`)",
+			var dark []string
+			for _, i := range ifcs {
+				if f.Match(i.Name) && i.Flags&net.FlagUp != 0 && !running(i.Flags) {
+					dark = append(dark, i.Name)
+				}
+			}
+			if len(dark) > 0 {
+				list += "; up without a carrier: " + strings.Join(dark, ", ")
+			}
+			return nil, fmt.Errorf("METAROCE_IFNAMES=%q: %w (running, with an address: %s; check `ip addr`)",
 				f.spec, ErrNoMatch, list)
 		}
 		return out, nil
@@ -222,11 +231,17 @@ func running(f net.Flags) bool {
 	return f&net.FlagUp != 0 && f&net.FlagRunning != 0
 }
 
-// usable reports whether an interface with flags f can be a plane: running
-// when chosen automatically, up when named explicitly (see Select).
-func usable(f net.Flags, auto bool) bool {
-	return running(f) || (!auto && f&net.FlagUp != 0)
+// usable reports whether an interface with flags f can be a plane: running,
+// or only up where dark (a carrier-less interface) is allowed (see Select).
+func usable(f net.Flags, dark bool) bool {
+	return running(f) || (dark && f&net.FlagUp != 0)
 }
+
+// keepsDark reports whether f names interfaces by their exact names
+// ("=eth0,eth1"), which then count without a carrier: a prefix or an
+// exclusion list picks whatever matches, and would take every unplugged
+// NIC or dangling veth it covers, ahead of working ones within MaxIfaces.
+func (f Filter) keepsDark() bool { return f.exact && !f.exclude }
 
 // describe fills an Iface from sysfs.
 func describe(ifc net.Interface, ip netip.Addr) Iface {

@@ -78,10 +78,11 @@ func TestAutoSkipsVirtual(t *testing.T) {
 	}
 }
 
-// TestUsableFlags: chosen automatically, an interface is a plane only when
-// it is up and has a carrier (up without one, a veth whose peer is down,
-// drops all); named explicitly, up is enough, so that every host of a job
-// gets as many planes, and the datapath fails over from the dark one.
+// TestUsableFlags: an interface is a plane only when it is up and has a
+// carrier (up without one, a veth whose peer is down, drops all); named by
+// its exact name, up is enough, so that every host of a job gets as many
+// planes, and the datapath fails over from the dark one. A prefix or an
+// exclusion list does not name one.
 func TestUsableFlags(t *testing.T) {
 	for _, tc := range []struct {
 		flags          net.Flags
@@ -93,8 +94,13 @@ func TestUsableFlags(t *testing.T) {
 		{net.FlagRunning, false, false},
 		{0, false, false},
 	} {
-		assert.Equal(t, tc.auto, usable(tc.flags, true), "automatic, %v", tc.flags)
-		assert.Equal(t, tc.explicit, usable(tc.flags, false), "explicit, %v", tc.flags)
+		assert.Equal(t, tc.auto, usable(tc.flags, false), "automatic, %v", tc.flags)
+		assert.Equal(t, tc.explicit, usable(tc.flags, true), "by exact name, %v", tc.flags)
+	}
+	for spec, want := range map[string]bool{"": false, "=eth0,eth1": true, "eth": false, "^docker,lo": false, "^=eth2": false} {
+		f, err := ParseFilter(spec)
+		require.NoError(t, err)
+		assert.Equal(t, want, f.keepsDark(), "METAROCE_IFNAMES=%q", spec)
 	}
 }
 

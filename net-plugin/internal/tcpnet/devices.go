@@ -3,6 +3,7 @@ package tcpnet
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 	"github.com/metaroce/metaroce/net-plugin/internal/netdev"
@@ -22,7 +23,14 @@ func discoverDevices(f netdev.Filter, socks int) ([]backend.Device, error) {
 		return nil, fmt.Errorf("tcpnet: %w", err)
 	}
 	devs := make([]backend.Device, 0, len(ifs))
+	var dark []string
 	for _, ifc := range ifs {
+		if ifc.NoCarrier {
+			// A TCP device has no plane to fail over to: one without a
+			// carrier would only time out the peers that dial it.
+			dark = append(dark, ifc.Name)
+			continue
+		}
 		d := backend.Device{
 			Name:      "metaroce_" + ifc.Name,
 			IfName:    ifc.Name,
@@ -36,6 +44,9 @@ func discoverDevices(f netdev.Filter, socks int) ([]backend.Device, error) {
 			d.SpeedMbps = defaultSpeedMbps
 		}
 		devs = append(devs, d)
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("tcpnet: the interfaces selected have no carrier (%s): plug them in, or name others in METAROCE_IFNAMES: %w", strings.Join(dark, ", "), backend.ErrInvalidUsage)
 	}
 	return devs, nil
 }
