@@ -61,6 +61,17 @@ func splitSettings(b []byte) (map[string]string, []byte, bool) {
 	return m, rest, true
 }
 
+// SettingsError is New's error on every rank when the ranks' Configs
+// differ in a setting that must be the same everywhere (after defaults).
+// Field names it ("Config.Channels"), so that a program that sets it from
+// a flag can name the flag.
+type SettingsError struct {
+	Field string
+	msg   string
+}
+
+func (e *SettingsError) Error() string { return e.msg }
+
 // agree checks every rank's settings (blobs from the rendezvous, by rank)
 // against rank 0's and returns the endpoint descriptions. Every rank has
 // the same blobs and so returns the same error: the first setting on
@@ -94,8 +105,8 @@ func agree(blobs [][]byte) ([][]byte, error) {
 		if n > len(diff) {
 			more = fmt.Sprintf(" and %d more ranks differ", n-len(diff))
 		}
-		return nil, fmt.Errorf("collectives: the ranks disagree on %s (%s), which must be the same on every rank: rank 0 has %s, %s%s",
-			a.key, a.field, want, strings.Join(diff, ", "), more)
+		return nil, &SettingsError{Field: a.field, msg: fmt.Sprintf("collectives: the ranks disagree on %s (%s), which must be the same on every rank: rank 0 has %s, %s%s",
+			a.key, a.field, want, strings.Join(diff, ", "), more)}
 	}
 	return eps, nil
 }

@@ -725,6 +725,8 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		}
 		msg := err.Error()
 		lastDial.Store(&msg)
+		// (Cleared below once a dial succeeds: a rank turned away by
+		// another job's rank 0 dials again, and no stale error shows.)
 		select {
 		case <-ctx.Done():
 			return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s: %w (last error: %v)", b.Rank, b.Root, ctx.Err(), err)
@@ -735,13 +737,27 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 	// whose deadline is this rank's give or take the ranks' start times,
 	// says why it gives up (the ranks missing) just before it closes,
 	// and closing at once here lost that word about half the time.
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now().Add(echoGrace)) })
+	graced := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.SetDeadline(time.Now().Add(echoGrace))
+		close(graced)
+	})
 	defer func() {
-		if !stop() || err != nil {
-			// On error, or when the context ended.
+		stopped := stop()
+		if err != nil {
 			c.Close()
+			return
+		}
+		if !stopped {
+			// The table came within the grace: the connection carries
+			// on without its deadline, and the setup, whose context
+			// has ended, fails on it and says so to rank 0 (closing
+			// it here made rank 0 report this rank as gone).
+			<-graced
+			c.SetDeadline(time.Time{})
 		}
 	}()
+	lastDial.Store(nil)
 	if err := writeFrame(c, b.Rank, b.NRanks, tag, blob); err != nil {
 		return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: sending to %s: %w", b.Rank, b.Root, err)
 	}

@@ -627,3 +627,51 @@ func TestGroupedAllReduce(t *testing.T) {
 	_, err = Config{GroupSize: -1}.withDefaults()
 	require.ErrorContains(t, err, "group size")
 }
+
+// TestTableWithinTheGrace: a rank whose deadline passes while it waits for
+// the table, which then comes within echoGrace (the last rank joined just
+// after), gets the table and its connection to rank 0 open, on which its
+// setup then reports why it stops; the connection was closed under it,
+// and rank 0 took the rank for gone.
+func TestTableWithinTheGrace(t *testing.T) {
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	long, cancelLong := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelLong()
+	short, cancelShort := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancelShort()
+
+	joined := make(chan int, 2)
+	rootDone := make(chan error, 1)
+	go func() {
+		_, conns, err := exchangeRoot(long, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "test", joined: func(r int) { joined <- r }}, []byte("zero"))
+		for _, c := range conns {
+			if c != nil {
+				defer c.Close()
+			}
+		}
+		rootDone <- err
+	}()
+	type leaf struct {
+		c   net.Conn
+		err error
+	}
+	early := make(chan leaf, 1)
+	go func() {
+		_, c, err := exchangeLeaf(short, Bootstrap{Rank: 1, NRanks: 3, Root: root, Source: "test"}, []byte("one"))
+		early <- leaf{c, err}
+	}()
+	require.Equal(t, 1, <-joined)
+	<-short.Done() // rank 1's deadline has passed: now the last rank joins
+	_, late, err := exchangeLeaf(long, Bootstrap{Rank: 2, NRanks: 3, Root: root, Source: "test"}, []byte("two"))
+	require.NoError(t, err)
+	defer late.Close()
+	require.NoError(t, <-rootDone)
+	got := <-early
+	if got.err != nil {
+		return // the grace ran out first on a slow host: an error, no closed connection
+	}
+	defer got.c.Close()
+	_, err = got.c.Write([]byte{0})
+	require.NoError(t, err, "the table came, and with it a connection closed under the caller")
+}

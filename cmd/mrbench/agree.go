@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -308,4 +309,29 @@ func allGatherBytes(ctx context.Context, c comm, send []byte, timeout time.Durat
 // whatever its flags, so that package collectives has nothing to refuse.
 func settingsComm(ctx context.Context, b collectives.Bootstrap, timeout time.Duration) (*collectives.Comm, error) {
 	return collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: timeout})
+}
+
+// libraryFlags maps the Config fields that package collectives compares
+// across ranks (collectives.SettingsError) to the flags that set them.
+var libraryFlags = map[string]string{
+	"Config.Transport":  "--transport",
+	"Config.Channels":   "--channels",
+	"Config.ChunkBytes": "--chunk",
+	"Config.GroupSize":  "--group-size",
+}
+
+// libraryDisagreement words err, when it is the library's finding that the
+// ranks' configurations differ, as the usage error of the flag that sets
+// the field: the ranks were started with different flags, as for the
+// settings that mrbench compares itself.
+func libraryDisagreement(err error) (string, bool) {
+	var se *collectives.SettingsError
+	if !errors.As(err, &se) {
+		return "", false
+	}
+	flag, ok := libraryFlags[se.Field]
+	if !ok {
+		return se.Error(), true
+	}
+	return fmt.Sprintf("the ranks disagree on %s (%v)", flag, se), true
 }

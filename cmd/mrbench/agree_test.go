@@ -84,7 +84,9 @@ func TestAgreeSettings(t *testing.T) {
 		{"transport settings", [][]string{with("--transport", "metaroce", "--loss", "0.01"), with("--transport", "metaroce")},
 			"the ranks disagree on --loss: rank 0 has 0.01, rank 1 has 0"},
 		// Left to the collectives, which compare them after their
-		// defaults: --channels 1 and the default are the same.
+		// defaults when the table's communicator is set up (there
+		// --channels 1 and the default agree, --group-size 2 and none
+		// do not): mrbench's own comparison passes them.
 		{"channels, chunk and group size", [][]string{with("--chunk", "512K", "--channels", "1", "--group-size", "2"), with()}, ""},
 		{"all-to-all window", [][]string{with("--op", "alltoall", "--a2a-inflight", "1"), with("--op", "alltoall")},
 			"the ranks disagree on --a2a-inflight: rank 0 has 1, rank 1 has 0 (by message size)"},
@@ -153,6 +155,12 @@ func TestLaunchedRanksDisagree(t *testing.T) {
 	}{
 		{"reduction", with("-o", "sum"), with("-o", "max"), "mrbench: the ranks disagree on -o: rank 0 has sum, rank 1 has max\n", exitUsage},
 		{"iterations", with("-n", "2"), with(), "mrbench: the ranks disagree on -n: rank 0 has 2, rank 1 has 1\n", exitUsage},
+		// Compared by the library after its defaults, named as the flag.
+		{"channels", with("--transport", "metaroce", "--channels", "2"), with("--transport", "metaroce"), "mrbench: the ranks disagree on --channels (collectives: the ranks disagree on channels (Config.Channels)", exitUsage},
+		{"channels the default's", with("--transport", "metaroce", "--channels", "1"), with("--transport", "metaroce"), "", exitOK},
+		// A drawn seed on one rank and a given one on the other: every
+		// rank takes part in taking rank 0's.
+		{"seeds", with("--transport", "metaroce", "--loss", "0.01", "--seed", "0"), with("--transport", "metaroce", "--loss", "0.01", "--seed", "5"), "", exitOK},
 		{"output flags", with("-T", "20s", "-v"), with("-T", "30s", "--json", os.DevNull), "", exitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

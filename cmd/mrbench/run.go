@@ -182,6 +182,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "mrbench: %v\n", se)
 			return exitUsage
 		}
+		if msg, ok := libraryDisagreement(err); ok {
+			// The same, for the flags the library compares itself.
+			fmt.Fprintf(stderr, "mrbench: %s\n", msg)
+			return exitUsage
+		}
 		if err != nil && !isRoot && jobRank(l) == 0 {
 			// Rank 0's process, whose table failed before rank 0 ran
 			// (connection setup): the files still record the failure.

@@ -146,14 +146,16 @@ func (l *hostLauncher) agree(ctx context.Context) error {
 	if err := agreeSettings(ctx, hostComm{c}, l.o.agreedSettings(), l.o.Timeout); err != nil {
 		return err
 	}
-	if !l.o.SeedDrawn {
-		return nil
-	}
+	// Every rank joins the gather, whatever its --seed (which may differ
+	// between ranks): a rank that skipped it would leave the others
+	// waiting in it.
 	seeds, err := allGatherBytes(ctx, hostComm{c}, binary.LittleEndian.AppendUint64(nil, l.o.Seed), l.o.Timeout)
 	if err != nil {
 		return fmt.Errorf("rank %d: taking rank 0's seed: %w", c.Rank(), err)
 	}
-	l.o.Seed = binary.LittleEndian.Uint64(seeds)
+	if l.o.SeedDrawn {
+		l.o.Seed = binary.LittleEndian.Uint64(seeds)
+	}
 	return nil
 }
 
