@@ -373,9 +373,9 @@ flags before the first table and exit 2 where they differ, except -T, --seed,
 -v, --json, --csv, --plot and those without effect there (-np, the
 compatibility flags); --channels, --chunk and --group-size are compared
 after their defaults, when the first table's communicator is set up. Flags
-follow nccl-tests (-b -e -f -i -n -w -c -d -o -a
--z -r); note that --op selects the collective, while nccl-tests' long --op
-(the reduction) is -o here.
+follow nccl-tests (-b -e -f -i -n -w -c -d -o -a -z -r); note that --op
+selects the collective, while nccl-tests' long --op (the reduction) is -o
+here.
 
 Flags (aliases share a line):
 `)
