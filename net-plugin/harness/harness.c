@@ -11,9 +11,16 @@
 // Output: "RESULT key=value ..." lines on stdout; plugin logs on stderr,
 // filtered as NCCL filters them (NCCL_DEBUG, NCCL_DEBUG_SUBSYS).
 // Exit status 0 on success. Every wait has a deadline.
+// HARNESS_SENDER_NETNS=NAME puts the sending process in the network
+// namespace NAME (ip netns; root), so that the two sides talk over a real
+// link (a veth, a netlab fabric) instead of loopback: run the harness in
+// one namespace with METAROCE_IFNAMES naming an interface of each, e.g.
+//   ip netns exec A env METAROCE_IFNAMES==a0,b0 HARNESS_SENDER_NETNS=B
+//     nccl-net-harness LIBRARY bench
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -662,6 +669,15 @@ int main(int argc, char** argv) {
     sender = 1;
     pfd[0] = sendFds[0]; back[0] = sendFds[1];
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+    const char* ns = getenv("HARNESS_SENDER_NETNS");
+    if (ns && *ns) {
+      /* before the plugin loads: its runtime's threads stay where they start */
+      char nsp[256];
+      snprintf(nsp, sizeof nsp, "/run/netns/%s", ns);
+      int fd = open(nsp, O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) die("HARNESS_SENDER_NETNS=%s: %s", ns, strerror(errno));
+      close(fd);
+    }
   } else {
     if (pipe(pfd) != 0 || pipe(back) != 0) die("pipe");
     /* The sender is a fresh exec of this program, never a plain fork: with

@@ -159,3 +159,45 @@ func TestAIMDHintFloor(t *testing.T) {
 	require.True(t, b.Restart(100*rtt))
 	assert.Equal(t, init, b.PathWindow(0))
 }
+
+// TestBurstFloor: under a rate hint the pacer's burst is a quarter of the
+// hinted bandwidth-delay product (at least one packet) and at most
+// PacingBurst; MinPacingBurst raises it to what the pacing rate moves in
+// that time, still within PacingBurst, for a pacer that runs only when its
+// event loop wakes. Without a hint the burst is PacingBurst.
+func TestBurstFloor(t *testing.T) {
+	const mss, hint = 1500, 1_250_000_000 // bytes, bytes/s: a 10 Gb/s link
+	for _, tc := range []struct {
+		name      string
+		minRTT    int64 // ns of the RTT sample, 0 for none
+		floor     int64 // MinPacingBurst, ns
+		pacing    int   // PacingBurst, bytes
+		hinted    bool
+		wantBurst int
+	}{
+		{"no hint", 8_000, 0, 64 << 10, false, 64 << 10},
+		{"before any sample", 0, 0, 64 << 10, true, mss},
+		{"quarter BDP", 8_000, 0, 64 << 10, true, 2500},
+		{"sample below a packet's time", 1, 0, 64 << 10, true, mss},
+		{"floor above the quarter BDP", 1, 100_000, 256 << 10, true, 125_000},
+		{"floor capped by PacingBurst", 1, 100_000, 64 << 10, true, 64 << 10},
+		{"floor below the quarter BDP", 800_000, 10_000, 1 << 20, true, 250_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAIMD(Config{MSS: mss, PacingBurst: tc.pacing, MinPacingBurst: tc.floor, G: 1 << 30})
+			a.AddPath(0, 0)
+			if tc.minRTT > 0 {
+				a.OnAck(1, 0, mss, 1, 0, tc.minRTT)
+			}
+			if tc.hinted {
+				a.OnRateHint(2, hint)
+			}
+			// The drain factor is 1 without marks: the pacing rate
+			// is the hint.
+			if tc.hinted {
+				require.Equal(t, uint64(hint), a.PacingRate())
+			}
+			assert.Equal(t, tc.wantBurst, a.Burst())
+		})
+	}
+}

@@ -101,11 +101,20 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPortsPerPlane  = 16
-	DefaultSpin           = 50 * time.Microsecond
-	DefaultWaitSpin       = 200 * time.Microsecond
-	DefaultMinRTO         = 2 * transport.Millisecond
-	LoopbackMinRTO        = 10 * transport.Millisecond
+	DefaultPortsPerPlane = 16
+	DefaultSpin          = 50 * time.Microsecond
+	DefaultWaitSpin      = 200 * time.Microsecond
+	DefaultMinRTO        = 2 * transport.Millisecond
+	LoopbackMinRTO       = 10 * transport.Millisecond
+	// DefaultMinPacingBurst and DefaultPacingBurst size the pacer's
+	// bursts under a receiver's rate hint (cc.Config.MinPacingBurst,
+	// PacingBurst): the bytes of 100 µs at the hinted rate, at most
+	// 256 KiB, may leave back to back, since the pacer only runs when
+	// the event loop or a caller turns, tens of µs apart on a busy host.
+	// With the core's one-packet bursts a 1.25 GB/s hint over a
+	// 1500-byte MTU moved 0.2 GB/s.
+	DefaultMinPacingBurst = 100 * transport.Microsecond
+	DefaultPacingBurst    = 256 << 10
 	loopbackDatagram      = 65000
 	fallbackDatagram      = 1500 - 28
 	maxPortsPerPlane      = 1024
@@ -212,6 +221,12 @@ func (cfg Config) resolve() (resolved, error) {
 	}
 	if c.InboundRate == 0 {
 		c.InboundRate = inboundRate(r.Addrs)
+	}
+	if c.CC.MinPacingBurst == 0 {
+		c.CC.MinPacingBurst = int64(DefaultMinPacingBurst)
+	}
+	if c.CC.PacingBurst == 0 {
+		c.CC.PacingBurst = DefaultPacingBurst
 	}
 	return r, nil
 }
