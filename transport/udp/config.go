@@ -56,7 +56,10 @@ type Config struct {
 	// figure), so one sender cannot overrun the receiver's socket, which
 	// would turn into losses the ECN controller does not react to. With
 	// the 4 MiB default buffers that is 4 MiB: on loopback a 2 MiB window
-	// left the pipeline idle across a receiver's wake-up.
+	// left the pipeline idle across a receiver's wake-up. Under a rate
+	// hint the pacer may let out the bytes of CC.MinPacingBurst (100 µs)
+	// at the hinted rate back to back, up to CC.PacingBurst (256 KiB):
+	// it runs only when a turn does (DefaultMinPacingBurst).
 	Core transport.Config
 	// Seed seeds every random choice (connection ids, tokens, entropies,
 	// fault injection). 0 draws a seed from crypto/rand, which production
