@@ -75,6 +75,10 @@ type Conn struct {
 	paceBytes uint64
 	paceRate  uint64
 	paceHeld  bool // the last attempt to send was held back by the pacer
+	// idleSeen is the last time an attempt to send found nothing queued
+	// (paceBase: catch-up is for senders backlogged since their packet
+	// was due).
+	idleSeen Time
 
 	// Handshake, close and liveness timers.
 	created    Time

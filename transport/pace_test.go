@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/metaroce/metaroce/transport/cc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -93,4 +94,50 @@ func TestRepace(t *testing.T) {
 	_, c := testConn(t, Config{}, 1500)
 	c.repace(12_500_000_000)
 	require.Zero(t, c.paceNext)
+}
+
+// TestPaceBase: a paced packet's gap counts from the time it was due, or
+// no further back than the burst credit (under a hint one packet, with no
+// RTT sample yet); the first paced packet earns none. With a catch-up span
+// (a software driver's), a sender backlogged since its packet was due
+// makes up the lateness of this turn, up to the span and the catch-up
+// bytes; one found idle since then gets the burst only, so that senders
+// starting together stay within it.
+func TestPaceBase(t *testing.T) {
+	const now = 10 * Millisecond
+	const rate = 1_250_000_000 // bytes/s, a 10 Gb/s hint
+	const onePacket = -1       // wantDelta: the controller's burst, one packet here
+	for _, tc := range []struct {
+		name      string
+		span      Time // CatchUpTime, 0: none
+		most      int  // CatchUpBytes
+		held      bool // backlogged since the packet was due (else found idle after it)
+		paceNext  Time // when the packet was due, 0: none paced yet
+		wantDelta Time // now − base
+	}{
+		{"first paced packet", 100 * Microsecond, 256 << 10, true, 0, 0},
+		{"due in the future", 100 * Microsecond, 256 << 10, true, now + Microsecond, -Microsecond},
+		{"no catch-up: one packet's credit", 0, 0, true, now - 50*Microsecond, onePacket},
+		{"held, late by 50 µs: made up", 100 * Microsecond, 256 << 10, true, now - 50*Microsecond, 50 * Microsecond},
+		{"held, late by 150 µs: the span", 100 * Microsecond, 256 << 10, true, now - 150*Microsecond, 100 * Microsecond},
+		{"held, late by 90 µs, 64 KiB cap", 100 * Microsecond, 64 << 10, true, now - 90*Microsecond, paceSpan(64<<10, rate)},
+		{"idle since it was due: the burst only", 100 * Microsecond, 256 << 10, false, now - 50*Microsecond, onePacket},
+		{"held, late by half a micro-second", 100 * Microsecond, 256 << 10, true, now - 500, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := testConn(t, Config{CC: cc.Config{CatchUpTime: int64(tc.span), CatchUpBytes: tc.most}}, 1500)
+			c.cc.OnRateHint(int64(now)-1, rate)
+			require.True(t, c.cc.Hinted())
+			c.paceNext = tc.paceNext
+			if !tc.held {
+				c.idleSeen = tc.paceNext + 1
+			}
+			want := tc.wantDelta
+			if want == onePacket {
+				require.Equal(t, c.ep.cfg.CC.MSS, c.cc.Burst(), "one packet before an RTT sample")
+				want = paceSpan(uint64(c.cc.Burst()), rate)
+			}
+			require.Equal(t, want, now-c.paceBase(now, rate))
+		})
+	}
 }

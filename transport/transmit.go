@@ -311,6 +311,7 @@ func (c *Conn) pickPath(now Time, bytes int, pref int) *txPath {
 // pollSequenced sends one sequenced packet if pacing and windows allow.
 func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 	if len(c.ctrlQ) == 0 && len(c.retxQ) == 0 && len(c.active) == 0 {
+		c.idleSeen = now
 		return Transmit{}, false
 	}
 	rate := c.cc.PacingRate()
@@ -363,13 +364,7 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 		c.ep.planeSent(now, tx.Route.Plane, tx.N+tx.Payload.Len)
 	}
 	if ok && rate > 0 {
-		burst := paceSpan(uint64(max(c.cc.Burst(), 0)), rate)
-		base := max(c.paceNext, now-burst)
-		if c.paceNext == 0 {
-			// The first paced packet earns no burst credit: the
-			// senders of an incast start together.
-			base = now
-		}
+		base := c.paceBase(now, rate)
 		bytes := uint64(tx.N + tx.Payload.Len)
 		gap := paceSpan(bytes, rate)
 		if c.cc.Hinted() && gap > 0 {
@@ -390,6 +385,26 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 		c.paceNext = base + gap
 	}
 	return tx, ok
+}
+
+// paceBase is the time the gap of a paced packet sent now at rate counts
+// from: the time it was due (paceNext), or, when that passed, no further
+// back than the burst credit allows (docs/spec.md §3.5). The first paced
+// packet earns no credit: the senders of an incast start together. A
+// sender that had something queued all along since the packet was due
+// (idleSeen before paceNext) was held by the pacer or its window, and
+// this turn came late (a software driver's event loop turns tens of µs
+// apart): it may make up that lateness, up to the controller's catch-up
+// span and bytes. One found idle since gets the burst only.
+func (c *Conn) paceBase(now Time, rate uint64) Time {
+	if c.paceNext == 0 {
+		return now
+	}
+	burst := paceSpan(uint64(max(c.cc.Burst(), 0)), rate)
+	if span, most := c.cc.CatchUp(); span > 0 && c.idleSeen < c.paceNext {
+		burst = max(burst, min(Time(span), paceSpan(uint64(most), rate)))
+	}
+	return max(c.paceNext, now-burst)
 }
 
 func (c *Conn) sendCtrl(now Time, cp *ctrlPkt, pref int, retx bool, buf []byte) (Transmit, bool) {

@@ -19,8 +19,13 @@ cd "$root"
 make --no-print-directory plugin harness >/dev/null
 ns=mrvb$$
 a=${ns}a b=${ns}b
-cleanup() { ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null || true; }
+cleanup() {
+	ip netns del "$a" 2>/dev/null || true
+	ip netns del "$b" 2>/dev/null || true
+	ip link del "${ns}x" 2>/dev/null || true # if it never left this namespace
+}
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 ip netns add "$a"
 ip netns add "$b"
 ip link add "${ns}x" mtu "$mtu" type veth peer name "${ns}y" mtu "$mtu"
@@ -39,6 +44,13 @@ for r in $(seq "$rounds"); do
 			echo "$out" >&2
 			exit 1
 		}
-		echo "$be $(echo "$out" | grep -o 'goodput_GBps=[0-9.]*') $(echo "$out" | grep -o 'isend_test_latency_us=[0-9.]*')"
+		gp=$(echo "$out" | grep -o 'goodput_GBps=[0-9.]*' || true)
+		lat=$(echo "$out" | grep -o 'isend_test_latency_us=[0-9.]*' || true)
+		if [ -z "$gp" ] || [ -z "$lat" ]; then
+			echo "veth-bench.sh: the $be harness printed no result:" >&2
+			echo "$out" >&2
+			exit 1
+		fi
+		echo "$be $gp $lat"
 	done
 done

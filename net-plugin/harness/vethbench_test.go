@@ -2,11 +2,13 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -19,7 +21,7 @@ func TestVethBench(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces")
 	}
-	for _, tool := range []string{"ip", "make", "gcc"} {
+	for _, tool := range []string{"ip", "make", "gcc", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)
 		}
@@ -27,9 +29,20 @@ func TestVethBench(t *testing.T) {
 	if out, err := exec.Command("go", "env", "CGO_ENABLED").Output(); err == nil && strings.TrimSpace(string(out)) != "1" {
 		t.Skip("cgo is off: the plugin is a c-shared library")
 	}
+	// Root without CAP_SYS_ADMIN (a container) cannot make namespaces.
+	probe := fmt.Sprintf("mrvbprobe%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", probe).CombinedOutput(); err != nil {
+		t.Skipf("cannot create a network namespace: %v: %s", err, out)
+	}
+	_ = exec.Command("ip", "netns", "del", probe).Run()
+	before, _ := exec.Command("ip", "netns", "list").Output()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(), "net-plugin", "harness", "veth-bench.sh"), "1500", "1")
+	// On the deadline the script gets SIGTERM, so that it removes its
+	// namespaces, and its children a while to go.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("veth-bench.sh: %v\n%s", err, out)
@@ -39,7 +52,10 @@ func TestVethBench(t *testing.T) {
 			t.Errorf("no %s result in\n%s", be, out)
 		}
 	}
-	if n, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(n), "mrvb") {
-		t.Errorf("namespaces left behind:\n%s", n)
+	after, _ := exec.Command("ip", "netns", "list").Output()
+	for _, l := range strings.Split(string(after), "\n") {
+		if strings.HasPrefix(l, "mrvb") && !strings.Contains(string(before), l) {
+			t.Errorf("namespace left behind: %s", l)
+		}
 	}
 }

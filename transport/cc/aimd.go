@@ -12,13 +12,18 @@ type Config struct {
 	LineRate    uint64 // bytes per second of the local NIC(s); caps pacing (0 = unknown)
 	InitRTT     int64  // RTT assumed before the first sample, ns
 	PacingBurst int    // bytes that may leave back to back before pacing applies
-	// MinPacingBurst is, in ns, the least burst under a rate hint: the
-	// bytes the pacing rate moves in that time (at most PacingBurst) may
-	// leave back to back. 0: none (a NIC that paces by the packet). A
-	// software pacer runs only when its event loop wakes, tens of µs
-	// apart on a busy host; a burst of one packet then paced a 1.25 GB/s
-	// hint at one 1472-byte datagram per wake-up.
-	MinPacingBurst int64
+	// CatchUpTime (ns) and CatchUpBytes let a sender that the pacer holds
+	// catch up when its next packet's time passed less than CatchUpTime
+	// ago: the pacing rate's bytes of that lateness, at most CatchUpBytes,
+	// may leave back to back (the connection's pacer, transport's
+	// transmit, applies it). After an idle spell only Burst applies, which
+	// keeps the senders of an incast within BDP/4 each. 0 (the default)
+	// or less: none, for a pacer that can send at any instant. A software
+	// pacer runs only when its event loop turns, tens of µs apart on a
+	// busy host: held to Burst, one packet under a hint, it moved a
+	// 1.25 GB/s hint at one 1472-byte datagram per turn.
+	CatchUpTime  int64
+	CatchUpBytes int
 }
 
 // DefaultConfig returns defaults suited to a data-centre path: 4 KiB packets,
@@ -243,11 +248,17 @@ func (a *AIMD) Burst() int {
 		if a.minRTT > 0 {
 			b = min(a.cfg.PacingBurst, max(a.cfg.MSS, int(float64(r)*float64(a.minRTT)/1e9/4)))
 		}
-		if a.cfg.MinPacingBurst > 0 {
-			b = max(b, min(a.cfg.PacingBurst, int(float64(r)*float64(a.cfg.MinPacingBurst)/1e9)))
-		}
 	}
 	return b
+}
+
+// CatchUp returns the pacer's catch-up allowance (Config.CatchUpTime, ns,
+// and CatchUpBytes); span 0 when there is none.
+func (a *AIMD) CatchUp() (span int64, most int) {
+	if a.cfg.CatchUpTime <= 0 || a.cfg.CatchUpBytes <= 0 {
+		return 0, 0
+	}
+	return a.cfg.CatchUpTime, a.cfg.CatchUpBytes
 }
 
 // Hinted reports whether the pacing rate follows a receiver's rate hint.

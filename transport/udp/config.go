@@ -56,10 +56,10 @@ type Config struct {
 	// figure), so one sender cannot overrun the receiver's socket, which
 	// would turn into losses the ECN controller does not react to. With
 	// the 4 MiB default buffers that is 4 MiB: on loopback a 2 MiB window
-	// left the pipeline idle across a receiver's wake-up. Under a rate
-	// hint the pacer may let out the bytes of CC.MinPacingBurst (100 µs)
-	// at the hinted rate back to back, up to CC.PacingBurst (256 KiB):
-	// it runs only when a turn does (DefaultMinPacingBurst).
+	// left the pipeline idle across a receiver's wake-up. A paced sender
+	// whose turn came late may make up to CC.CatchUpTime (100 µs) of it,
+	// at most CC.CatchUpBytes (256 KiB), since the pacer runs only when a
+	// turn does (DefaultCatchUpTime; a negative CatchUpTime turns it off).
 	Core transport.Config
 	// Seed seeds every random choice (connection ids, tokens, entropies,
 	// fault injection). 0 draws a seed from crypto/rand, which production
@@ -109,15 +109,15 @@ const (
 	DefaultWaitSpin      = 200 * time.Microsecond
 	DefaultMinRTO        = 2 * transport.Millisecond
 	LoopbackMinRTO       = 10 * transport.Millisecond
-	// DefaultMinPacingBurst and DefaultPacingBurst size the pacer's
-	// bursts under a receiver's rate hint (cc.Config.MinPacingBurst,
-	// PacingBurst): the bytes of 100 µs at the hinted rate, at most
-	// 256 KiB, may leave back to back, since the pacer only runs when
-	// the event loop or a caller turns, tens of µs apart on a busy host.
-	// With the core's one-packet bursts a 1.25 GB/s hint over a
-	// 1500-byte MTU moved 0.2 GB/s.
-	DefaultMinPacingBurst = 100 * transport.Microsecond
-	DefaultPacingBurst    = 256 << 10
+	// DefaultCatchUpTime and DefaultCatchUpBytes let a paced sender make
+	// up a late turn (cc.Config.CatchUpTime, CatchUpBytes): up to 100 µs
+	// of lateness at the pacing rate, at most 256 KiB, may leave back to
+	// back, since the pacer only runs when the event loop or a caller
+	// turns, tens of µs apart on a busy host. Held to the core's bursts
+	// (one packet under a hint) a 1.25 GB/s hint over a 1500-byte MTU
+	// moved 0.2 GB/s. A negative CatchUpTime turns it off.
+	DefaultCatchUpTime    = 100 * transport.Microsecond
+	DefaultCatchUpBytes   = 256 << 10
 	loopbackDatagram      = 65000
 	fallbackDatagram      = 1500 - 28
 	maxPortsPerPlane      = 1024
@@ -225,11 +225,11 @@ func (cfg Config) resolve() (resolved, error) {
 	if c.InboundRate == 0 {
 		c.InboundRate = inboundRate(r.Addrs)
 	}
-	if c.CC.MinPacingBurst == 0 {
-		c.CC.MinPacingBurst = int64(DefaultMinPacingBurst)
+	if c.CC.CatchUpTime == 0 {
+		c.CC.CatchUpTime = int64(DefaultCatchUpTime)
 	}
-	if c.CC.PacingBurst == 0 {
-		c.CC.PacingBurst = DefaultPacingBurst
+	if c.CC.CatchUpBytes == 0 {
+		c.CC.CatchUpBytes = DefaultCatchUpBytes
 	}
 	return r, nil
 }
