@@ -75,10 +75,11 @@ type Conn struct {
 	paceBytes uint64
 	paceRate  uint64
 	paceHeld  bool // the last attempt to send was held back by the pacer
-	// idleSeen is the last time an attempt to send found nothing queued
-	// (paceBase: catch-up is for senders backlogged since their packet
-	// was due).
-	idleSeen Time
+	// backlogFrom is when an attempt to send first found something
+	// queued since one last found nothing (0: none queued then); paceBase
+	// allows catch-up only to a backlog that began before the packet was
+	// due.
+	backlogFrom Time
 
 	// Handshake, close and liveness timers.
 	created    Time

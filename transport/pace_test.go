@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/metaroce/metaroce/transport/cc"
+	"github.com/metaroce/metaroce/transport/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -129,8 +130,9 @@ func TestPaceBase(t *testing.T) {
 			c.cc.OnRateHint(int64(now)-1, rate)
 			require.True(t, c.cc.Hinted())
 			c.paceNext = tc.paceNext
+			c.backlogFrom = now - Second // backlogged long before
 			if !tc.held {
-				c.idleSeen = tc.paceNext + 1
+				c.backlogFrom = tc.paceNext + 1
 			}
 			want := tc.wantDelta
 			if want == onePacket {
@@ -140,4 +142,42 @@ func TestPaceBase(t *testing.T) {
 			require.Equal(t, want, now-c.paceBase(now, rate))
 		})
 	}
+}
+
+// TestBacklogFrom: the backlog's start is the first attempt to send that
+// finds something queued after one that found nothing, so that a sender
+// that finished a message, went idle and later queues another is not
+// taken for one held all along: its first packet after the idle spell gets
+// the burst only (a reviewer saw 124,500 bytes leave back to back there).
+func TestBacklogFrom(t *testing.T) {
+	const rate = 1_250_000_000
+	_, c := testConn(t, Config{CC: cc.Config{CatchUpTime: int64(100 * Microsecond), CatchUpBytes: 256 << 10}}, 1500)
+	c.cc.OnRateHint(0, rate)
+	buf := make([]byte, 1<<16)
+	t0 := 5 * Millisecond
+	// The last packet left at t0, its gap ending 2 µs later.
+	c.paceFrom, c.paceBytes, c.paceRate, c.paceNext = t0, 1500, rate, t0+2*Microsecond
+	_, ok := c.pollSequenced(t0, buf)
+	require.False(t, ok)
+	require.Zero(t, c.backlogFrom, "nothing queued: no backlog")
+
+	t1 := t0 + Millisecond           // idle, then something is queued
+	c.cc.OnRateHint(int64(t1), rate) // a fresh hint: paced at rate
+	c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpRecvReady})
+	_, ok = c.pollSequenced(t1, buf)
+	require.True(t, ok, "the RECV_READY leaves")
+	require.Equal(t, t1, c.backlogFrom, "the backlog starts when first seen")
+	require.Equal(t, uint64(rate), c.paceRate, "paced at the hint")
+	require.Equal(t, paceSpan(uint64(c.cc.Burst()), rate), t1-c.paceFrom, "after an idle spell, the burst only")
+
+	// Backlogged since t1: a packet due 2 µs after t1 (the pacer held it)
+	// and sent 50 µs after that makes up its lateness.
+	c.ctrlQ = append(c.ctrlQ, &ctrlPkt{op: wire.OpRecvReady})
+	due := t1 + 2*Microsecond
+	c.paceFrom, c.paceNext = t1, due
+	t2 := due + 50*Microsecond
+	_, ok = c.pollSequenced(t2, buf)
+	require.True(t, ok)
+	require.Equal(t, t1, c.backlogFrom)
+	require.Equal(t, due, c.paceFrom, "backlogged: its gap counts from when it was due")
 }

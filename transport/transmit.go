@@ -311,8 +311,11 @@ func (c *Conn) pickPath(now Time, bytes int, pref int) *txPath {
 // pollSequenced sends one sequenced packet if pacing and windows allow.
 func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 	if len(c.ctrlQ) == 0 && len(c.retxQ) == 0 && len(c.active) == 0 {
-		c.idleSeen = now
+		c.backlogFrom = 0
 		return Transmit{}, false
+	}
+	if c.backlogFrom == 0 {
+		c.backlogFrom = now
 	}
 	rate := c.cc.PacingRate()
 	c.repace(rate)
@@ -391,17 +394,19 @@ func (c *Conn) pollSequenced(now Time, buf []byte) (Transmit, bool) {
 // from: the time it was due (paceNext), or, when that passed, no further
 // back than the burst credit allows (docs/spec.md §3.5). The first paced
 // packet earns no credit: the senders of an incast start together. A
-// sender that had something queued all along since the packet was due
-// (idleSeen before paceNext) was held by the pacer or its window, and
-// this turn came late (a software driver's event loop turns tens of µs
-// apart): it may make up that lateness, up to the controller's catch-up
-// span and bytes. One found idle since gets the burst only.
+// sender whose backlog was first seen at or before the packet was due
+// (backlogFrom, cleared whenever an attempt finds nothing queued) was held
+// by the pacer or its window all along, and this turn came late (a
+// software driver's event loop turns tens of µs apart): it may make up
+// that lateness, up to the controller's catch-up span and bytes (the
+// packet that crosses the bytes may end past them, as with the burst).
+// A sender whose queues were found empty since gets the burst only.
 func (c *Conn) paceBase(now Time, rate uint64) Time {
 	if c.paceNext == 0 {
 		return now
 	}
 	burst := paceSpan(uint64(max(c.cc.Burst(), 0)), rate)
-	if span, most := c.cc.CatchUp(); span > 0 && c.idleSeen < c.paceNext {
+	if span, most := c.cc.CatchUp(); span > 0 && c.backlogFrom != 0 && c.backlogFrom <= c.paceNext {
 		burst = max(burst, min(Time(span), paceSpan(uint64(most), rate)))
 	}
 	return max(c.paceNext, now-burst)

@@ -12,12 +12,12 @@ type Config struct {
 	LineRate    uint64 // bytes per second of the local NIC(s); caps pacing (0 = unknown)
 	InitRTT     int64  // RTT assumed before the first sample, ns
 	PacingBurst int    // bytes that may leave back to back before pacing applies
-	// CatchUpTime (ns) and CatchUpBytes let a sender that the pacer holds
-	// catch up when its next packet's time passed less than CatchUpTime
-	// ago: the pacing rate's bytes of that lateness, at most CatchUpBytes,
-	// may leave back to back (the connection's pacer, transport's
-	// transmit, applies it). After an idle spell only Burst applies, which
-	// keeps the senders of an incast within BDP/4 each. 0 (the default)
+	// CatchUpTime (ns) and CatchUpBytes let a backlogged sender (held by
+	// the pacer or its window since before its next packet was due) make
+	// up the lateness of the turn that sends it: the pacing rate's bytes
+	// of at most CatchUpTime, at most CatchUpBytes, may leave back to
+	// back (transport's pacer applies it). After an idle spell only Burst
+	// applies, which keeps the senders of an incast within BDP/4 each. 0 (the default)
 	// or less: none, for a pacer that can send at any instant. A software
 	// pacer runs only when its event loop turns, tens of µs apart on a
 	// busy host: held to Burst, one packet under a hint, it moved a
