@@ -394,8 +394,7 @@ func (c *Conn) checkPeerClosed(now Time) {
 	if now < c.graceEnd && c.hasWork() {
 		return
 	}
-	var err error
-	err = c.errf(ErrPeerClosed, "reason %v", c.closeRsn)
+	err := c.errf(ErrPeerClosed, "reason %v", c.closeRsn)
 	// The reply goes only now: until it arrives the peer keeps
 	// acknowledging, which is what completes our last sends.
 	c.ep.ctrlClose(c, true)

@@ -303,12 +303,24 @@ func allGatherBytes(ctx context.Context, c comm, send []byte, timeout time.Durat
 	return recv, err
 }
 
-// settingsComm sets up the communicator that compares a launched job's
-// settings (and, for the rccl backend, carries NCCL's unique id): kernel
-// TCP with the library's defaults, which every rank asks for alike,
-// whatever its flags, so that package collectives has nothing to refuse.
-func settingsComm(ctx context.Context, b collectives.Bootstrap, timeout time.Duration) (*collectives.Comm, error) {
-	return collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: timeout})
+// agreedComm sets up the communicator on which a launched job's ranks
+// compare their settings (agreeSettings), and returns it open once they
+// agree, for what the caller still has to exchange on it (rank 0's seed,
+// NCCL's unique id); the caller closes it. It is kernel TCP with the
+// library's defaults, which every rank asks for alike, whatever its flags,
+// so that package collectives has nothing to refuse, and the host and rccl
+// launchers set up the same one, so that ranks of the two backends meet
+// and disagree on --backend.
+func agreedComm(ctx context.Context, b collectives.Bootstrap, o *options) (*collectives.Comm, error) {
+	c, err := collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: o.Timeout})
+	if err != nil {
+		return nil, fmt.Errorf("joining the job's ranks (over kernel TCP, to compare their flags first): %w", err)
+	}
+	if err := agreeSettings(ctx, hostComm{c}, o.agreedSettings(), o.Timeout); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // libraryFlags maps the Config fields that package collectives compares

@@ -134,18 +134,15 @@ func (l *hostLauncher) launch(ctx context.Context, transport string, fn func(r r
 }
 
 // agree compares the launched job's settings on a communicator of its own
-// (settingsComm), closed before the table's is set up. Where --seed 0 drew
+// (agreedComm), closed before the table's is set up. Where --seed 0 drew
 // a seed in every process, every rank then takes rank 0's, the one rank
 // 0's header and report give, so that --seed with it repeats the run.
 func (l *hostLauncher) agree(ctx context.Context) error {
-	c, err := settingsComm(ctx, *l.boot, l.o.Timeout)
+	c, err := agreedComm(ctx, *l.boot, l.o)
 	if err != nil {
-		return fmt.Errorf("joining the job's ranks (over kernel TCP, to compare their flags first): %w", err)
-	}
-	defer c.Close()
-	if err := agreeSettings(ctx, hostComm{c}, l.o.agreedSettings(), l.o.Timeout); err != nil {
 		return err
 	}
+	defer c.Close()
 	// Every rank joins the gather, whatever its --seed (which may differ
 	// between ranks): a rank that skipped it would leave the others
 	// waiting in it.

@@ -95,18 +95,13 @@ func (l *rcclLauncher) launch(ctx context.Context, _ string, fn func(r rankEnv) 
 		}
 		return g.Wait()
 	}
-	// A launched job: the ranks compare their settings, and rank 0's
-	// unique id travels, over a kernel-TCP communicator of the same
-	// ranks (the one a host rank would compare its settings on, so that
-	// ranks of the two backends meet and disagree on --backend).
-	hc, err := settingsComm(ctx, *l.boot, l.o.Timeout)
+	// A launched job: rank 0's unique id travels over the communicator
+	// on which the ranks compared their settings.
+	hc, err := agreedComm(ctx, *l.boot, l.o)
 	if err != nil {
-		return fmt.Errorf("bootstrap for the unique id: %w", err)
-	}
-	defer hc.Close()
-	if err := agreeSettings(ctx, hostComm{hc}, l.o.agreedSettings(), l.o.Timeout); err != nil {
 		return err
 	}
+	defer hc.Close()
 	var id rccl.UniqueID
 	if hc.Rank() == 0 {
 		if id, err = l.lib.UniqueID(); err != nil {
