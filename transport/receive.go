@@ -13,6 +13,13 @@ import (
 // §3), except that a stale or duplicate DATA of a known connection still
 // counts as the peer's activity (the time of its last DATA, which the rate
 // hints use): a retransmitted copy shows the peer is sending.
+//
+// now is the datagram's arrival time, and must not be earlier than its
+// arrival: the acknowledgement's delay field counts from it (§2.5), and a
+// sender subtracts that delay from its RTT sample, so an arrival time taken
+// before the read that returned the datagram makes the peer's samples
+// short by as much (down to nanoseconds on a loaded host). A driver that
+// reads in batches takes the time after each read.
 func (e *Endpoint) HandleDatagram(now Time, d Datagram) Placement {
 	h := &e.hdr
 	if _, err := wire.ParseHeader(h, d.Data); err != nil {

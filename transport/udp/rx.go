@@ -86,6 +86,11 @@ func (e *Endpoint) readSocket(tag int32, now transport.Time) int {
 			}
 			break
 		}
+		// The core takes now as the datagrams' arrival time: a time
+		// taken before the read would predate those that arrived while
+		// the turn ran, and shorten the peer's RTT samples by as much
+		// (HandleDatagram; TestArrivalTimeIsTheRead).
+		now = max(now, e.now())
 		for i := 0; i < got; i++ {
 			m := &e.rx.msgs[i]
 			if m.Trunc {
