@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,6 +234,9 @@ func agreeSettings(ctx context.Context, c comm, mine []setting, timeout time.Dur
 		l := binary.LittleEndian.Uint64(recs[r*agreeRecordBytes:])
 		byRank[r] = decodeSettings(all[r*longest : r*longest+int(l)])
 	}
+	if msg := refusals(byRank); msg != "" {
+		return settingsError{msg}
+	}
 	return settingsError{disagreement(byRank)}
 }
 
@@ -346,4 +350,96 @@ func libraryDisagreement(err error) (string, bool) {
 		return se.Error(), true
 	}
 	return fmt.Sprintf("the ranks disagree on %s (%v)", flag, se), true
+}
+
+// refusedFlag is the flag of the one setting that a rank which refused its
+// own command line (or its launcher's environment) sends in the
+// comparison, with the error as the value: agreeSettings then fails on
+// every other rank with a usage error that names the rank and quotes it.
+// Without it the other ranks of a launched job waited in the rendezvous for
+// their whole timeout (a minute by default) for a rank that had exited at
+// once; mpirun and torchrun end the job when a rank fails, srun and ranks
+// started by hand do not.
+const refusedFlag = "(refused)"
+
+// refusalWait bounds how long a refusing rank waits to tell the others
+// (tellRefusal). A launcher starts its ranks within moments of each other,
+// and a rank started by hand with a misspelt flag should not hold its
+// shell for the whole default -T when nobody else was started: the error
+// is printed first, and a wait shows in progress lines.
+const refusalWait = 15 * time.Second
+
+// refusalSettings is the settings list of a rank that refuses to run for
+// why, on one line.
+func refusalSettings(why string) []setting {
+	return []setting{{refusedFlag, strings.Join(strings.Fields(why), " ")}}
+}
+
+// refusals words the ranks of byRank that refused to run (refusalSettings),
+// "" when none did: the first refusal quoted, the other refusing ranks
+// named.
+func refusals(byRank [][]setting) string {
+	var ranks []int
+	var first string
+	for r, s := range byRank {
+		if len(s) == 1 && s[0].flag == refusedFlag {
+			if first == "" {
+				first = s[0].value
+			}
+			ranks = append(ranks, r)
+		}
+	}
+	switch len(ranks) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("rank %d refused to run: %s", ranks[0], first)
+	}
+	return fmt.Sprintf("%s refused to run; rank %d: %s", rankList(ranks), ranks[0], first)
+}
+
+// rankList words ranks for refusals: "ranks 1, 2 and 5", the first
+// maxNamedRanks of them, the others counted.
+func rankList(ranks []int) string {
+	words := make([]string, 0, min(len(ranks), maxNamedRanks))
+	for _, r := range ranks[:min(len(ranks), maxNamedRanks)] {
+		words = append(words, strconv.Itoa(r))
+	}
+	if n := len(ranks) - len(words); n > 0 {
+		return fmt.Sprintf("ranks %s and %d more", strings.Join(words, ", "), n)
+	}
+	return fmt.Sprintf("ranks %s and %s", strings.Join(words[:len(words)-1], ", "), words[len(words)-1])
+}
+
+// tellRefusal is what a rank of a launched job does when it exits on a
+// usage error before its first table, after printing the error: it joins
+// the comparison that the other ranks wait in (agreedComm's communicator)
+// with refusalSettings(why), so that they exit with a usage error that
+// names it instead of waiting out their timeout. It waits for the job to
+// meet at most refusalWait, or timeout where that is shorter (0: the
+// default -T). A run outside a launched job, or a job of one rank, has
+// nobody to tell.
+func tellRefusal(ctx context.Context, why string, timeout time.Duration, stderr io.Writer) {
+	b, ok, err := collectives.BootstrapFromEnv()
+	if err != nil || !ok || b.NRanks < 2 {
+		return
+	}
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	timeout = min(timeout, refusalWait)
+	// Quiet while the job meets at once (every rank of an mpirun with a
+	// misspelt flag refuses alike); a wait shows in progress lines.
+	b.ProgressEvery = rendezvousProgressEvery
+	b.Progress = func(line string) {
+		fmt.Fprintf(stderr, "mrbench: telling the other ranks that this one refused to run: %s\n", line)
+	}
+	c, err := collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: timeout})
+	if err != nil {
+		fmt.Fprintf(stderr, "mrbench: could not tell the other ranks that this one refused to run: %v\n", err)
+		return
+	}
+	defer c.Close()
+	// Every rank gets the same answer; ours is the error already printed.
+	_ = agreeSettings(ctx, hostComm{c}, refusalSettings(why), timeout)
 }

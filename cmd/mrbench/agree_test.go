@@ -164,26 +164,7 @@ func TestLaunchedRanksDisagree(t *testing.T) {
 		{"output flags", with("-T", "20s", "-v"), with("-T", "30s", "--json", os.DevNull), "", exitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			var outs, errs [2]bytes.Buffer
-			var codes [2]int
-			var wg sync.WaitGroup
-			for r, args := range [][]string{tc.rank0, tc.rank1} {
-				cmd := exec.CommandContext(ctx, self)
-				cmd.Env = append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args, "\n"),
-					fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2", "METAROCE_ROOT="+root)
-				cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
-				require.NoError(t, cmd.Start())
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_ = cmd.Wait()
-					codes[r] = cmd.ProcessState.ExitCode()
-				}()
-			}
-			wg.Wait()
+			outs, errs, codes := runTwoRanks(t, self, tc.rank0, tc.rank1)
 			for r := range 2 {
 				assert.Equal(t, tc.wantStatus, codes[r], "rank %d stderr: %s", r, errs[r].String())
 				if tc.want == "" {
@@ -195,6 +176,96 @@ func TestLaunchedRanksDisagree(t *testing.T) {
 			if tc.want == "" {
 				assert.Contains(t, outs[0].String(), "# Out of bounds values : 0 OK")
 			}
+		})
+	}
+}
+
+// runTwoRanks runs this test binary as mrbench twice, as ranks 0 and 1 of
+// a job launched by hand (METAROCE_*), with args0 and args1, and returns
+// each rank's stdout, stderr and exit status (-1: killed at the test's
+// deadline of a minute).
+func runTwoRanks(t *testing.T, self string, args0, args1 []string) (outs, errs [2]bytes.Buffer, codes [2]int) {
+	t.Helper()
+	root := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for r, args := range [][]string{args0, args1} {
+		cmd := exec.CommandContext(ctx, self)
+		cmd.Env = append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args, "\n"),
+			fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2", "METAROCE_ROOT="+root)
+		cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
+		require.NoError(t, cmd.Start())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = cmd.Wait()
+			codes[r] = cmd.ProcessState.ExitCode()
+		}()
+	}
+	wg.Wait()
+	return outs, errs, codes
+}
+
+// TestRefusingRankTellsTheOthers: a rank of a launched job that refuses
+// its command line before the first table (a bad flag, rank 0's output
+// directory) tells the other ranks, which exit with a usage error naming
+// it instead of waiting out their -T (five minutes here, past the test's
+// deadline); ranks that all refuse alike exit as before.
+func TestRefusingRankTellsTheOthers(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	base := []string{"-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--transport", "tcp"}
+	with := func(extra ...string) []string { return append(append([]string(nil), base...), extra...) }
+	const badDir = `--json "/nonexistent/dir/out.json": directory /nonexistent/dir does not exist`
+	for _, tc := range []struct {
+		name         string
+		rank0, rank1 []string
+		want         [2]string // in each rank's stderr
+	}{
+		{"bad flag on rank 1", with("-T", "5m"), with("--bogus"),
+			[2]string{"mrbench: rank 1 refused to run: unknown flag --bogus", "mrbench: unknown flag --bogus"}},
+		{"rank 0's output directory", with("--json", "/nonexistent/dir/out.json"), with("-T", "5m"),
+			[2]string{"mrbench: " + badDir, "mrbench: rank 0 refused to run: " + badDir}},
+		{"bad flag on both", with("--bogus"), with("--bogus"),
+			[2]string{"mrbench: unknown flag --bogus", "mrbench: unknown flag --bogus"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outs, errs, codes := runTwoRanks(t, self, tc.rank0, tc.rank1)
+			for r := range 2 {
+				assert.Equal(t, exitUsage, codes[r], "rank %d stderr: %s", r, errs[r].String())
+				assert.Contains(t, errs[r].String(), tc.want[r], "rank %d", r)
+				assert.Empty(t, outs[r].String(), "rank %d prints no table", r)
+			}
+		})
+	}
+}
+
+// TestRefusalsWording: the refusing ranks are found among the settings
+// lists, the first one's error quoted and the others named.
+func TestRefusalsWording(t *testing.T) {
+	ok := []setting{{"--op", "allreduce"}}
+	no := func(why string) []setting { return refusalSettings(why) }
+	many := [][]setting{ok}
+	for range 10 {
+		many = append(many, no("x"))
+	}
+	for _, tc := range []struct {
+		name   string
+		byRank [][]setting
+		want   string
+	}{
+		{"none", [][]setting{ok, ok}, ""},
+		{"one", [][]setting{ok, no("unknown flag --bogus\n(see -h)")}, "rank 1 refused to run: unknown flag --bogus (see -h)"},
+		{"two", [][]setting{no("a"), ok, no("b")}, "ranks 0 and 2 refused to run; rank 0: a"},
+		{"three", [][]setting{no("a"), no("b"), no("c")}, "ranks 0, 1 and 2 refused to run; rank 0: a"},
+		{"many", many, "ranks 1, 2, 3, 4, 5, 6, 7, 8 and 2 more refused to run; rank 1: x"},
+		// A rank whose only setting merely looks like one is not read
+		// as a refusal unless it is exactly the marker.
+		{"lookalike", [][]setting{ok, {{"(refused)x", "y"}}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, refusals(tc.byRank))
 		})
 	}
 }

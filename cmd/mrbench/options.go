@@ -372,7 +372,8 @@ every process joins one job and rank 0 prints; the processes compare their
 flags before the first table and exit 2 where they differ, except -T, --seed,
 -v, --json, --csv, --plot and those without effect there (-np, the
 compatibility flags); --channels, --chunk and --group-size are compared
-after their defaults, when the first table's communicator is set up. Flags
+after their defaults, when the first table's communicator is set up; a rank
+that refuses its own flags tells the others, which exit 2 too. Flags
 follow nccl-tests (-b -e -f -i -n -w -c -d -o -a -z -r); note that --op
 selects the collective, while nccl-tests' long --op (the reduction) is -o
 here.

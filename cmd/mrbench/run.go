@@ -98,10 +98,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if err != nil {
 		// Every flag found wrong, one line each, each marked as ours.
-		for _, line := range strings.Split(err.Error(), "\n") {
+		lines := strings.Split(err.Error(), "\n")
+		for _, line := range lines {
 			fmt.Fprintf(stderr, "mrbench: %s\n", line)
 		}
+		tellRefusal(ctx, strings.Join(lines, "; "), 0, stderr)
 		return exitUsage
+	}
+	// refuse reports err, found before the first table, and tells the
+	// other ranks of a launched job (tellRefusal).
+	refuse := func(err error, code int) int {
+		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		tellRefusal(ctx, err.Error(), o.Timeout, stderr)
+		return code
 	}
 	var l launcher
 	var tables []string
@@ -110,8 +119,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		var hl *hostLauncher
 		hl, err = newNetlabLauncher(o)
 		if errors.Is(err, errNetlabUsage) {
-			fmt.Fprintf(stderr, "mrbench: %v\n", err)
-			return exitUsage
+			return refuse(err, exitUsage)
 		}
 		if hl != nil {
 			defer func() {
@@ -129,15 +137,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		tables = o.Transports
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mrbench: %v\n", err)
 		if errors.As(err, new(configError)) {
-			return exitUsage
+			return refuse(err, exitUsage)
 		}
-		return exitFail
+		return refuse(err, exitFail)
 	}
 	if err := checkSecret(o, tables); err != nil {
-		fmt.Fprintf(stderr, "mrbench: %v\n", err)
-		return exitUsage
+		return refuse(err, exitUsage)
 	}
 	if b := bootOf(l); b != nil {
 		announceJob(o, b, stderr)
@@ -155,15 +161,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		ranks, local = b.NRanks, max(b.LocalSize, 1)
 	}
 	if err := checkRanks(o, ranks, local, stderr, jobRank(l) == 0); err != nil {
-		fmt.Fprintf(stderr, "mrbench: %v\n", err)
-		return exitUsage
+		return refuse(err, exitUsage)
 	}
 	if jobRank(l) == 0 {
 		// Only rank 0 writes files; on other hosts the directory need
 		// not exist.
 		if err := checkOutputs(map[string]string{"json": o.JSON, "csv": o.CSV, "plot": o.Plot}); err != nil {
-			fmt.Fprintf(stderr, "mrbench: %v\n", err)
-			return exitUsage
+			return refuse(err, exitUsage)
 		}
 	}
 	rep := &Report{Schema: SchemaID, Command: append([]string{"mrbench"}, args...),
