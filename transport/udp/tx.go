@@ -73,7 +73,15 @@ func (t *txState) init(nsocks, maxDatagram int) {
 
 // transmit moves the core's datagrams to the sockets. It returns how many it
 // produced and whether the budget ran out (more may be waiting).
+//
+// It asks the core at the time of the pass, not at now, the time its caller
+// took earlier in the turn: what ran since may have called the core with a
+// later time (a refusal's Close, made while the turn drains the events of
+// its reads), and a poll at an earlier time than that found the CLOSE not
+// yet due, so the refusal waited for another turn. The DATA it releases are
+// stamped with that time too, which is then no older than the pass.
 func (e *Endpoint) transmit(now transport.Time) (int, bool) {
+	now = max(now, e.now())
 	e.tx.now = now
 	n := 0
 	for n < txBudget {
