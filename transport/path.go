@@ -335,10 +335,13 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) (rrSent Time,
 		p.decayFloor(now, &c.ep.cfg)
 		// The echoed timestamp is that of the peer's latest DATA on this
 		// path, so it times only DATA: an ACK of control packets alone
-		// (a receiver's RECV_READYs, probes, which are acknowledged at
-		// once) is timed from our own send record. Echoing a path that
-		// never carried DATA gave "RTTs" of hundreds of µs, and with them
-		// an RTO that left a lost RECV_READY unrepaired for as long.
+		// (a receiver's RECV_READYs, probes) is timed from our own send
+		// record, and includes the peer's hold of it (a first-sent
+		// RECV_READY's acknowledgement may wait AckDelay for the DATA it
+		// releases to carry it; docs/spec.md §3.1), which the wire does
+		// not report. Echoing a path that never carried DATA gave "RTTs"
+		// of hundreds of µs, and with them an RTO that left a lost
+		// RECV_READY unrepaired for as long.
 		var rtt Time
 		if dataAcked && r.EchoTS != 0 {
 			rtt = Time(int32(uint32(now)-r.EchoTS)) - Time(r.Delay)
