@@ -304,7 +304,9 @@ func (c *Comm) AllReduce(ctx context.Context, send, recv []byte, dt reduce.DType
 // leaves block Rank of the result in recv. In place in either of two
 // layouts: NCCL's, where recv is block Rank of send (recv =
 // send[Rank×len(recv):]); or send nil or equal to recv, where recv holds all
-// Size blocks on entry and block Rank of it receives the result.
+// Size blocks on entry and block Rank of it receives the result. Either way
+// only block Rank is written: the other blocks keep the caller's data, as
+// under NCCL.
 func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.DType, op reduce.Op) error {
 	const coll = sched.ReduceScatter
 	blk := len(recv)

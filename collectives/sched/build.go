@@ -171,13 +171,13 @@ func Build(cfg Config) (*Plan, error) {
 	scaling := 0 // scaling steps added before the algorithm's
 	if cfg.Collective.Reduces() && reduce.PreMultiplies(cfg.DType, cfg.Op) && cfg.NRanks > 1 {
 		b.preMul = true
-		// A floating-point average scales the input first. All-reduce and
-		// in-place calls scale it into BufRecv and run the in-place
-		// algorithm on that copy, which needs no more memory; an
-		// out-of-place reduce-scatter, whose output is too small to hold
-		// the input, scales each piece into scratch as it needs it
-		// (buildRingReduceScatter).
-		if cfg.Collective == AllReduce || cfg.InPlace {
+		// A floating-point average scales the input first. All-reduce
+		// scales it into BufRecv and runs the in-place algorithm on that
+		// copy, which needs no more memory; a reduce-scatter scales each
+		// piece into scratch as it needs it (buildRingReduceScatter): out
+		// of place its output is too small to hold the input, and in place
+		// the blocks other than this rank's must keep the caller's data.
+		if cfg.Collective == AllReduce {
 			src := Range{Buf: BufRecv, Len: p.RecvBytes}
 			if !cfg.InPlace {
 				src.Buf = BufSend

@@ -150,9 +150,11 @@ func buildRingAllReduce(b *builder, chunk int64) {
 }
 
 // buildRingReduceScatter schedules a ring reduce-scatter of n blocks of Count
-// elements. Partial sums travel through two alternating scratch blocks (out of
-// place) or accumulate in the input blocks of BufRecv (in place); the last step
-// writes the result block straight into place.
+// elements. Partial sums travel through two alternating scratch blocks, in
+// place as out of place, so that the input is only read: in place, the blocks
+// of BufRecv other than this rank's keep the caller's data, as NCCL's const
+// send buffer does; the last step writes the result block straight into
+// place.
 func buildRingReduceScatter(b *builder, chunk int64) {
 	p := b.p
 	n, cnt := p.NRanks, p.Count
@@ -164,8 +166,8 @@ func buildRingReduceScatter(b *builder, chunk int64) {
 	in := b.input()
 	input := func(blk int, pc piece) Range { off, k := l.at(blk, pc); return b.rng(in, off, k) }
 	p.ScratchBytes = 2 * cnt * b.esize
-	if b.preMul && !p.InPlace {
-		// A floating-point average out of place: each piece of the input
+	if b.preMul {
+		// A floating-point average: each piece of the input
 		// is scaled by 1/n right before its one use (the first send, or
 		// the reduction into a received partial sum) into one of two
 		// block-sized slots after the partial sums, the blocks taking
@@ -181,7 +183,7 @@ func buildRingReduceScatter(b *builder, chunk int64) {
 			}
 			off, k := l.at(blk, pc)
 			dst := b.rng(BufScratch, (2+at)*cnt+pc.off, k)
-			b.preMultiply(dst, b.rng(BufSend, off, k), k)
+			b.preMultiply(dst, b.rng(in, off, k), k)
 			return dst
 		}
 	}
@@ -194,9 +196,6 @@ func buildRingReduceScatter(b *builder, chunk int64) {
 	result := func(s, blk int, pc piece) Range {
 		if s == n-2 {
 			return final(pc)
-		}
-		if p.InPlace {
-			return input(blk, pc)
 		}
 		return landing(s, blk, pc)
 	}
