@@ -176,7 +176,8 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 
 // Run executes the collective cfg describes (Rank, NRanks, Channels,
 // ChunkBytes, GroupSize and, for all-to-all, AllToAllInFlight are filled in
-// from the communicator where zero). send may be nil for an in-place call.
+// from the communicator where zero). send may be nil for an in-place call;
+// out of place, send and recv must not overlap.
 // A call whose ctx is already done is refused before anything is sent, with
 // an error that wraps ctx.Err(), and leaves the communicator usable; a ctx
 // that ends during the call fails it and breaks the communicator.
@@ -229,6 +230,12 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	if !p.InPlace && int64(len(send)) < p.SendBytes {
 		return fmt.Errorf("collectives: %v of %d %v: send buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(send), p.SendBytes)
+	}
+	if !p.InPlace && overlap(send[:p.SendBytes], recv[:p.RecvBytes]) {
+		// The typed calls refuse these before they get here (alias.go);
+		// Run is reached directly too, and an out-of-place plan reads
+		// send while it writes recv: the result would be wrong silently.
+		return overlapErr(cfg.Collective, send[:p.SendBytes], recv[:p.RecvBytes])
 	}
 	if err := ctx.Err(); err != nil {
 		if cause := context.Cause(ctx); cause != err {

@@ -88,6 +88,9 @@ func TestPartlyOverlappingBuffers(t *testing.T) {
 			{"alltoall", func() error { return c.AllToAll(ctx, buf[blk:blk+n*blk], buf[:n*blk], dt) }},
 			{"allgather", func() error { return c.AllGather(ctx, buf[4:4+blk], buf[:n*blk], dt) }},
 			{"reducescatter", func() error { return c.ReduceScatter(ctx, buf[:n*blk], buf[4:4+blk], dt, reduce.OpSum) }},
+			{"run", func() error {
+				return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: cnt, DType: dt, Op: reduce.OpSum}, buf[:blk], buf[4:4+blk])
+			}},
 		} {
 			if err := call.run(); err == nil || !strings.Contains(err.Error(), "overlap") {
 				return fmt.Errorf("rank %d: %s with partly overlapping buffers: %v, want an overlap error", r, call.name, err)
