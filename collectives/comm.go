@@ -14,8 +14,9 @@ import (
 
 // Comm is a communicator: this process's rank in a group, connected to
 // every other rank. A Comm is used by one goroutine at a time (a call made
-// while another is in progress fails with ErrConcurrentUse), and every rank
-// must call the same collectives in the same order, as with NCCL.
+// while another is in progress fails with ErrConcurrentUse, and so does the
+// call in progress, and the communicator is closed), and every rank must
+// call the same collectives in the same order, as with NCCL.
 type Comm struct {
 	rank, size int
 	cfg        Config
@@ -29,6 +30,13 @@ type Comm struct {
 	// link: a call then reports ErrClosed rather than the transport
 	// errors of a link closed under it, which read as a peer's failure.
 	closed atomic.Bool
+
+	// interloper is set, once, by the first call made while another
+	// goroutine's call held the communicator: that call's collective
+	// (concurrentUse).
+	interloper atomic.Pointer[sched.Collective]
+	// onLocked, when set, is called by Run once it holds mu (tests).
+	onLocked func()
 
 	mu      sync.Mutex
 	plans   map[sched.Config]*sched.Plan
@@ -50,9 +58,15 @@ var ErrBroken = errors.New("communicator unusable after an earlier failure")
 var ErrClosed = errors.New("communicator closed")
 
 // ErrConcurrentUse is returned by a call made while another goroutine's
-// call on the same communicator is in progress. Waiting for it instead
-// would let each rank order the two calls its own way, which mixes their
-// data without an error; the caller must order its calls, as with NCCL.
+// call on the same communicator is in progress, and wrapped by the error
+// of the call in progress, which that makes fail, and of every later call.
+// Waiting for the first call instead would let each rank order the two its
+// own way; refusing the second alone does not stop that either: the other
+// ranks' first calls may be this rank's second, and the calls that ran
+// would pair different collectives and return their mixed data without an
+// error. So the communicator is closed at once, which fails the call in
+// progress here and, unless it has already completed, at the other ranks;
+// the caller must order its calls, as with NCCL.
 var ErrConcurrentUse = errors.New("another collective is in progress on this communicator (a Comm is used by one goroutine at a time)")
 
 // New joins the job described by b: it opens the local endpoint, exchanges
@@ -183,11 +197,19 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 // that ends during the call fails it and breaks the communicator.
 func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
 	if !c.mu.TryLock() {
-		return fmt.Errorf("collectives: %v: %w", cfg.Collective, ErrConcurrentUse)
+		return c.concurrentUse(cfg.Collective)
 	}
 	defer c.mu.Unlock()
+	if c.onLocked != nil {
+		c.onLocked()
+	}
 	if c.closed.Load() {
 		return fmt.Errorf("collectives: %v: %w", cfg.Collective, ErrClosed)
+	}
+	if coll := c.interloper.Load(); coll != nil && c.broken == nil {
+		// The interloper closed the link after the call it cut into
+		// had returned.
+		c.broken = fmt.Errorf("collectives: %w: a %v was called while another call was in progress, and the communicator was closed", ErrConcurrentUse, *coll)
 	}
 	if c.broken != nil {
 		return fmt.Errorf("collectives: %w: %w", ErrBroken, c.broken)
@@ -253,7 +275,30 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errCallTimeout)
 	defer cancel()
-	return c.execute(ctx, p, [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
+	err := c.execute(ctx, p, [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
+	if coll := c.interloper.Load(); coll != nil {
+		// Whatever this call returned, another rank may have paired it
+		// with the interloper's collective: its result is not to be
+		// trusted, and the link is closed.
+		what := "it completed"
+		if err != nil {
+			what = err.Error()
+		}
+		c.broken = fmt.Errorf("collectives: %v on rank %d: %w: a %v was called during this call, and the ranks may have paired different calls; the communicator was closed (this call: %s)", cfg.Collective, c.rank, ErrConcurrentUse, *coll, what)
+		return c.broken
+	}
+	return err
+}
+
+// concurrentUse answers a call of coll made while another goroutine's call
+// holds the communicator: the first such call closes the link, which fails
+// the call in progress (Run reports it with ErrConcurrentUse) and the
+// transfers the other ranks have posted for it (see ErrConcurrentUse).
+func (c *Comm) concurrentUse(coll sched.Collective) error {
+	if c.interloper.CompareAndSwap(nil, &coll) {
+		c.link.close()
+	}
+	return fmt.Errorf("collectives: %v on rank %d: %w; the call in progress fails too, and the communicator is closed", coll, c.rank, ErrConcurrentUse)
 }
 
 // elems returns the elements of dt in b, refusing an invalid type and a

@@ -16,9 +16,10 @@ import (
 )
 
 // TestMisuseRefused: calls with buffers that do not fit the collective, an
-// invalid data type, more channels than the communicator has, or made while
-// another call is in progress fail at once, on the calling rank alone, and
-// leave the communicator usable (nothing was sent).
+// invalid data type or more channels than the communicator has fail at
+// once, on the calling rank alone, and leave the communicator usable
+// (nothing was sent). A call made while another is in progress is
+// TestConcurrentUseClosesTheComm's.
 func TestMisuseRefused(t *testing.T) {
 	const n = 2
 	dt := reduce.Int32
@@ -44,15 +45,6 @@ func TestMisuseRefused(t *testing.T) {
 					{"invalid dtype", "invalid data type", func() error { return c.AllReduce(ctx, nil, b(4), reduce.DType(42), reduce.OpSum) }},
 					{"channels", "the communicator has 2", func() error {
 						return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: 4, DType: dt, Op: reduce.OpSum, Channels: 4, InPlace: true}, nil, b(4))
-					}},
-					{"concurrent", "another collective is in progress", func() error {
-						c.mu.Lock() // as a call of another goroutine holds it
-						defer c.mu.Unlock()
-						err := c.AllReduce(ctx, nil, b(4), dt, reduce.OpSum)
-						if !errors.Is(err, ErrConcurrentUse) {
-							return fmt.Errorf("not ErrConcurrentUse: %w", err)
-						}
-						return err
 					}},
 				}
 				if c.Rank() == 1 {
@@ -115,6 +107,65 @@ func TestDoneContextRefused(t *testing.T) {
 				}
 				if want := fill(reduce.Int32, 64, func(int) float64 { return 3 }); !bytes.Equal(buf, want) {
 					return fmt.Errorf("rank %d: wrong all-reduce after the refused calls", c.Rank())
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
+// TestConcurrentUseClosesTheComm: a call made while another goroutine's
+// call holds the communicator fails with ErrConcurrentUse, and so do the
+// call in progress and every later one, and the other ranks' call fails
+// rather than pair with either. Rank 0 starts an all-reduce of ones, and
+// while it waits for rank 1 another goroutine's all-reduce of hundreds
+// cuts in; rank 1 then calls its all-reduce of hundreds. Refusing the
+// second call alone let rank 0's first pair with rank 1's, and both
+// returned success with 101s.
+func TestConcurrentUseClosesTheComm(t *testing.T) {
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		t.Run(tr, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			fill := func(v byte) []byte { return bytes.Repeat([]byte{v}, 64) }
+			cutIn := make(chan struct{})
+			err := LaunchLocal(ctx, 2, Config{Transport: tr, Timeout: 20 * time.Second}, func(c *Comm) error {
+				if c.Rank() == 1 {
+					<-cutIn
+					buf := fill(100)
+					err := c.AllReduce(ctx, nil, buf, reduce.Uint8, reduce.OpSum)
+					if err == nil {
+						return fmt.Errorf("rank 1's all-reduce succeeded with %d, paired with rank 0's other call", buf[0])
+					}
+					return nil
+				}
+				released := false
+				release := func() {
+					if !released {
+						released = true
+						close(cutIn)
+					}
+				}
+				defer release()
+				holding := make(chan struct{})
+				c.onLocked = func() { close(holding) }
+				first := make(chan error, 1)
+				ones := fill(1)
+				go func() { first <- c.AllReduce(ctx, nil, ones, reduce.Uint8, reduce.OpSum) }()
+				<-holding
+				c.onLocked = nil
+				err := c.AllReduce(ctx, nil, fill(100), reduce.Uint8, reduce.OpSum)
+				if !errors.Is(err, ErrConcurrentUse) {
+					return fmt.Errorf("the call that cut in: %v, want ErrConcurrentUse", err)
+				}
+				release()
+				if err := <-first; !errors.Is(err, ErrConcurrentUse) {
+					return fmt.Errorf("the call in progress: %v (result %d), want ErrConcurrentUse", err, ones[0])
+				}
+				err = c.AllReduce(ctx, nil, fill(1), reduce.Uint8, reduce.OpSum)
+				if !errors.Is(err, ErrBroken) || !errors.Is(err, ErrConcurrentUse) {
+					return fmt.Errorf("a later call: %v, want ErrBroken and ErrConcurrentUse", err)
 				}
 				return nil
 			})
