@@ -20,10 +20,10 @@ type Config struct {
 	// Transport is TransportMetaRoCE (default) or TransportTCP.
 	Transport string
 	// Channels is the number of collective channels, each an ordered flow
-	// on every peer connection (default DefaultMetaRoCEChannels over
+	// on every peer connection, 1 to 64 (0: DefaultMetaRoCEChannels over
 	// MetaRoCE, DefaultTCPChannels over TCP).
 	Channels int
-	// ChunkBytes bounds one pipelined message, bytes (default
+	// ChunkBytes bounds one pipelined message, bytes (0:
 	// DefaultMetaRoCEChunkBytes over MetaRoCE, sched.DefaultChunkBytes over
 	// TCP).
 	ChunkBytes int64
@@ -42,7 +42,8 @@ type Config struct {
 	// group boundary sends, in far fewer steps (sched.ChooseAlgorithm).
 	GroupSize int
 	// Timeout bounds connection setup (the rendezvous and the handshake
-	// with every peer, together) and each collective (default 60 s).
+	// with every peer, together) and each collective (0: the default,
+	// 60 s; a negative one is refused).
 	//
 	// Over MetaRoCE it is the handshake timeout too, unless
 	// UDP.Core.HandshakeTimeout is set: one handshake may take as long as
@@ -100,7 +101,18 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Transport != TransportMetaRoCE && c.Transport != TransportTCP {
 		return c, fmt.Errorf("collectives: unknown transport %q (want %q or %q)", c.Transport, TransportMetaRoCE, TransportTCP)
 	}
-	if c.Channels <= 0 {
+	// Negative sizes and durations are refused rather than read as the
+	// default: a caller who wrote -1 meant something (none, unlimited)
+	// that the default is not.
+	switch {
+	case c.Channels < 0:
+		return c, fmt.Errorf("collectives: %d channels (Config.Channels), want 1 to 64, or 0 for the default", c.Channels)
+	case c.ChunkBytes < 0:
+		return c, fmt.Errorf("collectives: chunk of %d bytes (Config.ChunkBytes), want a positive size, or 0 for the default", c.ChunkBytes)
+	case c.Timeout < 0:
+		return c, fmt.Errorf("collectives: timeout %v (Config.Timeout), want a positive duration, or 0 for the default 60s; there is no setting without one (a long one, 24h, is one)", c.Timeout)
+	}
+	if c.Channels == 0 {
 		c.Channels = DefaultTCPChannels
 		if c.Transport == TransportMetaRoCE {
 			c.Channels = DefaultMetaRoCEChannels
@@ -119,7 +131,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Channels > 64 {
 		return c, fmt.Errorf("collectives: %d channels, at most 64", c.Channels)
 	}
-	if c.ChunkBytes <= 0 {
+	if c.ChunkBytes == 0 {
 		c.ChunkBytes = sched.DefaultChunkBytes
 		if c.Transport == TransportMetaRoCE {
 			c.ChunkBytes = DefaultMetaRoCEChunkBytes
@@ -143,7 +155,7 @@ func (c Config) withDefaults() (Config, error) {
 		// (sched.Plan.RecvPeers).
 		c.UDP.Core.ConcurrentSenders = c.AllToAllInFlight
 	}
-	if c.Timeout <= 0 {
+	if c.Timeout == 0 {
 		c.Timeout = 60 * time.Second
 	}
 	if c.Transport == TransportMetaRoCE && c.UDP.Core.HandshakeTimeout <= 0 {

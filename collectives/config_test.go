@@ -49,6 +49,25 @@ func TestConfigChunkDefault(t *testing.T) {
 	assert.ErrorContains(t, err, "all-to-all messages in flight")
 }
 
+// TestConfigNegativeRefused: a negative channel count, chunk or timeout is
+// an error naming the field, not the default in disguise (a timeout of -1
+// read as 60 s broke a communicator whose caller meant "none").
+func TestConfigNegativeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Channels: -3}, "Config.Channels"},
+		{Config{ChunkBytes: -1}, "Config.ChunkBytes"},
+		{Config{Timeout: -time.Second}, "Config.Timeout"},
+		{Config{Transport: TransportTCP, Timeout: -1}, "Config.Timeout"},
+		{Config{GroupSize: -2}, "group size"},
+	} {
+		_, err := tc.cfg.withDefaults()
+		assert.ErrorContains(t, err, tc.want, "%+v", tc.cfg)
+	}
+}
+
 // TestHandshakeTimeoutFollowsTimeout: the MetaRoCE handshake may take as
 // long as the communicator's setup (Config.Timeout), not the core's fixed
 // default, so that raising the deadline for a large job on a loaded host
