@@ -1,7 +1,6 @@
 package collectives
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/metaroce/metaroce/collectives/sched"
@@ -59,6 +58,6 @@ func sameBuffer(coll sched.Collective, send, recv []byte) (inPlace bool, err err
 func overlapErr(coll sched.Collective, send, recv []byte) error {
 	slo, _ := span(send)
 	rlo, _ := span(recv)
-	return fmt.Errorf("collectives: %v: send (%d bytes) and recv (%d bytes) overlap, %+d bytes apart: pass the same buffer (or nil send) for an in-place call, or disjoint buffers",
+	return invalidf("collectives: %v: send (%d bytes) and recv (%d bytes) overlap, %+d bytes apart: pass the same buffer (or nil send) for an in-place call, or disjoint buffers",
 		coll, len(send), len(recv), int64(slo)-int64(rlo))
 }

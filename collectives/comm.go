@@ -219,7 +219,7 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 		cfg.Channels = c.cfg.Channels
 	}
 	if cfg.Channels > c.cfg.Channels {
-		return fmt.Errorf("collectives: %v on %d channels: the communicator has %d (Config.Channels)", cfg.Collective, cfg.Channels, c.cfg.Channels)
+		return invalidf("collectives: %v on %d channels: the communicator has %d (Config.Channels)", cfg.Collective, cfg.Channels, c.cfg.Channels)
 	}
 	if cfg.ChunkBytes == 0 {
 		cfg.ChunkBytes = c.cfg.ChunkBytes
@@ -240,7 +240,7 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 		}
 		var err error
 		if p, err = sched.Build(bcfg); err != nil {
-			return err
+			return argError{fmt.Errorf("collectives: %v on rank %d: %w", cfg.Collective, c.rank, err)}
 		}
 		if len(c.plans) > 256 {
 			clear(c.plans)
@@ -248,10 +248,10 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 		c.plans[cfg] = p
 	}
 	if int64(len(recv)) < p.RecvBytes {
-		return fmt.Errorf("collectives: %v of %d %v: receive buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(recv), p.RecvBytes)
+		return invalidf("collectives: %v of %d %v: receive buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(recv), p.RecvBytes)
 	}
 	if !p.InPlace && int64(len(send)) < p.SendBytes {
-		return fmt.Errorf("collectives: %v of %d %v: send buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(send), p.SendBytes)
+		return invalidf("collectives: %v of %d %v: send buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(send), p.SendBytes)
 	}
 	if !p.InPlace && overlap(send[:p.SendBytes], recv[:p.RecvBytes]) {
 		// The typed calls refuse these before they get here (alias.go);
@@ -307,21 +307,21 @@ func (c *Comm) concurrentUse(coll sched.Collective) error {
 // unwritten without a word.
 func elems(coll sched.Collective, what string, b []byte, dt reduce.DType, blocks int) (int64, error) {
 	if !dt.Valid() {
-		return 0, fmt.Errorf("collectives: %v: invalid data type %d", coll, dt)
+		return 0, invalidf("collectives: %v: invalid data type %d", coll, dt)
 	}
 	unit := dt.Size() * max(blocks, 1)
 	if len(b)%unit != 0 {
 		if blocks > 1 {
-			return 0, fmt.Errorf("collectives: %v: %s has %d bytes, not %d equal blocks of whole %v elements", coll, what, len(b), blocks, dt)
+			return 0, invalidf("collectives: %v: %s has %d bytes, not %d equal blocks of whole %v elements", coll, what, len(b), blocks, dt)
 		}
-		return 0, fmt.Errorf("collectives: %v: %s has %d bytes, not a whole number of %d-byte %v elements", coll, what, len(b), dt.Size(), dt)
+		return 0, invalidf("collectives: %v: %s has %d bytes, not a whole number of %d-byte %v elements", coll, what, len(b), dt.Size(), dt)
 	}
 	return int64(len(b) / dt.Size()), nil
 }
 
 // sizeErr explains send and recv lengths that do not fit each other.
 func sizeErr(coll sched.Collective, send, recv []byte, want string) error {
-	return fmt.Errorf("collectives: %v: send has %d bytes and recv %d, want %s", coll, len(send), len(recv), want)
+	return invalidf("collectives: %v: send has %d bytes and recv %d, want %s", coll, len(send), len(recv), want)
 }
 
 // equalBuffers checks the buffers of a collective whose send and recv have
@@ -370,7 +370,7 @@ func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.D
 		// NCCL's in-place layout, recv block Rank of send: run on the
 		// whole of send. Any other block would reduce the wrong data.
 		if off != c.rank*blk || len(send) < c.size*blk {
-			return fmt.Errorf("collectives: %v: recv (%d bytes at byte %d of send's %d) overlaps send but is not block %d of %d of it, NCCL's in-place layout", coll, blk, off, len(send), c.rank, c.size)
+			return invalidf("collectives: %v: recv (%d bytes at byte %d of send's %d) overlaps send but is not block %d of %d of it, NCCL's in-place layout", coll, blk, off, len(send), c.rank, c.size)
 		}
 		return c.Run(ctx, sched.Config{Collective: coll, Count: n, DType: dt, Op: op, InPlace: true}, nil, send[:c.size*blk])
 	}
@@ -408,7 +408,7 @@ func (c *Comm) AllGather(ctx context.Context, send, recv []byte, dt reduce.DType
 	}
 	if off, ok := within(send, recv); ok && len(send) > 0 {
 		if off != c.rank*len(send) || int64(len(send)) != cnt*int64(dt.Size()) {
-			return fmt.Errorf("collectives: allgather: send (%d bytes at byte %d of recv) overlaps recv but is not block %d of it, NCCL's in-place layout", len(send), off, c.rank)
+			return invalidf("collectives: allgather: send (%d bytes at byte %d of recv) overlaps recv but is not block %d of it, NCCL's in-place layout", len(send), off, c.rank)
 		}
 		return c.Run(ctx, sched.Config{Collective: sched.AllGather, Count: cnt, DType: dt, InPlace: true}, nil, recv)
 	}

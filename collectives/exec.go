@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"syscall"
 	"time"
 
 	"github.com/metaroce/metaroce/collectives/sched"
@@ -282,7 +280,8 @@ func (c *Comm) stepErr(p *sched.Plan, s *sched.Step, err error) error {
 	if s.Kind == sched.KindRecv {
 		dir = "receiving from"
 	}
-	return c.markBroken(fmt.Errorf("collectives: %v on rank %d: %s rank %d (channel %d, message %d): %w%s", p.Collective, p.Rank, dir, s.Peer, s.Channel, s.Seq, asMismatch(err), peerLeftHint(s.Peer, err)))
+	return c.markBroken(&PeerError{Peer: s.Peer, lost: connectionLost(err),
+		err: fmt.Errorf("collectives: %v on rank %d: %s rank %d (channel %d, message %d): %w%s", p.Collective, p.Rank, dir, s.Peer, s.Channel, s.Seq, asMismatch(err), peerLeftHint(s.Peer, err))})
 }
 
 // peerLeftHint explains a transfer that failed because its peer closed the
@@ -292,7 +291,7 @@ func (c *Comm) stepErr(p *sched.Plan, s *sched.Step, err error) error {
 // blamed whichever live peer gave up first: only the ranks that talk to
 // the dead one see it die.
 func peerLeftHint(peer int, err error) string {
-	if !errors.Is(err, transport.ErrPeerClosed) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+	if !connectionLost(err) || errors.Is(err, transport.ErrPeerDead) {
 		return ""
 	}
 	return fmt.Sprintf("; rank %d closed its connections during the call: it gave the call up (its own error says why, often another rank that died or stalled) or it exited", peer)

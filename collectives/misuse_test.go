@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,10 @@ func TestMisuseRefused(t *testing.T) {
 					{"broadcast sizes", "equal lengths", func() error { return c.Broadcast(ctx, b(3), b(4), dt, 0) }},
 					{"sendrecv sizes", "equal lengths", func() error { return c.SendRecv(ctx, b(3), b(4), dt) }},
 					{"invalid dtype", "invalid data type", func() error { return c.AllReduce(ctx, nil, b(4), reduce.DType(42), reduce.OpSum) }},
+					{"root", "broadcast on rank", func() error { return c.Broadcast(ctx, nil, b(4), dt, -1) }},
+					{"peer", "p2p on rank", func() error {
+						return c.Run(ctx, sched.Config{Collective: sched.P2P, Count: 4, DType: dt, Root: 0, Peer: 7, InPlace: true}, nil, b(4))
+					}},
 					{"channels", "the communicator has 2", func() error {
 						return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: 4, DType: dt, Op: reduce.OpSum, Channels: 4, InPlace: true}, nil, b(4))
 					}},
@@ -60,6 +65,9 @@ func TestMisuseRefused(t *testing.T) {
 					err := call.run()
 					if err == nil || !strings.Contains(err.Error(), call.want) {
 						return fmt.Errorf("rank %d: %s: %v, want an error saying %q", c.Rank(), call.name, err, call.want)
+					}
+					if !errors.Is(err, ErrInvalidArgument) {
+						return fmt.Errorf("rank %d: %s: %v does not wrap ErrInvalidArgument", c.Rank(), call.name, err)
 					}
 				}
 				return c.Barrier(ctx)
@@ -170,6 +178,37 @@ func TestConcurrentUseClosesTheComm(t *testing.T) {
 				return nil
 			})
 			require.NoError(t, err)
+		})
+	}
+}
+
+// TestLostPeerIsTyped: a call whose peer closes its communicator during the
+// call fails with a *PeerError naming that rank and wrapping ErrPeerLost,
+// over either transport, so that a program can tell a lost rank from a
+// misuse without reading the message.
+func TestLostPeerIsTyped(t *testing.T) {
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		t.Run(tr, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			posted := make(chan struct{})
+			var callErr error
+			err := LaunchLocal(ctx, 2, Config{Transport: tr, Timeout: 30 * time.Second}, func(c *Comm) error {
+				if c.Rank() == 1 {
+					<-posted // rank 0's call waits for this rank
+					return c.Close()
+				}
+				var once sync.Once
+				c.link = postHook{c.link, func() { once.Do(func() { close(posted) }) }}
+				callErr = c.AllReduce(ctx, nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+				return nil
+			})
+			require.NoError(t, err)
+			require.ErrorIs(t, callErr, ErrPeerLost)
+			var pe *PeerError
+			require.ErrorAs(t, callErr, &pe)
+			require.Equal(t, 1, pe.Peer)
+			require.NotErrorIs(t, callErr, ErrInvalidArgument)
 		})
 	}
 }
