@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
@@ -190,8 +191,8 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 
 // Run executes the collective cfg describes (Rank, NRanks, Channels,
 // ChunkBytes, GroupSize and, for all-to-all, AllToAllInFlight are filled in
-// from the communicator where zero). send may be nil for an in-place call;
-// out of place, send and recv must not overlap.
+// from the communicator where zero). In place (cfg.InPlace) send is nil or
+// recv itself; out of place, send and recv must not overlap.
 // A call whose ctx is already done is refused before anything is sent, with
 // an error that wraps ctx.Err(), and leaves the communicator usable; a ctx
 // that ends during the call fails it and breaks the communicator.
@@ -252,6 +253,11 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	if !p.InPlace && int64(len(send)) < p.SendBytes {
 		return invalidf("collectives: %v of %d %v: send buffer has %d bytes, needs %d", cfg.Collective, cfg.Count, cfg.DType, len(send), p.SendBytes)
+	}
+	if p.InPlace && len(send) > 0 && len(recv) > 0 && unsafe.SliceData(send) != unsafe.SliceData(recv) {
+		// An in-place plan reads and writes recv alone: a send that is
+		// another buffer would be ignored without a word.
+		return invalidf("collectives: %v: in place (InPlace) with a send buffer that is not recv: pass send nil, or the same buffer as recv", cfg.Collective)
 	}
 	if !p.InPlace && overlap(send[:p.SendBytes], recv[:p.RecvBytes]) {
 		// The typed calls refuse these before they get here (alias.go);

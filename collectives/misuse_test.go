@@ -48,6 +48,9 @@ func TestMisuseRefused(t *testing.T) {
 					{"peer", "p2p on rank", func() error {
 						return c.Run(ctx, sched.Config{Collective: sched.P2P, Count: 4, DType: dt, Root: 0, Peer: 7, InPlace: true}, nil, b(4))
 					}},
+					{"in place with a send", "pass send nil", func() error {
+						return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: 4, DType: dt, Op: reduce.OpSum, InPlace: true}, b(4), b(4))
+					}},
 					{"channels", "the communicator has 2", func() error {
 						return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: 4, DType: dt, Op: reduce.OpSum, Channels: 4, InPlace: true}, nil, b(4))
 					}},
