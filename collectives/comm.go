@@ -281,7 +281,7 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errCallTimeout)
 	defer cancel()
-	err := c.execute(ctx, p, [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
+	err := c.execute(ctx, p, callTag(cfg), [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
 	if coll := c.interloper.Load(); coll != nil {
 		// Whatever this call returned, another rank may have paired it
 		// with the interloper's collective: its result is not to be

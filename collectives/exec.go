@@ -45,7 +45,7 @@ var errCallTimeout = errors.New("collectives: call timeout")
 // asynchronously and wake the loop. On any failure the communicator is
 // marked broken and its link closed, and execute returns only once no
 // transfer of the call can write into the caller's buffers any more.
-func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) (err error) {
+func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, bufs [3][]byte) (err error) {
 	n := len(p.Steps)
 	if n == 0 {
 		return nil
@@ -102,9 +102,9 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, bufs [3][]byte) (err 
 		// transfer, and one wake-up of this loop instead of two.
 		done := func() { completions <- i }
 		if s.Kind == sched.KindSend {
-			pd, err = c.link.send(s.Peer, s.Channel, buf, done)
+			pd, err = c.link.send(s.Peer, s.Channel, tag, buf, done)
 		} else {
-			pd, err = c.link.recv(s.Peer, s.Channel, rangeOf(bufs, s.Dst), done)
+			pd, err = c.link.recv(s.Peer, s.Channel, tag, rangeOf(bufs, s.Dst), done)
 		}
 		if err != nil {
 			return c.stepErr(p, s, err)
@@ -219,16 +219,17 @@ const mismatchHint = "do all ranks call the same collective with the same count 
 
 // asMismatch returns err, a failed transfer's error, as an ErrMismatch
 // error when it says that the two sides' messages differ in length, and err
-// unchanged otherwise. Links report a message longer than its receive in
-// their own words: the TCP baseline's reader wraps ErrMismatch, MetaRoCE
-// fails the receive, and the send too, with transport.ErrMessageTooLarge.
+// unchanged otherwise. Links report a message longer than its receive, or
+// of another call (callTag), in their own words: the TCP baseline's reader
+// wraps ErrMismatch, MetaRoCE fails the receive, and the send too, with
+// transport.ErrMessageTooLarge or transport.ErrTagMismatch.
 // Either means that the peers run different plans, not that the connection
 // broke, so the error says so and wraps ErrMismatch like the short case.
 func asMismatch(err error) error {
 	switch {
 	case errors.Is(err, ErrMismatch):
 		return fmt.Errorf("%w; %s", err, mismatchHint)
-	case errors.Is(err, transport.ErrMessageTooLarge):
+	case errors.Is(err, transport.ErrMessageTooLarge), errors.Is(err, transport.ErrTagMismatch):
 		return fmt.Errorf("%w: %w; %s", ErrMismatch, err, mismatchHint)
 	}
 	return err

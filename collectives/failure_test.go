@@ -252,8 +252,8 @@ type postHook struct {
 	posted func()
 }
 
-func (h postHook) recv(peer, ch int, buf []byte, done func()) (pending, error) {
-	pd, err := h.link.recv(peer, ch, buf, done)
+func (h postHook) recv(peer, ch int, tag uint32, buf []byte, done func()) (pending, error) {
+	pd, err := h.link.recv(peer, ch, tag, buf, done)
 	h.posted()
 	return pd, err
 }
@@ -367,4 +367,69 @@ func TestPeerLeftHint(t *testing.T) {
 		}
 	}
 	require.ErrorIs(t, transport.ErrPeerClosed, transport.ErrClosed)
+}
+
+// TestRanksDisagreeOnTheCall: ranks whose calls move the same bytes but
+// are not the same call fail with ErrMismatch instead of returning a
+// wrong result: an all-reduce with sum on one rank and max on the other,
+// and (over TCP, where a send completes without a matching receive) a
+// broadcast that each rank believes it roots, whose messages then wait in
+// the sockets for the next call. Every message carries its call's tag
+// (callTag); before, both all-reduces returned success, and after the
+// broadcasts the next all-reduce summed the stray broadcast data.
+func TestRanksDisagreeOnTheCall(t *testing.T) {
+	dt := reduce.Int32
+	type step func(c *Comm, buf []byte) error
+	cases := []struct {
+		name       string
+		transports []string
+		first      step
+		// then, when set, is the call after first, which must fail
+		// with ErrMismatch where first succeeded.
+		then step
+	}{
+		{"reduction", []string{TransportMetaRoCE, TransportTCP}, func(c *Comm, buf []byte) error {
+			op := reduce.OpSum
+			if c.Rank() == 1 {
+				op = reduce.OpMax
+			}
+			return c.AllReduce(context.Background(), nil, buf, dt, op)
+		}, nil},
+		{"broadcast root", []string{TransportTCP}, func(c *Comm, buf []byte) error {
+			return c.Broadcast(context.Background(), nil, buf, dt, c.Rank())
+		}, func(c *Comm, buf []byte) error {
+			return c.AllReduce(context.Background(), nil, buf, dt, reduce.OpSum)
+		}},
+	}
+	for _, tc := range cases {
+		for _, tr := range tc.transports {
+			t.Run(tr+"/"+tc.name, func(t *testing.T) {
+				var errs [2]error
+				var results [2][]byte
+				cfg := Config{Transport: tr, Timeout: 10 * time.Second}
+				_ = LaunchLocal(context.Background(), 2, cfg, func(c *Comm) error {
+					r := c.Rank()
+					buf := fill(dt, 16, func(int) float64 { return float64(r + 1) })
+					err := tc.first(c, buf)
+					if err == nil && tc.then != nil {
+						buf = fill(dt, 16, func(int) float64 { return 1 })
+						err = tc.then(c, buf)
+					}
+					errs[r], results[r] = err, buf
+					return err
+				})
+				var seen bool
+				for r, err := range errs {
+					switch {
+					case errors.Is(err, ErrMismatch):
+						seen = true
+					case err != nil && peerLeft(err) && errors.Is(errs[1-r], ErrMismatch):
+					default:
+						t.Errorf("rank %d: got %v (result %v), want ErrMismatch", r, err, results[r][:8])
+					}
+				}
+				require.True(t, seen, "no rank reported ErrMismatch")
+			})
+		}
+	}
 }

@@ -26,8 +26,10 @@ type pending interface {
 // its pending reports it: from any goroutine, possibly before they return,
 // and done must not block.
 type link interface {
-	send(peer, ch int, buf []byte, done func()) (pending, error)
-	recv(peer, ch int, buf []byte, done func()) (pending, error)
+	// A message carries tag (callTag): a receive whose tag differs from
+	// the message's fails, and so does the send where the link can tell.
+	send(peer, ch int, tag uint32, buf []byte, done func()) (pending, error)
+	recv(peer, ch int, tag uint32, buf []byte, done func()) (pending, error)
 	// progress lets the calling goroutine move the link's transfers while
 	// it would otherwise block, until done reports true or the link sees
 	// nothing worth waiting for; it reports done's last answer. A link that

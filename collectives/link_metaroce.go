@@ -153,12 +153,12 @@ func (l *metaroceLink) expectSenders(k int) {
 	}
 }
 
-func (l *metaroceLink) send(peer, ch int, buf []byte, done func()) (pending, error) {
-	return l.conns[peer].SendNotify(uint32(ch), buf, 0, done)
+func (l *metaroceLink) send(peer, ch int, tag uint32, buf []byte, done func()) (pending, error) {
+	return l.conns[peer].SendNotify(uint32(ch), buf, tag, done)
 }
 
-func (l *metaroceLink) recv(peer, ch int, buf []byte, done func()) (pending, error) {
-	return l.conns[peer].RecvNotify(uint32(ch), [][]byte{buf}, []uint32{0}, done)
+func (l *metaroceLink) recv(peer, ch int, tag uint32, buf []byte, done func()) (pending, error) {
+	return l.conns[peer].RecvNotify(uint32(ch), [][]byte{buf}, []uint32{tag}, done)
 }
 
 // progress drives the endpoint's datapath from the calling goroutine (see

@@ -106,12 +106,12 @@ type tcpLink struct {
 	addr     string
 }
 
-func (l *tcpLink) send(peer, ch int, buf []byte, done func()) (pending, error) {
-	return l.streams[peer][ch].post(true, buf, done), nil
+func (l *tcpLink) send(peer, ch int, tag uint32, buf []byte, done func()) (pending, error) {
+	return l.streams[peer][ch].post(true, tag, buf, done), nil
 }
 
-func (l *tcpLink) recv(peer, ch int, buf []byte, done func()) (pending, error) {
-	return l.streams[peer][ch].post(false, buf, done), nil
+func (l *tcpLink) recv(peer, ch int, tag uint32, buf []byte, done func()) (pending, error) {
+	return l.streams[peer][ch].post(false, tag, buf, done), nil
 }
 
 // progress returns at once: each TCP stream has goroutines of its own.
@@ -148,7 +148,8 @@ func (l *tcpLink) close() error {
 // tcpOp is one send or receive on a stream.
 type tcpOp struct {
 	buf    []byte
-	n      int // bytes moved, set before done is closed
+	tag    uint32 // the call's tag (callTag)
+	n      int    // bytes moved, set before done is closed
 	done   chan struct{}
 	err    error
 	notify func() // called by complete, when set
@@ -183,8 +184,9 @@ func (o *tcpOp) Test() (bool, error) {
 }
 
 // tcpStream is one socket with a writer and a reader goroutine, each
-// serving its operations in posting order. A message is an 8-byte length
-// followed by the bytes.
+// serving its operations in posting order. A message is a header (an
+// 8-byte length and the 4-byte call tag, big endian) followed by the
+// bytes.
 type tcpStream struct {
 	c      net.Conn
 	peer   int
@@ -213,8 +215,8 @@ func newTCPStream(c net.Conn, peer int) *tcpStream {
 	return s
 }
 
-func (s *tcpStream) post(send bool, buf []byte, notify func()) pending {
-	op := &tcpOp{buf: buf, done: make(chan struct{}), notify: notify}
+func (s *tcpStream) post(send bool, tag uint32, buf []byte, notify func()) pending {
+	op := &tcpOp{buf: buf, tag: tag, done: make(chan struct{}), notify: notify}
 	q := s.recvs
 	if send {
 		q = s.sends
@@ -303,12 +305,16 @@ func (s *tcpStream) abort(op *tcpOp, q chan *tcpOp, err error) {
 	s.drain(q)
 }
 
+// tcpHeaderLen is a message's header: its length and its call tag.
+const tcpHeaderLen = 12
+
 func (s *tcpStream) writer() {
-	var hdr [8]byte
+	var hdr [tcpHeaderLen]byte
 	for {
 		select {
 		case op := <-s.sends:
 			binary.BigEndian.PutUint64(hdr[:], uint64(len(op.buf)))
+			binary.BigEndian.PutUint32(hdr[8:], op.tag)
 			_, err := s.c.Write(hdr[:])
 			if err == nil && len(op.buf) > 0 {
 				_, err = s.c.Write(op.buf)
@@ -327,7 +333,7 @@ func (s *tcpStream) writer() {
 }
 
 func (s *tcpStream) reader() {
-	var hdr [8]byte
+	var hdr [tcpHeaderLen]byte
 	for {
 		var op *tcpOp
 		select {
@@ -339,6 +345,13 @@ func (s *tcpStream) reader() {
 		_, err := io.ReadFull(s.c, hdr[:])
 		if err == nil {
 			n := binary.BigEndian.Uint64(hdr[:])
+			if tag := binary.BigEndian.Uint32(hdr[8:]); tag != op.tag {
+				// The message belongs to another call of the peer's
+				// (callTag): the ranks called different collectives,
+				// or disagreed on the count, type, reduction or root.
+				s.abort(op, s.recvs, fmt.Errorf("%w: rank %d's message belongs to a call other than this rank's (call tag %#08x, here %#08x)", ErrMismatch, s.peer, tag, op.tag))
+				return
+			}
 			if n > uint64(len(op.buf)) {
 				// The connection is fine, but the peer's plan has a
 				// longer message here than this rank's: the ranks

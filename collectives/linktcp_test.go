@@ -19,7 +19,7 @@ func TestTCPPostAfterShutdown(t *testing.T) {
 	s := newTCPStream(a, 1)
 	s.shutdown()
 	for i := range 200 {
-		op := s.post(i%2 == 0, make([]byte, 8), nil)
+		op := s.post(i%2 == 0, 0, make([]byte, 8), nil)
 		done, err := op.Test()
 		require.True(t, done, "op %d posted after the shutdown is still pending", i)
 		require.Error(t, err)
@@ -27,8 +27,8 @@ func TestTCPPostAfterShutdown(t *testing.T) {
 }
 
 // TestTCPStreamErrors: a receive that fails on the stream says why. A
-// message longer than the posted receive is the ranks' disagreement
-// (ErrMismatch), not a broken connection, and an op that a local shutdown
+// message longer than the posted receive, or of another call, is the
+// ranks' disagreement (ErrMismatch), not a broken connection, and an op that a local shutdown
 // ended says the connection was closed here rather than blaming the peer
 // with "use of closed network connection".
 func TestTCPStreamErrors(t *testing.T) {
@@ -39,10 +39,16 @@ func TestTCPStreamErrors(t *testing.T) {
 		want     string
 	}{
 		{"longer message", func(_ *tcpStream, peer net.Conn) {
-			var hdr [8]byte
+			var hdr [tcpHeaderLen]byte
 			binary.BigEndian.PutUint64(hdr[:], 16)
 			peer.Write(hdr[:]) // net.Pipe: returns once the reader took it
 		}, true, "rank 1 sent 16 bytes for a 8-byte receive"},
+		{"another call's message", func(_ *tcpStream, peer net.Conn) {
+			var hdr [tcpHeaderLen]byte
+			binary.BigEndian.PutUint64(hdr[:], 8)
+			binary.BigEndian.PutUint32(hdr[8:], 0xbeef)
+			peer.Write(hdr[:])
+		}, true, "rank 1's message belongs to a call other than this rank's (call tag 0x0000beef, here 0x00000000)"},
 		{"local shutdown", func(s *tcpStream, _ net.Conn) { s.shutdown() }, false, "closed locally"},
 	}
 	for _, c := range cases {
@@ -52,7 +58,7 @@ func TestTCPStreamErrors(t *testing.T) {
 			s := newTCPStream(a, 1)
 			defer s.shutdown()
 			done := make(chan struct{})
-			op := s.post(false, make([]byte, 8), func() { close(done) })
+			op := s.post(false, 0, make([]byte, 8), func() { close(done) })
 			c.act(s, b)
 			<-done
 			_, err := op.Test()
