@@ -484,11 +484,12 @@ func (c *Conn) onTailLoss(now Time, p *txPath) {
 // the path is declared lost and moved. A path that times out while other
 // paths make progress, or that keeps timing out, is declared bad: it moves to
 // a fresh entropy (a new ECMP route) and carries no data until a probe on it
-// is acknowledged.
-func (c *Conn) onPathTimeout(now Time, p *txPath) {
+// is acknowledged. timer says whether the path's RTO expired, rather than
+// the overtaken-packet deadline (docs/spec.md §3.2).
+func (c *Conn) onPathTimeout(now Time, p *txPath, timer bool) {
 	oldest := p.rec(p.una).sent
 	to := &p.lastTO
-	to.begin(p.una, p.next, oldest, p.state == pathActive)
+	to.begin(p.una, p.next, oldest, p.state == pathActive, timer)
 	for q := p.una; q != p.next; q++ {
 		if rec := p.rec(q); rec.state == recOut {
 			c.declareLost(p, rec)

@@ -38,24 +38,30 @@ type timeoutRec struct {
 	lost      [wire.SackBits / 64]uint64
 	pending   bool
 	markedBad bool // the timeouts moved a path that was active
-	detected  bool // the path already adapted to this record
-	n         int
-	starts    [maxMergedTimeouts]wire.PSN
-	counted   [maxMergedTimeouts]bool
+	// timer: one of the timeouts was the tail-loss timer's own expiry
+	// (RTO(p), which the adaptive floor bounds), not the overtaken-packet
+	// deadline, which ignores the floor.
+	timer    bool
+	detected bool // the path already adapted to this record
+	n        int
+	starts   [maxMergedTimeouts]wire.PSN
+	counted  [maxMergedTimeouts]bool
 }
 
 // begin records a timeout whose oldest outstanding PSN is una, sent at
-// sent, on a path whose next PSN is next and that was active (or not). It
-// extends the pending record when that one is not yet shown spurious and
-// still has room.
-func (t *timeoutRec) begin(una, next wire.PSN, sent Time, wasActive bool) {
+// sent, on a path whose next PSN is next and that was active (or not);
+// timer says whether the tail-loss timer fired rather than the
+// overtaken-packet deadline. It extends the pending record when that one
+// is not yet shown spurious and still has room.
+func (t *timeoutRec) begin(una, next wire.PSN, sent Time, wasActive, timer bool) {
 	if t.pending && !t.detected && t.n < maxMergedTimeouts && next.Diff(t.lo) <= wire.SackBits {
 		t.starts[t.n] = una
 		t.n++
 		t.markedBad = t.markedBad || wasActive
+		t.timer = t.timer || timer
 		return
 	}
-	*t = timeoutRec{lo: una, next: next, sent: sent, markedBad: wasActive, n: 1}
+	*t = timeoutRec{lo: una, next: next, sent: sent, markedBad: wasActive, timer: timer, n: 1}
 	t.starts[0] = una
 }
 
@@ -162,10 +168,15 @@ func (t *timeoutRec) provedLate(r *wire.AckRecord) bool {
 // acknowledgement proves the timer early (late, see provedLate), the timer
 // noise of this host, or the peer's, exceeds the RTO: the path's adaptive
 // floor rises to twice its effective floor and at least 1.5 × the time the
-// revealing acknowledgement took, capped at MaxRTO.
+// revealing acknowledgement took, capped at MaxRTO. Only a timeout that
+// the tail-loss timer itself took counts: the overtaken-packet deadline
+// ignores the floor, so its needless expiries say nothing about it, and
+// counting them doubled the floor per expiry, to MaxRTO within a dozen
+// transient queues on another route, for acknowledgements that had come
+// within a millisecond.
 func (c *Conn) onSpuriousTimeout(now Time, p *txPath, late bool) {
 	cfg := &c.ep.cfg
-	if late {
+	if late && p.lastTO.timer {
 		took := now - p.lastTO.sent
 		eff := max(cfg.MinRTO, p.rtoFloor)
 		p.rtoFloor = min(cfg.MaxRTO, max(2*eff, took+took/2))

@@ -38,7 +38,7 @@ func TestTimeoutRecTakeAcked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var rec timeoutRec
 			for _, psns := range tc.tos {
-				rec.begin(psns[0], psns[len(psns)-1]+1, 5, true)
+				rec.begin(psns[0], psns[len(psns)-1]+1, 5, true, true)
 				for _, q := range psns {
 					rec.add(q)
 				}
@@ -58,18 +58,18 @@ func TestTimeoutRecTakeAcked(t *testing.T) {
 // too far behind the path's next PSN is not extended by a new timeout.
 func TestTimeoutRecStartsAfresh(t *testing.T) {
 	var rec timeoutRec
-	rec.begin(0, 4, 1, true)
+	rec.begin(0, 4, 1, true, true)
 	rec.add(0)
 	for i := 1; i < maxMergedTimeouts; i++ {
-		rec.begin(wire.PSN(i*4), wire.PSN(i*4+4), 1, false)
+		rec.begin(wire.PSN(i*4), wire.PSN(i*4+4), 1, false, true)
 		rec.add(wire.PSN(i * 4))
 	}
 	require.Equal(t, maxMergedTimeouts, rec.n)
-	rec.begin(100, 104, 2, false)
+	rec.begin(100, 104, 2, false, true)
 	require.Equal(t, 1, rec.n, "a full record starts afresh")
 	require.Equal(t, wire.PSN(100), rec.lo)
 	require.False(t, rec.markedBad)
 	rec.add(100)
-	rec.begin(100+wire.SackBits, 101+wire.SackBits, 3, false)
+	rec.begin(100+wire.SackBits, 101+wire.SackBits, 3, false, true)
 	require.Equal(t, 1, rec.n, "a record the receiver may have slid past starts afresh")
 }

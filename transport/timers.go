@@ -182,7 +182,7 @@ func (c *Conn) onTimeout(now Time) {
 		}
 		probing := p.state == pathProbing
 		sent := p.unaSent
-		c.onPathTimeout(now, p)
+		c.onPathTimeout(now, p, !overtaken)
 		if !probing || p.state != pathProbing || p.probeAt == 0 {
 			continue
 		}
