@@ -295,10 +295,9 @@ func (l *Lab) buildPlane(p int) error {
 		return err
 	}
 	for side, ns := range []string{s1, s2} {
-		local, peer, dev, far := 1, 2, "a", net2
-		near := net1
+		local, peer, dev, near := 1, 2, "a", net1
 		if side == 1 {
-			local, peer, dev, far, near = 2, 1, "b", net1, net2
+			local, peer, dev, near = 2, 1, "b", net2
 		}
 		hostLink := 254 + side
 		lines := []string{
@@ -306,21 +305,36 @@ func (l *Lab) buildPlane(p int) error {
 			"link set dev h up",
 			fmt.Sprintf("neigh replace %s.2 lladdr %s dev h nud permanent", near, mac(p, hostLink, 1)),
 		}
-		route := fmt.Sprintf("route add %s.0/24", far)
 		for i := 0; i < l.links; i++ {
 			name := fmt.Sprintf("%s%d", dev, i)
 			lines = append(lines,
 				fmt.Sprintf("addr add %s/30 dev %s", spine(i, local), name),
 				"link set dev "+name+" up",
 				fmt.Sprintf("neigh replace %s lladdr %s dev %s nud permanent", spine(i, peer), mac(p, i, peer), name))
-			route += fmt.Sprintf(" nexthop via %s dev %s", spine(i, peer), name)
 		}
-		lines = append(lines, route)
+		lines = append(lines, l.spineRoute(p, side+1, nil))
 		if err := ipBatch(ns, lines); err != nil {
 			return err
 		}
 	}
 	return l.applyRules(p)
+}
+
+// spineRoute is the `ip route replace` line that sends switch side's (1 or
+// 2) traffic for the far host of plane p over every spine link not in
+// down, one nexthop each.
+func (l *Lab) spineRoute(p, side int, down map[int]bool) string {
+	far, dev, peer := fmt.Sprintf("198.18.%d", 128+p), "a", 2
+	if side == 2 {
+		far, dev, peer = fmt.Sprintf("198.18.%d", p), "b", 1
+	}
+	route := fmt.Sprintf("route replace %s.0/24", far)
+	for i := 0; i < l.links; i++ {
+		if !down[i] {
+			route += fmt.Sprintf(" nexthop via 198.19.%d.%d dev %s%d", p, 4*i+peer, dev, i)
+		}
+	}
+	return route
 }
 
 // Close deletes every namespace of the lab, and with them its links and rules,

@@ -292,6 +292,40 @@ func TestFabric(t *testing.T) {
 		}
 	})
 
+	// With every spine link of the plane down the kernel deletes the
+	// switches' multipath routes; links coming back must restore them,
+	// in both directions, or the plane stays dead for good.
+	t.Run("every link flapped", func(t *testing.T) {
+		back := newTrafficFrom(t, lab, 0, 2, sockio.Config{})
+		for i := 0; i < 4; i++ {
+			must(t, lab.SetLinkDown(Link{0, i}, true))
+		}
+		if got, _ := sum(tr.send(t, 1)); got != 0 {
+			t.Errorf("with every link down: %d datagrams arrived", got)
+		}
+		must(t, lab.SetLinkDown(Link{0, 2}, false))
+		before := counters(t, lab)
+		if got, _ := sum(tr.send(t, per)); got != sent {
+			t.Fatalf("with link 2 back: %d of %d arrived", got, sent)
+		}
+		if got, _ := sum(back.send(t, per)); got != sent {
+			t.Fatalf("h2 to h1 with link 2 back: %d of %d arrived", got, sent)
+		}
+		if d := fwdDelta(before, counters(t, lab)); d[0]+d[1]+d[3] != 0 {
+			t.Errorf("with only link 2 up, link packets %v", d)
+		}
+		for _, i := range []int{0, 1, 3} {
+			must(t, lab.SetLinkDown(Link{0, i}, false))
+		}
+		before = counters(t, lab)
+		if got, _ := sum(tr.send(t, per)); got != sent {
+			t.Fatalf("after every link came back: %d of %d arrived", got, sent)
+		}
+		if d := fwdDelta(before, counters(t, lab)); slices.Contains(d, 0) {
+			t.Errorf("a link unused after every link came back: %v", d)
+		}
+	})
+
 	t.Run("bad arguments", func(t *testing.T) {
 		for _, err := range []error{
 			lab.SetLoss(Link{0, 4}, 1), lab.SetLoss(Link{1, 0}, 1), lab.SetLoss(Link{0, 0}, 101),

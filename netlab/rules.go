@@ -21,8 +21,9 @@ type planeRules struct {
 	loss      map[int]float64 // percent per link
 	blackhole map[int]bool
 	ce        map[int]bool
-	ceOver    map[int]int // MB/s above which traffic is CE-marked
-	rate      map[int]int // MB/s above which traffic is dropped
+	ceOver    map[int]int  // MB/s above which traffic is CE-marked
+	rate      map[int]int  // MB/s above which traffic is dropped
+	down      map[int]bool // links SetLinkDown took down (not a rule)
 }
 
 // render returns the nft script for the plane: a fresh table with one chain
@@ -181,9 +182,17 @@ func (l *Lab) RateCap(link Link, mbytesPerSec int) error {
 // SetLinkDown takes both ends of link administratively down (down) or up
 // again, as a link flap does. Unlike Blackhole, the switches see it: the
 // ECMP routes stop using the link and its flows move to the other links.
+// When every spine link of a plane is down the plane has no route (the
+// kernel deletes a multipath route whose every nexthop died); the first
+// link to come back brings it back, as a routing protocol would.
 func (l *Lab) SetLinkDown(link Link, down bool) error {
 	if err := l.checkLink(link, false); err != nil {
 		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("netlab: lab %s is closed", l.id)
 	}
 	state := "up"
 	if down {
@@ -192,6 +201,21 @@ func (l *Lab) SetLinkDown(link Link, down bool) error {
 	if _, err := run("", "ip", "-n", l.switchNS(link.Plane, 1), "link", "set", fmt.Sprintf("a%d", link.Index), state); err != nil {
 		return err
 	}
-	_, err := run("", "ip", "-n", l.switchNS(link.Plane, 2), "link", "set", fmt.Sprintf("b%d", link.Index), state)
-	return err
+	if _, err := run("", "ip", "-n", l.switchNS(link.Plane, 2), "link", "set", fmt.Sprintf("b%d", link.Index), state); err != nil {
+		return err
+	}
+	r := &l.rules[link.Plane]
+	setKey(&r.down, link.Index, true, !down)
+	if down {
+		return nil
+	}
+	// The kernel revives the nexthops of a route that survived, but a
+	// route whose every link went down is gone: put it back, over the
+	// links that are up.
+	for side := 1; side <= 2; side++ {
+		if err := ipBatch(l.switchNS(link.Plane, side), []string{l.spineRoute(link.Plane, side, r.down)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
