@@ -250,7 +250,12 @@ func (c *Conn) sendProbe(now Time, p *txPath, buf []byte) Transmit {
 	pr.Flags = wire.FlagAckReq
 	pr.Path = p.id
 	pr.PSN = p.next
-	c.piggyback(now, &pr.Piggyback)
+	// A path that is not active probes a route that is probably dead: an
+	// acknowledgement it carried would mostly vanish with it, and count as
+	// sent. Tail probes and keepalives of active paths carry one.
+	if p.state == pathActive {
+		c.piggyback(now, &pr.Piggyback)
+	}
 	rec := p.push(now, recProbe, true)
 	rec.bytes = wire.HeaderLen
 	p.inflight += rec.bytes
