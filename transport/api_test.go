@@ -230,3 +230,35 @@ func TestClose(t *testing.T) {
 	require.Zero(t, n.Node(1).EP.NumConns())
 	require.ErrorIs(t, n.Node(0).EP.Send(n.Now(), ca, 0, 1, 0, 99), transport.ErrUnknownConn)
 }
+
+// TestOneWayFailureTold: when only node 0's direction fails, node 1 hears
+// nothing and gives the connection up after IdleTimeout, and tells node 0
+// with a CLOSE (reason idle timeout) on every path, which still reach it:
+// node 0's operations fail with ErrPeerClosed, saying why, about
+// IdleTimeout after the failure. Without the CLOSE node 0 kept hearing
+// node 1's packets until node 1 gave up, and failed only IdleTimeout after
+// that: twice IdleTimeout.
+func TestOneWayFailureTold(t *testing.T) {
+	cfg := baseCfg()
+	cfg.IdleTimeout = 5 * transport.Millisecond
+	n, ca, cb := pair(t, baseNet(11), cfg)
+	_, err := n.PostRecv(1, cb, 0, transporttest.RecvSpec{Cap: 8 << 20})
+	require.NoError(t, err)
+	_, err = n.Send(0, ca, 0, make([]byte, 8<<20), 0)
+	require.NoError(t, err)
+	_, err = n.PostRecv(0, ca, 1, transporttest.RecvSpec{Cap: 100})
+	require.NoError(t, err)
+	fails := n.Now() + 100*transport.Microsecond
+	r := transporttest.AnyRule(fails)
+	r.Src = 0
+	n.AddRule(r)
+	closed := func() bool { ok, _ := n.Closed(0, ca); return ok }
+	require.NoError(t, n.RunUntil(closed, fails+2*cfg.IdleTimeout+time1ms))
+	_, errB := n.Closed(1, cb)
+	require.ErrorIs(t, errB, transport.ErrPeerDead, "node 1, which heard nothing")
+	_, errA := n.Closed(0, ca)
+	require.ErrorIs(t, errA, transport.ErrPeerClosed)
+	require.Contains(t, errA.Error(), "gave the connection up")
+	require.LessOrEqual(t, n.Now(), fails+cfg.IdleTimeout+time1ms, "node 0 told late")
+	require.True(t, n.AllDoneAt(0), "node 0's operations must complete with an error")
+}

@@ -367,6 +367,15 @@ func (c *Conn) onPeerClose(now Time, cl *wire.Close) {
 	if c.peerClosed {
 		return
 	}
+	if cl.Reason == wire.CloseIdleTimeout {
+		// The peer heard nothing from us for its IdleTimeout and has
+		// forgotten the connection: it acknowledges nothing more, so
+		// lingering for its ACKs is pointless, and it wants no reply.
+		// Our packets do not reach it (a one-way failure) or this side
+		// stalled.
+		c.fail(now, c.errf(ErrPeerClosed, "the peer heard nothing from this side for its idle timeout and gave the connection up: this side's packets do not reach it (the network failed in that direction only) or this side stalled"))
+		return
+	}
 	// Linger before failing what is still outstanding: the ACKs the peer
 	// sent just before its CLOSE may arrive after it on another path, and
 	// they complete sends whose data the peer already has. When those ACKs

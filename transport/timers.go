@@ -8,6 +8,8 @@ package transport
 // every connection on every call made the simulator spend most of its
 // time here with 64 connections per host.
 
+import "github.com/metaroce/metaroce/transport/wire"
+
 // NextTimeout returns the earliest time at which HandleTimeout has work, or
 // Never. Drivers arm one timer for it.
 func (e *Endpoint) NextTimeout() Time {
@@ -164,6 +166,12 @@ func (c *Conn) onTimeout(now Time) {
 				good++
 			}
 		}
+		// Tell the peer, best effort: where only the direction towards
+		// this side failed, it still hears us, and learns now instead of
+		// after its own IdleTimeout, which would start only when our last
+		// packets stopped reaching it (docs/spec.md §3.6).
+		c.closeRsn = wire.CloseIdleTimeout
+		c.ep.ctrlCloseEveryPath(c)
 		c.fail(now, c.errf(ErrPeerDead,
 			"nothing heard for %v on any of %d paths (%d not yet marked bad): the peer process may have died or the network between us is down",
 			now-c.lastRecv, len(c.paths), good))

@@ -61,6 +61,22 @@ func (e *Endpoint) ctrlClose(c *Conn, reply bool) {
 	e.ctrl = append(e.ctrl, o)
 }
 
+// ctrlCloseEveryPath queues a CLOSE of c (reason c.closeRsn) on each of
+// c's paths, once: the CLOSE of a connection given up as dead is not
+// retransmitted (nothing will acknowledge it), and some of its routes
+// may be the dead ones.
+func (e *Endpoint) ctrlCloseEveryPath(c *Conn) {
+	for _, p := range c.paths {
+		if len(e.ctrl) >= 1024 {
+			return
+		}
+		o := ctrlOut{route: Route{Remote: c.remote, Plane: p.plane, Entropy: p.entropy}, isClose: true}
+		o.close.DstConn, o.close.Token = c.peerConn, c.peerTok
+		o.close.Reason = c.closeRsn
+		e.ctrl = append(e.ctrl, o)
+	}
+}
+
 // anyRoute returns a route on an active path, rotating, for unsequenced
 // packets (ACKs, handshake, close): spreading them over several reverse
 // entropies means one dead route stalls nothing (docs/spec.md §3.6). With
