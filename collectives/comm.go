@@ -32,10 +32,14 @@ type Comm struct {
 	// errors of a link closed under it, which read as a peer's failure.
 	closed atomic.Bool
 
-	// interloper is set, once, by the first call made while another
-	// goroutine's call held the communicator: that call's collective
-	// (concurrentUse).
-	interloper atomic.Pointer[sched.Collective]
+	// callMu orders the taking and release of mu with inCall and
+	// interloper, so that a call that finds mu held knows a call is in
+	// progress, and the call in progress, as it ends, knows whether one
+	// cut in (cutIn). inCall is true while a call holds mu; interloper is
+	// set, once, by the first call made while another was in progress.
+	callMu     sync.Mutex
+	inCall     bool
+	interloper *sched.Collective
 	// onLocked, when set, is called by Run once it holds mu (tests).
 	onLocked func()
 
@@ -197,20 +201,62 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 // an error that wraps ctx.Err(), and leaves the communicator usable; a ctx
 // that ends during the call fails it and breaks the communicator.
 func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
+	c.callMu.Lock()
 	if !c.mu.TryLock() {
-		return c.concurrentUse(cfg.Collective)
+		return c.cutIn(cfg.Collective) // unlocks callMu
 	}
-	defer c.mu.Unlock()
+	c.inCall = true
+	brokenBefore := c.broken != nil
+	c.callMu.Unlock()
+	err := c.run(ctx, cfg, send, recv)
+	c.callMu.Lock()
+	c.inCall = false
+	if coll := c.interloper; coll != nil {
+		// Whatever this call returned, another rank may have paired it
+		// with the interloper's collective: its result is not to be
+		// trusted, and the link is closed.
+		e := fmt.Errorf("collectives: %v on rank %d: %w: a call of %v was made on this communicator during this call, and the ranks may have paired different calls; the communicator is closed", cfg.Collective, c.rank, ErrConcurrentUse, *coll)
+		if err != nil {
+			e = fmt.Errorf("%w (this call: %w)", e, err)
+		}
+		if !brokenBefore {
+			c.broken = e
+		}
+		err = e
+	}
+	c.mu.Unlock()
+	c.callMu.Unlock()
+	return err
+}
+
+// cutIn answers a call of coll made while another goroutine's call holds
+// the communicator; the caller holds callMu, which cutIn releases. The
+// first such call closes the link, which fails the call in progress (Run
+// reports it with ErrConcurrentUse) and the transfers the other ranks have
+// posted for it (see ErrConcurrentUse).
+func (c *Comm) cutIn(coll sched.Collective) error {
+	if c.closed.Load() {
+		c.callMu.Unlock()
+		return fmt.Errorf("collectives: %v: %w", coll, ErrClosed)
+	}
+	first := c.interloper == nil
+	if first {
+		c.interloper = &coll
+	}
+	c.callMu.Unlock()
+	if first {
+		c.link.close()
+	}
+	return fmt.Errorf("collectives: %v on rank %d: %w; the call in progress fails too, and the communicator is closed", coll, c.rank, ErrConcurrentUse)
+}
+
+// run is Run once the call holds mu.
+func (c *Comm) run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
 	if c.onLocked != nil {
 		c.onLocked()
 	}
 	if c.closed.Load() {
 		return fmt.Errorf("collectives: %v: %w", cfg.Collective, ErrClosed)
-	}
-	if coll := c.interloper.Load(); coll != nil && c.broken == nil {
-		// The interloper closed the link after the call it cut into
-		// had returned.
-		c.broken = fmt.Errorf("collectives: %w: a %v was called while another call was in progress, and the communicator was closed", ErrConcurrentUse, *coll)
 	}
 	if c.broken != nil {
 		return fmt.Errorf("collectives: %w: %w", ErrBroken, c.broken)
@@ -281,30 +327,7 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errCallTimeout)
 	defer cancel()
-	err := c.execute(ctx, p, callTag(cfg), [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
-	if coll := c.interloper.Load(); coll != nil {
-		// Whatever this call returned, another rank may have paired it
-		// with the interloper's collective: its result is not to be
-		// trusted, and the link is closed.
-		what := "it completed"
-		if err != nil {
-			what = err.Error()
-		}
-		c.broken = fmt.Errorf("collectives: %v on rank %d: %w: a %v was called during this call, and the ranks may have paired different calls; the communicator was closed (this call: %s)", cfg.Collective, c.rank, ErrConcurrentUse, *coll, what)
-		return c.broken
-	}
-	return err
-}
-
-// concurrentUse answers a call of coll made while another goroutine's call
-// holds the communicator: the first such call closes the link, which fails
-// the call in progress (Run reports it with ErrConcurrentUse) and the
-// transfers the other ranks have posted for it (see ErrConcurrentUse).
-func (c *Comm) concurrentUse(coll sched.Collective) error {
-	if c.interloper.CompareAndSwap(nil, &coll) {
-		c.link.close()
-	}
-	return fmt.Errorf("collectives: %v on rank %d: %w; the call in progress fails too, and the communicator is closed", coll, c.rank, ErrConcurrentUse)
+	return c.execute(ctx, p, callTag(cfg), [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
 }
 
 // elems returns the elements of dt in b, refusing an invalid type and a

@@ -14,6 +14,7 @@ import (
 
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/transport"
 )
 
 // TestMisuseRefused: calls with buffers that do not fit the collective, an
@@ -214,4 +215,77 @@ func TestLostPeerIsTyped(t *testing.T) {
 			require.NotErrorIs(t, callErr, ErrInvalidArgument)
 		})
 	}
+}
+
+// failHook is a link whose first receive triggers act (while the call that
+// posted it holds the communicator) and then fails with err.
+type failHook struct {
+	link
+	once *sync.Once
+	act  func()
+	err  error
+}
+
+func (h failHook) recv(peer, ch int, tag uint32, buf []byte, done func()) (pending, error) {
+	var fail bool
+	h.once.Do(func() { h.act(); fail = true })
+	if fail {
+		return nil, h.err
+	}
+	return h.link.recv(peer, ch, tag, buf, done)
+}
+
+// TestConcurrentUseKeepsTheCause: a call that fails for a reason of its
+// own (here a lost peer) while another goroutine's call cuts in keeps that
+// cause beside ErrConcurrentUse: errors.Is and errors.As still find
+// ErrPeerLost and the *PeerError, and the later calls' ErrBroken wraps
+// them too.
+func TestConcurrentUseKeepsTheCause(t *testing.T) {
+	var first, later error
+	finished := make(chan struct{})
+	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
+		if c.Rank() == 1 {
+			<-finished
+			return nil
+		}
+		defer close(finished)
+		c.link = failHook{link: c.link, once: new(sync.Once),
+			act: func() { _ = c.AllReduce(context.Background(), nil, make([]byte, 4), reduce.Int32, reduce.OpSum) },
+			err: fmt.Errorf("injected: %w", transport.ErrPeerDead)}
+		first = c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+		later = c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+		return nil
+	})
+	require.NoError(t, err)
+	require.ErrorIs(t, first, ErrConcurrentUse)
+	var pe *PeerError
+	require.True(t, errors.As(first, &pe), "the failed call lost its *PeerError: %v", first)
+	require.ErrorIs(t, first, ErrPeerLost)
+	require.ErrorIs(t, later, ErrPeerLost, "ErrBroken no longer wraps the first failure")
+}
+
+// TestCloseThenConcurrentCall: after Close, a call made while the call
+// that Close cut short still holds the communicator fails with ErrClosed,
+// as any call after Close does, and so does the call in progress; neither
+// is reported as concurrent use.
+func TestCloseThenConcurrentCall(t *testing.T) {
+	var running, interloper error
+	finished := make(chan struct{})
+	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
+		if c.Rank() == 1 {
+			<-finished
+			return nil
+		}
+		defer close(finished)
+		c.link = postHook{link: c.link, posted: sync.OnceFunc(func() {
+			c.Close()
+			interloper = c.AllReduce(context.Background(), nil, make([]byte, 4), reduce.Int32, reduce.OpSum)
+		})}
+		running = c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+		return nil
+	})
+	require.NoError(t, err)
+	t.Logf("running: %v", running)
+	require.ErrorIs(t, interloper, ErrClosed, "a call after Close")
+	require.ErrorIs(t, running, ErrClosed, "the call Close cut short")
 }
