@@ -234,7 +234,7 @@ func TestClose(t *testing.T) {
 // TestOneWayFailureTold: when only node 0's direction fails, node 1 hears
 // nothing and gives the connection up after IdleTimeout, and tells node 0
 // with a CLOSE (reason idle timeout) on every path, which still reach it:
-// node 0's operations fail with ErrPeerClosed, saying why, about
+// node 0's operations fail with ErrPeerDead, saying why, about
 // IdleTimeout after the failure. Without the CLOSE node 0 kept hearing
 // node 1's packets until node 1 gave up, and failed only IdleTimeout after
 // that: twice IdleTimeout.
@@ -257,7 +257,8 @@ func TestOneWayFailureTold(t *testing.T) {
 	_, errB := n.Closed(1, cb)
 	require.ErrorIs(t, errB, transport.ErrPeerDead, "node 1, which heard nothing")
 	_, errA := n.Closed(0, ca)
-	require.ErrorIs(t, errA, transport.ErrPeerClosed)
+	require.ErrorIs(t, errA, transport.ErrPeerDead)
+	require.NotErrorIs(t, errA, transport.ErrClosed, "a failed path, not a peer that closed")
 	require.Contains(t, errA.Error(), "gave the connection up")
 	require.LessOrEqual(t, n.Now(), fails+cfg.IdleTimeout+time1ms, "node 0 told late")
 	require.True(t, n.AllDoneAt(0), "node 0's operations must complete with an error")

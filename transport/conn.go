@@ -372,8 +372,9 @@ func (c *Conn) onPeerClose(now Time, cl *wire.Close) {
 		// forgotten the connection: it acknowledges nothing more, so
 		// lingering for its ACKs is pointless, and it wants no reply.
 		// Our packets do not reach it (a one-way failure) or this side
-		// stalled.
-		c.fail(now, c.errf(ErrPeerClosed, "the peer heard nothing from this side for its idle timeout and gave the connection up: this side's packets do not reach it (the network failed in that direction only) or this side stalled"))
+		// stalled: a failure of the path to the peer, as ErrPeerDead
+		// says, not a peer that closed (ErrPeerClosed) or exited.
+		c.fail(now, c.errf(ErrPeerDead, "the peer heard nothing from this side for its idle timeout and gave the connection up: this side's packets do not reach it (the network failed in that direction only) or this side stalled"))
 		return
 	}
 	// Linger before failing what is still outstanding: the ACKs the peer
