@@ -140,7 +140,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if errors.As(err, new(configError)) {
 			return refuse(err, exitUsage)
 		}
-		return refuse(err, exitFail)
+		// A failure, not a refusal (the other ranks would report it as a
+		// usage error of this rank's): they learn of it at their
+		// rendezvous deadline, as of a rank that died.
+		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		return exitFail
 	}
 	if err := checkSecret(o, tables); err != nil {
 		return refuse(err, exitUsage)
