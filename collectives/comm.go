@@ -32,13 +32,12 @@ type Comm struct {
 	// errors of a link closed under it, which read as a peer's failure.
 	closed atomic.Bool
 
-	// callMu orders the taking and release of mu with inCall and
-	// interloper, so that a call that finds mu held knows a call is in
-	// progress, and the call in progress, as it ends, knows whether one
-	// cut in (cutIn). inCall is true while a call holds mu; interloper is
-	// set, once, by the first call made while another was in progress.
+	// callMu orders the taking and release of mu with interloper, so
+	// that a call that finds mu held knows that a call is in progress,
+	// and the call in progress, as it ends, knows whether one cut in
+	// (cutIn). interloper is set, once, by the first call made while
+	// another was in progress.
 	callMu     sync.Mutex
-	inCall     bool
 	interloper *sched.Collective
 	// onLocked, when set, is called by Run once it holds mu (tests).
 	onLocked func()
@@ -200,33 +199,44 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 // A call whose ctx is already done is refused before anything is sent, with
 // an error that wraps ctx.Err(), and leaves the communicator usable; a ctx
 // that ends during the call fails it and breaks the communicator.
-func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) error {
+func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) (err error) {
 	c.callMu.Lock()
 	if !c.mu.TryLock() {
 		return c.cutIn(cfg.Collective) // unlocks callMu
 	}
-	c.inCall = true
-	brokenBefore := c.broken != nil
+	cutBefore, brokenBefore := c.interloper != nil, c.broken != nil
 	c.callMu.Unlock()
-	err := c.run(ctx, cfg, send, recv)
-	c.callMu.Lock()
-	c.inCall = false
-	if coll := c.interloper; coll != nil {
+	defer func() {
+		// mu is released under callMu, so that a call that cuts in
+		// before this point is seen here, and one that comes after
+		// finds mu free (a panic in run releases it the same way).
+		c.callMu.Lock()
+		defer c.callMu.Unlock()
+		defer c.mu.Unlock()
+		coll := c.interloper
+		if coll == nil || cutBefore {
+			return
+		}
 		// Whatever this call returned, another rank may have paired it
 		// with the interloper's collective: its result is not to be
 		// trusted, and the link is closed.
 		e := fmt.Errorf("collectives: %v on rank %d: %w: a call of %v was made on this communicator during this call, and the ranks may have paired different calls; the communicator is closed", cfg.Collective, c.rank, ErrConcurrentUse, *coll)
-		if err != nil {
+		var pe *PeerError
+		switch {
+		case err == nil:
+		case errors.As(err, &pe) && !pe.lost:
+			// A transfer the interloper's closing of the link broke:
+			// no fault of that peer's, which a *PeerError would name.
+			e = fmt.Errorf("%w (this call: %v)", e, err)
+		default:
 			e = fmt.Errorf("%w (this call: %w)", e, err)
 		}
 		if !brokenBefore {
 			c.broken = e
 		}
 		err = e
-	}
-	c.mu.Unlock()
-	c.callMu.Unlock()
-	return err
+	}()
+	return c.run(ctx, cfg, send, recv)
 }
 
 // cutIn answers a call of coll made while another goroutine's call holds

@@ -172,12 +172,23 @@ func TestConcurrentUseClosesTheComm(t *testing.T) {
 					return fmt.Errorf("the call that cut in: %v, want ErrConcurrentUse", err)
 				}
 				release()
-				if err := <-first; !errors.Is(err, ErrConcurrentUse) {
-					return fmt.Errorf("the call in progress: %v (result %d), want ErrConcurrentUse", err, ones[0])
+				ferr := <-first
+				if !errors.Is(ferr, ErrConcurrentUse) {
+					return fmt.Errorf("the call in progress: %v (result %d), want ErrConcurrentUse", ferr, ones[0])
+				}
+				if pe := (*PeerError)(nil); errors.As(ferr, &pe) {
+					// Its transfers failed because this rank closed
+					// the link: rank 1 is not to blame.
+					return fmt.Errorf("the call in progress blames rank %d: %v", pe.Peer, ferr)
 				}
 				err = c.AllReduce(ctx, nil, fill(1), reduce.Uint8, reduce.OpSum)
 				if !errors.Is(err, ErrBroken) || !errors.Is(err, ErrConcurrentUse) {
 					return fmt.Errorf("a later call: %v, want ErrBroken and ErrConcurrentUse", err)
+				}
+				c.Close()
+				err = c.AllReduce(ctx, nil, fill(1), reduce.Uint8, reduce.OpSum)
+				if !errors.Is(err, ErrClosed) || errors.Is(err, ErrConcurrentUse) {
+					return fmt.Errorf("a call after Close: %v, want ErrClosed alone", err)
 				}
 				return nil
 			})
@@ -288,4 +299,29 @@ func TestCloseThenConcurrentCall(t *testing.T) {
 	t.Logf("running: %v", running)
 	require.ErrorIs(t, interloper, ErrClosed, "a call after Close")
 	require.ErrorIs(t, running, ErrClosed, "the call Close cut short")
+}
+
+// TestPanicInCallReleasesTheComm: a call that panics, and whose caller
+// recovers, releases the communicator like any other: the next call is
+// not taken for concurrent use (which would close the communicator).
+func TestPanicInCallReleasesTheComm(t *testing.T) {
+	var later error
+	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
+		if c.Rank() == 1 {
+			return nil
+		}
+		c.onLocked = func() { panic("a bug in the call") }
+		func() {
+			defer func() { _ = recover() }()
+			_ = c.Barrier(context.Background())
+		}()
+		c.onLocked = nil
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		later = c.Barrier(done) // refused for its context, nothing sent
+		return nil
+	})
+	require.NoError(t, err)
+	require.ErrorIs(t, later, context.Canceled)
+	require.NotErrorIs(t, later, ErrConcurrentUse)
 }
