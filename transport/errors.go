@@ -8,15 +8,19 @@ import (
 // Errors reported in events and returned by the API. Test with errors.Is;
 // the concrete errors wrap these with the connection, flow and numbers.
 var (
-	// ErrPeerDead: nothing was heard from the peer within IdleTimeout while
-	// work was outstanding, or every path failed.
+	// ErrPeerDead: nothing was heard from the peer within IdleTimeout, or
+	// the peer said that it heard nothing from this side for its own (a
+	// CLOSE of reason idle timeout, docs/spec.md §3.6: the direction
+	// towards the peer failed, or this side stalled), or the peer no
+	// longer knows the connection.
 	ErrPeerDead = errors.New("peer not responding")
 	// ErrHandshakeTimeout: a Dial got no HELLO_ACK in time.
 	ErrHandshakeTimeout = errors.New("handshake timed out")
 	// ErrClosed: the connection was closed locally or by the peer.
 	ErrClosed = errors.New("connection closed")
 	// ErrPeerClosed: the peer closed the connection (its CLOSE arrived,
-	// docs/spec.md §3.3). It wraps ErrClosed, so that a user can tell the
+	// docs/spec.md §3.3, other than one of reason idle timeout, which is
+	// ErrPeerDead). It wraps ErrClosed, so that a user can tell the
 	// peer's close from a local one and errors.Is(err, ErrClosed) holds
 	// for both.
 	ErrPeerClosed = fmt.Errorf("%w by the peer", ErrClosed)
