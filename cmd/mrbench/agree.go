@@ -234,7 +234,10 @@ func agreeSettings(ctx context.Context, c comm, mine []setting, timeout time.Dur
 		l := binary.LittleEndian.Uint64(recs[r*agreeRecordBytes:])
 		byRank[r] = decodeSettings(all[r*longest : r*longest+int(l)])
 	}
-	if msg := refusals(byRank); msg != "" {
+	if msg, usage := refusals(byRank); msg != "" {
+		if !usage {
+			return errors.New(msg)
+		}
 		return settingsError{msg}
 	}
 	return settingsError{disagreement(byRank)}
@@ -360,7 +363,14 @@ func libraryDisagreement(err error) (string, bool) {
 // their whole timeout (a minute by default) for a rank that had exited at
 // once; mpirun and torchrun end the job when a rank fails, srun and ranks
 // started by hand do not.
-const refusedFlag = "(refused)"
+//
+// failedFlag is its twin for a rank that failed to start for another
+// reason (the rccl backend's library or devices): the others then fail
+// with its error, as a failure rather than a usage error.
+const (
+	refusedFlag = "(refused)"
+	failedFlag  = "(failed)"
+)
 
 // refusalWait bounds how long a refusing rank waits to tell the others
 // (tellRefusal). A launcher starts its ranks within moments of each other,
@@ -370,32 +380,36 @@ const refusedFlag = "(refused)"
 const refusalWait = 15 * time.Second
 
 // refusalSettings is the settings list of a rank that refuses to run for
-// why, on one line.
-func refusalSettings(why string) []setting {
-	return []setting{{refusedFlag, strings.Join(strings.Fields(why), " ")}}
+// why (flag refusedFlag) or failed to start (failedFlag), on one line.
+func refusalSettings(flag, why string) []setting {
+	return []setting{{flag, strings.Join(strings.Fields(why), " ")}}
 }
 
-// refusals words the ranks of byRank that refused to run (refusalSettings),
-// "" when none did: the first refusal quoted, the other refusing ranks
-// named.
-func refusals(byRank [][]setting) string {
-	var ranks []int
-	var first string
-	for r, s := range byRank {
-		if len(s) == 1 && s[0].flag == refusedFlag {
-			if first == "" {
-				first = s[0].value
+// refusals words the ranks of byRank that failed to start or refused to
+// run (refusalSettings), "" when none did: the first one's error quoted,
+// the others of its kind named. Ranks that failed come first, and make it
+// a failure (usage false); ranks that only refused, a usage error.
+func refusals(byRank [][]setting) (msg string, usage bool) {
+	for _, k := range []struct{ flag, what string }{{failedFlag, "could not start"}, {refusedFlag, "refused to run"}} {
+		var ranks []int
+		var first string
+		for r, s := range byRank {
+			if len(s) == 1 && s[0].flag == k.flag {
+				if first == "" {
+					first = s[0].value
+				}
+				ranks = append(ranks, r)
 			}
-			ranks = append(ranks, r)
 		}
+		switch len(ranks) {
+		case 0:
+			continue
+		case 1:
+			return fmt.Sprintf("rank %d %s: %s", ranks[0], k.what, first), k.flag == refusedFlag
+		}
+		return fmt.Sprintf("%s %s; rank %d: %s", rankList(ranks), k.what, ranks[0], first), k.flag == refusedFlag
 	}
-	switch len(ranks) {
-	case 0:
-		return ""
-	case 1:
-		return fmt.Sprintf("rank %d refused to run: %s", ranks[0], first)
-	}
-	return fmt.Sprintf("%s refused to run; rank %d: %s", rankList(ranks), ranks[0], first)
+	return "", false
 }
 
 // rankList words ranks for refusals: "ranks 1, 2 and 5", the first
@@ -412,14 +426,19 @@ func rankList(ranks []int) string {
 }
 
 // tellRefusal is what a rank of a launched job does when it exits on a
-// usage error before its first table, after printing the error: it joins
-// the comparison that the other ranks wait in (agreedComm's communicator)
-// with refusalSettings(why), so that they exit with a usage error that
-// names it instead of waiting out their timeout. It waits for the job to
-// meet at most refusalWait, or timeout where that is shorter (0: the
-// default -T). A run outside a launched job, or a job of one rank, has
-// nobody to tell.
-func tellRefusal(ctx context.Context, why string, timeout time.Duration, stderr io.Writer) {
+// usage error (flag refusedFlag) or fails to start (failedFlag) before its
+// first table, after printing the error: it joins the comparison that the
+// other ranks wait in (agreedComm's communicator) with
+// refusalSettings(flag, why), so that they exit with its error, as a usage
+// error or a failure, instead of waiting out their timeout. It waits for
+// the job to meet at most refusalWait, or timeout where that is shorter
+// (0: the default -T). A run outside a launched job, or a job of one rank,
+// has nobody to tell.
+func tellRefusal(ctx context.Context, flag, why string, timeout time.Duration, stderr io.Writer) {
+	what := "refused to run"
+	if flag == failedFlag {
+		what = "could not start"
+	}
 	b, ok, err := collectives.BootstrapFromEnv()
 	if err != nil || !ok || b.NRanks < 2 {
 		return
@@ -432,14 +451,14 @@ func tellRefusal(ctx context.Context, why string, timeout time.Duration, stderr 
 	// misspelt flag refuses alike); a wait shows in progress lines.
 	b.ProgressEvery = rendezvousProgressEvery
 	b.Progress = func(line string) {
-		fmt.Fprintf(stderr, "mrbench: telling the other ranks that this one refused to run: %s\n", line)
+		fmt.Fprintf(stderr, "mrbench: telling the other ranks that this one %s: %s\n", what, line)
 	}
 	c, err := collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: timeout})
 	if err != nil {
-		fmt.Fprintf(stderr, "mrbench: could not tell the other ranks that this one refused to run: %v\n", err)
+		fmt.Fprintf(stderr, "mrbench: could not tell the other ranks that this one %s: %v\n", what, err)
 		return
 	}
 	defer c.Close()
 	// Every rank gets the same answer; ours is the error already printed.
-	_ = agreeSettings(ctx, hostComm{c}, refusalSettings(why), timeout)
+	_ = agreeSettings(ctx, hostComm{c}, refusalSettings(flag, why), timeout)
 }

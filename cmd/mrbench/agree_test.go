@@ -245,7 +245,8 @@ func TestRefusingRankTellsTheOthers(t *testing.T) {
 // lists, the first one's error quoted and the others named.
 func TestRefusalsWording(t *testing.T) {
 	ok := []setting{{"--op", "allreduce"}}
-	no := func(why string) []setting { return refusalSettings(why) }
+	no := func(why string) []setting { return refusalSettings(refusedFlag, why) }
+	failed := func(why string) []setting { return refusalSettings(failedFlag, why) }
 	many := [][]setting{ok}
 	for range 10 {
 		many = append(many, no("x"))
@@ -256,6 +257,8 @@ func TestRefusalsWording(t *testing.T) {
 		want   string
 	}{
 		{"none", [][]setting{ok, ok}, ""},
+		{"failed", [][]setting{ok, failed("no GPU")}, "rank 1 could not start: no GPU"},
+		{"failed before refused", [][]setting{no("a"), failed("b"), failed("c")}, "ranks 1 and 2 could not start; rank 1: b"},
 		{"one", [][]setting{ok, no("unknown flag --bogus\n(see -h)")}, "rank 1 refused to run: unknown flag --bogus (see -h)"},
 		{"two", [][]setting{no("a"), ok, no("b")}, "ranks 0 and 2 refused to run; rank 0: a"},
 		{"three", [][]setting{no("a"), no("b"), no("c")}, "ranks 0, 1 and 2 refused to run; rank 0: a"},
@@ -265,7 +268,9 @@ func TestRefusalsWording(t *testing.T) {
 		{"lookalike", [][]setting{ok, {{"(refused)x", "y"}}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, refusals(tc.byRank))
+			msg, usage := refusals(tc.byRank)
+			assert.Equal(t, tc.want, msg)
+			assert.Equal(t, msg != "" && !strings.Contains(msg, "could not start"), usage, "a usage error")
 		})
 	}
 }

@@ -102,14 +102,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		for _, line := range lines {
 			fmt.Fprintf(stderr, "mrbench: %s\n", line)
 		}
-		tellRefusal(ctx, strings.Join(lines, "; "), 0, stderr)
+		tellRefusal(ctx, refusedFlag, strings.Join(lines, "; "), 0, stderr)
 		return exitUsage
 	}
 	// refuse reports err, found before the first table, and tells the
 	// other ranks of a launched job (tellRefusal).
 	refuse := func(err error, code int) int {
 		fmt.Fprintf(stderr, "mrbench: %v\n", err)
-		tellRefusal(ctx, err.Error(), o.Timeout, stderr)
+		tellRefusal(ctx, refusedFlag, err.Error(), o.Timeout, stderr)
 		return code
 	}
 	var l launcher
@@ -140,10 +140,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if errors.As(err, new(configError)) {
 			return refuse(err, exitUsage)
 		}
-		// A failure, not a refusal (the other ranks would report it as a
-		// usage error of this rank's): they learn of it at their
-		// rendezvous deadline, as of a rank that died.
+		// A failure, not a refusal: the other ranks fail with it too,
+		// rather than as a usage error of this rank's.
 		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		tellRefusal(ctx, failedFlag, err.Error(), o.Timeout, stderr)
 		return exitFail
 	}
 	if err := checkSecret(o, tables); err != nil {
