@@ -16,7 +16,7 @@ import (
 // Comm is a communicator: this process's rank in a group, connected to
 // every other rank. A Comm is used by one goroutine at a time (a call made
 // while another is in progress fails with ErrConcurrentUse, and so does the
-// call in progress, and the communicator is closed), and every rank must
+// call in progress, whose link is then closed), and every rank must
 // call the same collectives in the same order, as with NCCL.
 type Comm struct {
 	rank, size int
@@ -63,12 +63,13 @@ var ErrClosed = errors.New("communicator closed")
 
 // ErrConcurrentUse is returned by a call made while another goroutine's
 // call on the same communicator is in progress, and wrapped by the error
-// of the call in progress, which that makes fail, and of every later call.
+// of the call in progress, which that makes fail, and by the ErrBroken of
+// every later call (after Close, later calls report ErrClosed alone).
 // Waiting for the first call instead would let each rank order the two its
 // own way; refusing the second alone does not stop that either: the other
 // ranks' first calls may be this rank's second, and the calls that ran
 // would pair different collectives and return their mixed data without an
-// error. So the communicator is closed at once, which fails the call in
+// error. So the communicator's link is closed at once, which fails the call in
 // progress here and, unless it has already completed, at the other ranks;
 // the caller must order its calls, as with NCCL.
 var ErrConcurrentUse = errors.New("another collective is in progress on this communicator (a Comm is used by one goroutine at a time)")

@@ -40,6 +40,6 @@
 //
 // Concurrency. A Comm is used by one goroutine at a time; a call made while
 // another is in progress fails with ErrConcurrentUse and closes the
-// communicator (see ErrConcurrentUse). Close may be called from any
+// communicator's link, breaking it (see ErrConcurrentUse). Close may be called from any
 // goroutine, also during a call, which then fails with ErrClosed.
 package collectives

@@ -9,7 +9,7 @@ import (
 )
 
 // TestOvertakenFalseAlarmsLeaveTheFloor: a queue that comes and goes on
-// plane 0 holds node 0's packets there hold longer, for window every
+// plane 0 holds node 0's packets there longer, for window every
 // period, while plane 1 runs free. The other plane's acknowledgements
 // overtake plane 0's packets and the overtaken rule, whose deadline
 // (2·srtt + 4·rttvar) has no floor, gives them up: the acknowledgements

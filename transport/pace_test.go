@@ -148,7 +148,7 @@ func TestPaceBase(t *testing.T) {
 // finds something queued after one that found nothing, so that a sender
 // that finished a message, went idle and later queues another is not
 // taken for one held all along: its first packet after the idle spell gets
-// the burst only (a reviewer saw 124,500 bytes leave back to back there).
+// the burst only (124,500 bytes once left back to back there).
 func TestBacklogFrom(t *testing.T) {
 	const rate = 1_250_000_000
 	_, c := testConn(t, Config{CC: cc.Config{CatchUpTime: int64(100 * Microsecond), CatchUpBytes: 256 << 10}}, 1500)

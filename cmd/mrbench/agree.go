@@ -364,8 +364,9 @@ func libraryDisagreement(err error) (string, bool) {
 // once; mpirun and torchrun end the job when a rank fails, srun and ranks
 // started by hand do not.
 //
-// failedFlag is its twin for a rank that failed to start for another
-// reason (the rccl backend's library or devices): the others then fail
+// failedFlag is its twin for a rank that failed to start for a reason
+// other than its configuration (the rccl backend's driver failing to
+// count the devices; a missing library is a refusal): the others then fail
 // with its error, as a failure rather than a usage error.
 const (
 	refusedFlag = "(refused)"

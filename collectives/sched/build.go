@@ -49,8 +49,8 @@ func (c *Config) check() error {
 		return bad("peer %d outside 0..%d", c.Peer, c.NRanks-1)
 	case c.Count > math.MaxInt64/int64(max(c.NRanks, 4))/int64(c.DType.Size()):
 		// The largest buffer a plan names: the whole of an all-gather's
-		// output (NRanks blocks), recursive doubling's scratch (3) or an
-		// out-of-place reduce-scatter average's (4 blocks).
+		// output (NRanks blocks), recursive doubling's scratch (3) or a
+		// reduce-scatter average's (4 blocks).
 		return bad("count %d too large", c.Count)
 	}
 	if !algorithmFits(c.Collective, c.Algorithm) {

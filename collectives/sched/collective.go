@@ -258,7 +258,8 @@ type Config struct {
 	// InPlace makes the collective use BufRecv alone, with NCCL's in-place
 	// layouts: allreduce, broadcast, sendrecv, p2p, alltoall read their input
 	// from BufRecv; reducescatter reads n×Count elements from BufRecv and leaves
-	// its result at element Rank×Count (the rest is clobbered); allgather
+	// its result at element Rank×Count (the other blocks keep the caller's
+	// data); allgather
 	// finds its input at element Rank×Count of BufRecv.
 	InPlace bool
 }
