@@ -71,7 +71,11 @@ var ErrClosed = errors.New("communicator closed")
 // would pair different collectives and return their mixed data without an
 // error. So the communicator's link is closed at once, which fails the call in
 // progress here and, unless it has already completed, at the other ranks;
-// the caller must order its calls, as with NCCL.
+// the caller must order its calls, as with NCCL. The call in progress also
+// wraps its own failure where it has one: a lost peer (*PeerError,
+// ErrPeerLost), a disagreement on the call (ErrMismatch), or a refusal of
+// its arguments (ErrInvalidArgument, which the later calls' ErrBroken does
+// not wrap: their arguments were not refused).
 var ErrConcurrentUse = errors.New("another collective is in progress on this communicator (a Comm is used by one goroutine at a time)")
 
 // New joins the job described by b: it opens the local endpoint, exchanges
@@ -222,18 +226,29 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) (er
 		// with the interloper's collective: its result is not to be
 		// trusted, and the link is closed.
 		e := fmt.Errorf("collectives: %v on rank %d: %w: a call of %v was made on this communicator during this call, and the ranks may have paired different calls; the communicator is closed", cfg.Collective, c.rank, ErrConcurrentUse, *coll)
+		broken := e
 		var pe *PeerError
 		switch {
 		case err == nil:
-		case errors.As(err, &pe) && !pe.lost:
+		case errors.Is(err, ErrInvalidArgument):
+			// This call's own arguments were refused: its caller
+			// learns so, but the later calls' ErrBroken is about the
+			// cut-in, not about arguments they did not pass.
+			broken = fmt.Errorf("%w (this call: %v)", e, err)
+			e = fmt.Errorf("%w (this call: %w)", e, err)
+		case errors.As(err, &pe) && !pe.lost && !errors.Is(err, ErrMismatch):
 			// A transfer the interloper's closing of the link broke:
 			// no fault of that peer's, which a *PeerError would name.
+			// (A peer that disagreed on the call did so before the
+			// close, and keeps its type.)
 			e = fmt.Errorf("%w (this call: %v)", e, err)
+			broken = e
 		default:
 			e = fmt.Errorf("%w (this call: %w)", e, err)
+			broken = e
 		}
 		if !brokenBefore {
-			c.broken = e
+			c.broken = broken
 		}
 		err = e
 	}()

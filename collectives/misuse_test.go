@@ -275,6 +275,68 @@ func TestConcurrentUseKeepsTheCause(t *testing.T) {
 	require.ErrorIs(t, later, ErrPeerLost, "ErrBroken no longer wraps the first failure")
 }
 
+// TestConcurrentUseCauseKinds: the cause a cut-into call keeps beside
+// ErrConcurrentUse depends on what it is. A peer's disagreement on the call
+// (ErrMismatch) happened before the cut-in closed the link and keeps its
+// type for this call and the later ones; a refusal of this call's own
+// arguments reaches its caller as ErrInvalidArgument, but the later calls,
+// whose arguments were fine, are told ErrBroken without it.
+func TestConcurrentUseCauseKinds(t *testing.T) {
+	cutIn := func(c *Comm) {
+		_ = c.AllReduce(context.Background(), nil, make([]byte, 4), reduce.Int32, reduce.OpSum)
+	}
+	for _, tc := range []struct {
+		name        string
+		call        func(c *Comm) error
+		first, last []error // wrapped by the call cut into, by a later call
+		notLast     error   // not wrapped by the later call
+	}{
+		{name: "mismatch",
+			call: func(c *Comm) error {
+				c.link = failHook{link: c.link, once: new(sync.Once), act: func() { cutIn(c) },
+					err: fmt.Errorf("injected: %w", transport.ErrTagMismatch)}
+				return c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+			},
+			first: []error{ErrConcurrentUse, ErrMismatch},
+			last:  []error{ErrBroken, ErrConcurrentUse, ErrMismatch}},
+		{name: "arguments",
+			call: func(c *Comm) error {
+				c.onLocked = func() { cutIn(c) }
+				defer func() { c.onLocked = nil }()
+				return c.Run(context.Background(), sched.Config{Collective: sched.AllReduce, Count: 1, DType: reduce.Int32, Op: reduce.OpSum,
+					Channels: c.cfg.Channels + 1}, nil, make([]byte, 4))
+			},
+			first:   []error{ErrConcurrentUse, ErrInvalidArgument},
+			last:    []error{ErrBroken, ErrConcurrentUse},
+			notLast: ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var first, later error
+			finished := make(chan struct{})
+			err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
+				if c.Rank() == 1 {
+					<-finished
+					return nil
+				}
+				defer close(finished)
+				first = tc.call(c)
+				later = c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+				return nil
+			})
+			require.NoError(t, err)
+			for _, want := range tc.first {
+				require.ErrorIs(t, first, want)
+			}
+			for _, want := range tc.last {
+				require.ErrorIs(t, later, want)
+			}
+			if tc.notLast != nil {
+				require.NotErrorIs(t, later, tc.notLast)
+			}
+		})
+	}
+}
+
 // TestCloseThenConcurrentCall: after Close, a call made while the call
 // that Close cut short still holds the communicator fails with ErrClosed,
 // as any call after Close does, and so does the call in progress; neither
