@@ -55,6 +55,12 @@ type Bootstrap struct {
 	// DefaultProgressEvery).
 	ProgressEvery time.Duration
 
+	// listener, when set, is rank 0's rendezvous listener, already open
+	// on Root (LaunchLocal, LaunchOn): a port found free and closed again
+	// could be taken by another process before rank 0 listened on it.
+	// exchangeRoot closes it.
+	listener net.Listener
+
 	// joined, when set, is called by rank 0 as each rank joins (tests).
 	joined func(rank int)
 	// gone, when set, is called by rank 0's setup watch as it learns
@@ -458,17 +464,29 @@ func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 	return
 }
 
-// exchangeRoot is rank 0's side of the rendezvous; on success it also
-// returns the connection of every other rank, by rank (nil at 0).
-func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ []net.Conn, err error) {
+// listenRoot opens rank 0's rendezvous listener on root.
+func listenRoot(ctx context.Context, root string) (net.Listener, error) {
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", b.Root)
+	ln, err := lc.Listen(ctx, "tcp", root)
 	if err != nil {
 		hint := ""
 		if errors.Is(err, syscall.EADDRINUSE) {
 			hint = " (another job on this host may be using it: give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT)"
 		}
-		return nil, nil, fmt.Errorf("collectives: bootstrap: rank 0 cannot listen on %s: %w%s", b.Root, err, hint)
+		return nil, fmt.Errorf("collectives: bootstrap: rank 0 cannot listen on %s: %w%s", root, err, hint)
+	}
+	return ln, nil
+}
+
+// exchangeRoot is rank 0's side of the rendezvous; on success it also
+// returns the connection of every other rank, by rank (nil at 0).
+func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ []net.Conn, err error) {
+	ln := b.listener
+	if ln == nil {
+		ln, err = listenRoot(ctx, b.Root)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	defer ln.Close()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })

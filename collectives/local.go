@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
-	"strconv"
 
 	"golang.org/x/sync/errgroup"
 
@@ -22,14 +21,21 @@ func LaunchLocal(ctx context.Context, n int, cfg Config, fn func(c *Comm) error)
 	if n < 1 {
 		return fmt.Errorf("collectives: %d local ranks, want at least 1", n)
 	}
-	root, err := freeLocalAddr()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return fmt.Errorf("collectives: opening the rendezvous listener on loopback: %w", err)
 	}
+	// Rank 0's rendezvous takes ln over and closes it; this Close is for
+	// a rank 0 that failed before it got there.
+	defer ln.Close()
+	root := ln.Addr().String()
 	g, gctx := errgroup.WithContext(ctx)
 	for r := 0; r < n; r++ {
 		g.Go(func() error {
 			b := Bootstrap{Rank: r, NRanks: n, LocalSize: n, Root: root, Source: sourceLocal}
+			if r == 0 {
+				b.listener = ln
+			}
 			c, err := New(gctx, b, cfg)
 			if err != nil {
 				return err
@@ -56,16 +62,6 @@ func starved(err error, n, cpus int) error {
 // sourceLocal is Bootstrap.Source of LaunchLocal's ranks.
 const sourceLocal = "local"
 
-// freeLocalAddr returns a loopback TCP address that was free a moment ago.
-func freeLocalAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("collectives: finding a free port for the rendezvous: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // RankHost places one rank of LaunchOn: the address its endpoint uses and a
 // function that runs code inside the rank's network namespace (for ranks
 // spread over the hosts of a netlab fabric; nil runs in the caller's).
@@ -90,25 +86,28 @@ func LaunchOn(ctx context.Context, hosts []RankHost, cfg Config, fn func(c *Comm
 	if n < 1 {
 		return fmt.Errorf("collectives: no hosts to launch ranks on")
 	}
-	var port int
+	// The listener is opened inside hosts[0]'s namespace, where it stays
+	// when rank 0's rendezvous takes it over (and closes it).
+	var ln net.Listener
 	err := hosts[0].run(func() error {
-		ln, err := net.Listen("tcp", netip.AddrPortFrom(hosts[0].Addr, 0).String())
-		if err != nil {
-			return err
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		return ln.Close()
+		var err error
+		ln, err = net.Listen("tcp", netip.AddrPortFrom(hosts[0].Addr, 0).String())
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("collectives: finding a free rendezvous port on %v: %w", hosts[0].Addr, err)
+		return fmt.Errorf("collectives: opening the rendezvous listener on %v: %w", hosts[0].Addr, err)
 	}
-	root := net.JoinHostPort(hosts[0].Addr.String(), strconv.Itoa(port))
+	defer ln.Close()
+	root := ln.Addr().String()
 	g, gctx := errgroup.WithContext(ctx)
 	for r := 0; r < n; r++ {
 		g.Go(func() error {
 			rc := cfg
 			rc.UDP.Addrs = []netip.Addr{hosts[r].Addr}
 			b := Bootstrap{Rank: r, NRanks: n, Root: root, Source: "hosts"}
+			if r == 0 {
+				b.listener = ln
+			}
 			var c *Comm
 			err := hosts[r].run(func() error {
 				var err error

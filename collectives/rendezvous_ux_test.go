@@ -383,3 +383,49 @@ func goExchange(ctx context.Context, b Bootstrap, blob string, done chan<- error
 		done <- err
 	}()
 }
+
+// freeLocalAddr returns a loopback TCP address that was free a moment ago,
+// for tests that start rank 0's rendezvous themselves (LaunchLocal hands
+// its open listener to rank 0 instead).
+func freeLocalAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// TestRootTakesItsListener: a rank 0 handed an open rendezvous listener
+// (as LaunchLocal and LaunchOn do) rendezvouses on it rather than listening
+// on Root again, which would fail while it is open, and closes it. Choosing
+// a free port and closing it before rank 0 listened left a moment in which
+// another process on the host could take the port.
+func TestRootTakesItsListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	root := ln.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make(chan error, 2)
+	for r := range 2 {
+		go func() {
+			b := Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test"}
+			if r == 0 {
+				b.listener = ln
+			}
+			c, err := New(ctx, b, Config{Transport: TransportTCP, Timeout: 20 * time.Second})
+			if err == nil {
+				err = c.Barrier(ctx)
+				c.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		require.NoError(t, <-errs)
+	}
+	_, err = ln.Accept()
+	require.ErrorIs(t, err, net.ErrClosed, "rank 0 left its listener open")
+}
