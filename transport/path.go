@@ -100,6 +100,10 @@ type txPath struct {
 	fq      Time // forward queueing delay its ACK records report, averaged with gain 1/2 (docs/spec.md §3.5)
 	hasFq   bool // fq holds a sample
 	probeAt Time // probing: when to send the next probe (0 = one is out)
+	// quickProbes counts the probes in a row sent at once after an
+	// overtaken probe (timers.go), at most maxQuickProbes; reset when a
+	// probe is answered.
+	quickProbes int
 
 	// tailDue is set when the tail-probe timer expired (tailProbeAt) and
 	// cleared when the probe leaves or is no longer wanted: an expired
@@ -378,6 +382,7 @@ func (c *Conn) onAckRecord(now Time, p *txPath, r *wire.AckRecord) (rrSent Time,
 		p.state = pathActive
 		c.probing--
 		p.probeAt = 0
+		p.quickProbes = 0
 		p.stats.Revived++
 	}
 	return rrSent, rrAcked

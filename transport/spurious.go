@@ -189,6 +189,7 @@ func (c *Conn) onSpuriousTimeout(now Time, p *txPath, late bool) {
 		p.state = pathActive
 		c.probing--
 		p.probeAt = 0
+		p.quickProbes = 0
 		p.stats.Revived++
 	}
 	p.lastTO.markedBad = false

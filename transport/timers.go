@@ -195,11 +195,16 @@ func (c *Conn) onTimeout(now Time) {
 			continue
 		}
 		switch {
-		case overtaken:
+		case overtaken && (p.quickProbes < maxQuickProbes || c.planeActive(p.plane)):
 			// A probe overtaken by the other paths' progress: the peer
 			// answers, only this fresh route is dead too (its entropy
 			// hashed onto the same failed link). Probe the next one at
-			// once rather than after ProbeInterval.
+			// once rather than after ProbeInterval. When no path of the
+			// plane is active and maxQuickProbes such routes in a row
+			// were dead, the plane itself is likely down: probing it at
+			// the pace of the other planes' progress sent about 1200
+			// probes a second per path for as long as it stayed down.
+			p.quickProbes++
 			p.probeAt = now
 		case c.probing == len(c.paths) && c.lastRecv > sent:
 			// No path is active, so the connection can send no
@@ -221,4 +226,26 @@ func (c *Conn) onTimeout(now Time) {
 			c.tailDue = true
 		}
 	}
+}
+
+// maxQuickProbes bounds the probes in a row that a path sends at once,
+// each on a fresh route, after its previous probe was overtaken by the
+// other paths' progress, while no path of its plane is active (docs/spec.md
+// §3.6). Where one of k links of an ECMP group failed, a fresh entropy
+// misses it with probability 1 − 1/k, so five routes in a row all hashing
+// onto it (one chance in 32 with two links) is rare; where the plane's
+// every route is dead, the path then probes once per ProbeInterval. While
+// another path of the plane is active the plane carries traffic, and the
+// path keeps probing at once until it finds a live route, however many of
+// the plane's routes are dead.
+const maxQuickProbes = 4
+
+// planeActive reports whether a path of plane is active.
+func (c *Conn) planeActive(plane uint8) bool {
+	for _, p := range c.paths {
+		if p.plane == plane && p.state == pathActive {
+			return true
+		}
+	}
+	return false
 }
