@@ -24,11 +24,16 @@ type Endpoint struct {
 	cfg   resolved
 	addrs []netip.AddrPort // listening address per plane
 	// laterRelease holds peers of connections that closed during this
-	// loop turn; they are released after the turn's transmit pass.
+	// loop turn; they are released after a transmit pass that sent
+	// everything the core had due (turnOut).
 	laterRelease []transport.RemoteID
 	// laterForget holds the connections, closed during this loop turn,
-	// whose keys the authenticator forgets after the transmit pass.
+	// whose keys the authenticator forgets with laterRelease.
 	laterForget []uint32
+	// laterWait counts the turns in a row whose transmit pass left
+	// datagrams in the core while laterRelease or laterForget waited
+	// (turnOut).
+	laterWait int
 	// laterRefuse holds accepted connections this turn refuses with a
 	// secret. They are closed after the transmit pass has sealed their
 	// HELLO_ACKs, which install the keys that the CLOSE telling the

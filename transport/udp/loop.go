@@ -218,14 +218,25 @@ func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool)
 		e.sendHeld()
 		sent, more = sent+n, more || m || len(left) > 0
 	}
-	for _, id := range e.laterRelease {
-		e.peers.release(id)
+	// The peers and keys of connections closed this turn are dropped
+	// once a transmit pass has sent everything the core owed: a CLOSE
+	// that the budget left for the next turn (connections that gave their
+	// peers up together each send one on every path) is routed and sealed
+	// with them. A budget that stays full puts it off laterWaitTurns turns
+	// at most.
+	if !more || e.laterWait >= laterWaitTurns {
+		for _, id := range e.laterRelease {
+			e.peers.release(id)
+		}
+		e.laterRelease = e.laterRelease[:0]
+		for _, id := range e.laterForget {
+			e.auth.Forget(id)
+		}
+		e.laterForget = e.laterForget[:0]
+		e.laterWait = 0
+	} else if len(e.laterRelease) > 0 || len(e.laterForget) > 0 {
+		e.laterWait++
 	}
-	e.laterRelease = e.laterRelease[:0]
-	for _, id := range e.laterForget {
-		e.auth.Forget(id)
-	}
-	e.laterForget = e.laterForget[:0]
 	e.drainEvents()
 	if now >= e.nextSweep {
 		e.peers.sweep(now - staleAfter)
@@ -238,6 +249,11 @@ func (e *Endpoint) turnOut(now transport.Time, busy bool) (transport.Time, bool)
 	// are armed, and judged due, against when it ended.
 	return e.now(), more
 }
+
+// laterWaitTurns bounds the turns in a row that turnOut keeps the peers and
+// keys of closed connections for the datagrams the core still owes them
+// (16 full transmit passes: 4096 datagrams).
+const laterWaitTurns = 16
 
 // refuseWaitTurns bounds the turns in a row that turnOut waits for the
 // HELLO_ACK of a refused connection to leave the core within the transmit
