@@ -75,7 +75,9 @@ var ErrClosed = errors.New("communicator closed")
 // wraps its own failure where it has one: a lost peer (*PeerError,
 // ErrPeerLost), a disagreement on the call (ErrMismatch), or a refusal of
 // its arguments (ErrInvalidArgument, which the later calls' ErrBroken does
-// not wrap: their arguments were not refused).
+// not wrap: their arguments were not refused; likewise the context.Canceled
+// or DeadlineExceeded of a call refused because its context was already
+// done).
 var ErrConcurrentUse = errors.New("another collective is in progress on this communicator (a Comm is used by one goroutine at a time)")
 
 // New joins the job described by b: it opens the local endpoint, exchanges
@@ -230,10 +232,12 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) (er
 		var pe *PeerError
 		switch {
 		case err == nil:
-		case errors.Is(err, ErrInvalidArgument):
-			// This call's own arguments were refused: its caller
-			// learns so, but the later calls' ErrBroken is about the
-			// cut-in, not about arguments they did not pass.
+		case errors.Is(err, ErrInvalidArgument) || errors.As(err, new(notStarted)):
+			// This call's own arguments, or its context that was
+			// already done, were refused: its caller learns so, but
+			// the later calls' ErrBroken is about the cut-in, not
+			// about arguments they did not pass or a context they did
+			// not hold.
 			broken = fmt.Errorf("%w (this call: %v)", e, err)
 			e = fmt.Errorf("%w (this call: %w)", e, err)
 		case errors.As(err, &pe) && !pe.lost && !errors.Is(err, ErrMismatch):
@@ -346,7 +350,7 @@ func (c *Comm) run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 		// against the done context, succeeding or breaking the
 		// communicator by chance, and blame the peers it was "still
 		// waiting on".
-		return fmt.Errorf("collectives: %v on rank %d not started: the caller's context was already done (%w); nothing was sent and the communicator stays usable, while the other ranks wait for this rank's call", cfg.Collective, c.rank, err)
+		return notStarted{fmt.Errorf("collectives: %v on rank %d not started: the caller's context was already done (%w); nothing was sent and the communicator stays usable, while the other ranks wait for this rank's call", cfg.Collective, c.rank, err)}
 	}
 	if int64(cap(c.scratch)) < p.ScratchBytes {
 		c.scratch = make([]byte, p.ScratchBytes)

@@ -29,6 +29,14 @@ func invalidf(format string, args ...any) error {
 	return argError{fmt.Errorf(format, args...)}
 }
 
+// notStarted is the refusal of a call whose context was already done
+// (Comm.run): like an argError it is the call's own, which a cut-in's
+// ErrBroken must not pass on to the later calls (Comm.Run).
+type notStarted struct{ err error }
+
+func (e notStarted) Error() string { return e.err.Error() }
+func (e notStarted) Unwrap() error { return e.err }
+
 // ErrPeerLost is wrapped by the error of a call whose transfer with
 // another rank failed because the connection to that rank failed or was
 // closed by it: the rank exited, gave the call up (its own error says

@@ -280,7 +280,8 @@ func TestConcurrentUseKeepsTheCause(t *testing.T) {
 // (ErrMismatch) happened before the cut-in closed the link and keeps its
 // type for this call and the later ones; a refusal of this call's own
 // arguments reaches its caller as ErrInvalidArgument, but the later calls,
-// whose arguments were fine, are told ErrBroken without it.
+// whose arguments were fine, are told ErrBroken without it; so does the
+// refusal of a call whose context was already done (context.Canceled).
 func TestConcurrentUseCauseKinds(t *testing.T) {
 	cutIn := func(c *Comm) {
 		_ = c.AllReduce(context.Background(), nil, make([]byte, 4), reduce.Int32, reduce.OpSum)
@@ -309,6 +310,18 @@ func TestConcurrentUseCauseKinds(t *testing.T) {
 			first:   []error{ErrConcurrentUse, ErrInvalidArgument},
 			last:    []error{ErrBroken, ErrConcurrentUse},
 			notLast: ErrInvalidArgument},
+		{name: "done context",
+			call: func(c *Comm) error {
+				c.onLocked = func() { cutIn(c) }
+				defer func() { c.onLocked = nil }()
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return c.Run(ctx, sched.Config{Collective: sched.AllReduce, Count: 1, DType: reduce.Int32, Op: reduce.OpSum,
+					InPlace: true}, nil, make([]byte, 4))
+			},
+			first:   []error{ErrConcurrentUse, context.Canceled},
+			last:    []error{ErrBroken, ErrConcurrentUse},
+			notLast: context.Canceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var first, later error
