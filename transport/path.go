@@ -100,9 +100,12 @@ type txPath struct {
 	fq      Time // forward queueing delay its ACK records report, averaged with gain 1/2 (docs/spec.md §3.5)
 	hasFq   bool // fq holds a sample
 	probeAt Time // probing: when to send the next probe (0 = one is out)
-	// quickProbes counts the probes in a row sent at once after an
-	// overtaken probe (timers.go), at most maxQuickProbes; reset when a
-	// probe is answered.
+	// quickProbes counts the probes sent at once after an overtaken
+	// probe (timers.go) since a probe of the path was last answered,
+	// which resets it. From maxQuickProbes on, the path probes once per
+	// ProbeInterval while no path of its plane is active; it also counts
+	// the quick probes made while one was, so it may exceed
+	// maxQuickProbes.
 	quickProbes int
 
 	// tailDue is set when the tail-probe timer expired (tailProbeAt) and
