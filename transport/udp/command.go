@@ -218,13 +218,16 @@ func (e *Endpoint) drainEvents() {
 			if ev.Final != nil {
 				c.final = ev.Final
 			}
-			// Keep the peer's addresses until the next transmit pass:
-			// the core may still owe it a datagram (the reply to its
-			// CLOSE) that leaves after this event.
+			// Keep the peer's addresses until a transmit pass has
+			// sent everything the core owed (turnOut): it may still
+			// owe the peer datagrams (the reply to its CLOSE, the
+			// CLOSEs of a connection that gave it up) that leave
+			// after this event.
 			e.laterRelease = append(e.laterRelease, c.rid)
 			if e.auth != nil {
-				// Its keys too: the reply to the peer's CLOSE is
-				// sealed in this turn's transmit pass.
+				// Its keys too: those datagrams are sealed in this
+				// turn's transmit pass, or a later one where the
+				// budget put them off.
 				e.laterForget = append(e.laterForget, uint32(ev.Conn))
 			}
 			err := ev.Err

@@ -24,10 +24,11 @@ type Endpoint struct {
 	cfg   resolved
 	addrs []netip.AddrPort // listening address per plane
 	// laterRelease holds peers of connections that closed during this
-	// loop turn; they are released after a transmit pass that sent
-	// everything the core had due (turnOut).
+	// loop turn, or in the turns before it while the core still owed
+	// datagrams (laterWait); they are released after a transmit pass
+	// that sent everything the core had due (turnOut).
 	laterRelease []transport.RemoteID
-	// laterForget holds the connections, closed during this loop turn,
+	// laterForget holds the connections, closed as laterRelease's,
 	// whose keys the authenticator forgets with laterRelease.
 	laterForget []uint32
 	// laterWait counts the turns in a row whose transmit pass left
