@@ -54,7 +54,11 @@ func (e *Endpoint) run() {
 		e.drive.Lock()
 		e.sleeping.Store(false)
 		now, more := e.turn(ready[:n])
-		if e.stopping && (e.core.NumConns() == 0 || now >= e.stopDeadline) {
+		// A stopping loop ends once no connection is left and the
+		// transmit pass sent all the core had due (connections that gave
+		// their peers up at once may owe more CLOSEs than one pass
+		// sends), or at the deadline.
+		if e.stopping && ((e.core.NumConns() == 0 && !more) || now >= e.stopDeadline) {
 			e.drive.Unlock()
 			return
 		}

@@ -60,3 +60,46 @@ func TestManyIdleClosesSealed(t *testing.T) {
 	}
 	require.Zero(t, ea.Stats().TxDrops, "CLOSEs left unsealed")
 }
+
+// TestClosingEndpointSendsOwedCloses: an endpoint closed while its
+// connections, which gave their silent peer up all at once, still owe more
+// CLOSEs than a transmit pass sends, sends them all before its loop stops.
+// The loop used to stop at the end of the first turn after the Close that
+// found no connection left, with the CLOSEs beyond that turn's pass unsent.
+func TestClosingEndpointSendsOwedCloses(t *testing.T) {
+	const conns = 200 // × 4 paths: three transmit passes and more
+	cfg := Config{Addrs: lo, Seed: 1}
+	cfg.Core.IdleTimeout = transport.Second
+	cfg.Core.PathsPerPlane = 4
+	ea, err := Listen(cfg)
+	require.NoError(t, err)
+	cfg.Seed++
+	eb, err := Listen(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { eb.Close() })
+	var cs []*Conn
+	for range conns {
+		cs = append(cs, join(t, ea, eb).a)
+	}
+	paths := cs[0].Stats().Paths
+	require.Greater(t, conns*paths, 2*txBudget, "the CLOSEs fit two transmit passes: the test shows nothing")
+	done := make(chan struct{})
+	require.NoError(t, eb.enqueue(command{kind: cmdFunc, fn: func() {
+		eb.cfg.DropProb = 1
+		close(done)
+	}}))
+	<-done
+	before := ea.Stats().TxDatagrams
+	// The loop sleeps past the idle timeout; the turn after gives every
+	// connection up and the Close, made during that turn, comes in the
+	// next.
+	closed := make(chan error, 1)
+	require.NoError(t, ea.enqueue(command{kind: cmdFunc, fn: func() {
+		time.Sleep(time.Duration(cfg.Core.IdleTimeout) + 200*time.Millisecond)
+	}}))
+	require.NoError(t, ea.enqueue(command{kind: cmdFunc, fn: func() {
+		go func() { closed <- ea.Close() }()
+	}}))
+	require.NoError(t, <-closed)
+	require.GreaterOrEqual(t, ea.Stats().TxDatagrams-before, uint64(conns*paths), "CLOSEs left unsent when the loop stopped")
+}
