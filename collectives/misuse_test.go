@@ -246,38 +246,12 @@ func (h failHook) recv(peer, ch int, tag uint32, buf []byte, done func()) (pendi
 	return h.link.recv(peer, ch, tag, buf, done)
 }
 
-// TestConcurrentUseKeepsTheCause: a call that fails for a reason of its
-// own (here a lost peer) while another goroutine's call cuts in keeps that
-// cause beside ErrConcurrentUse: errors.Is and errors.As still find
-// ErrPeerLost and the *PeerError, and the later calls' ErrBroken wraps
-// them too.
-func TestConcurrentUseKeepsTheCause(t *testing.T) {
-	var first, later error
-	finished := make(chan struct{})
-	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
-		if c.Rank() == 1 {
-			<-finished
-			return nil
-		}
-		defer close(finished)
-		c.link = failHook{link: c.link, once: new(sync.Once),
-			act: func() { _ = c.AllReduce(context.Background(), nil, make([]byte, 4), reduce.Int32, reduce.OpSum) },
-			err: fmt.Errorf("injected: %w", transport.ErrPeerDead)}
-		first = c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
-		later = c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
-		return nil
-	})
-	require.NoError(t, err)
-	require.ErrorIs(t, first, ErrConcurrentUse)
-	var pe *PeerError
-	require.True(t, errors.As(first, &pe), "the failed call lost its *PeerError: %v", first)
-	require.ErrorIs(t, first, ErrPeerLost)
-	require.ErrorIs(t, later, ErrPeerLost, "ErrBroken no longer wraps the first failure")
-}
-
-// TestConcurrentUseCauseKinds: the cause a cut-into call keeps beside
-// ErrConcurrentUse depends on what it is. A peer's disagreement on the call
-// (ErrMismatch) happened before the cut-in closed the link and keeps its
+// TestConcurrentUseCauseKinds: a call that fails for a reason of its own
+// while another goroutine's call cuts in keeps that cause beside
+// ErrConcurrentUse, in a way that depends on what it is. A lost peer keeps
+// its *PeerError and ErrPeerLost, for this call and in the later calls'
+// ErrBroken. A peer's disagreement on the call (ErrMismatch, in a
+// *PeerError too) happened before the cut-in closed the link and keeps its
 // type for this call and the later ones; a refusal of this call's own
 // arguments reaches its caller as ErrInvalidArgument, but the later calls,
 // whose arguments were fine, are told ErrBroken without it; so does the
@@ -291,15 +265,26 @@ func TestConcurrentUseCauseKinds(t *testing.T) {
 		call        func(c *Comm) error
 		first, last []error // wrapped by the call cut into, by a later call
 		notLast     error   // not wrapped by the later call
+		peerError   bool    // the call cut into has a *PeerError
 	}{
+		{name: "lost peer",
+			call: func(c *Comm) error {
+				c.link = failHook{link: c.link, once: new(sync.Once), act: func() { cutIn(c) },
+					err: fmt.Errorf("injected: %w", transport.ErrPeerDead)}
+				return c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+			},
+			first:     []error{ErrConcurrentUse, ErrPeerLost},
+			last:      []error{ErrBroken, ErrConcurrentUse, ErrPeerLost},
+			peerError: true},
 		{name: "mismatch",
 			call: func(c *Comm) error {
 				c.link = failHook{link: c.link, once: new(sync.Once), act: func() { cutIn(c) },
 					err: fmt.Errorf("injected: %w", transport.ErrTagMismatch)}
 				return c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
 			},
-			first: []error{ErrConcurrentUse, ErrMismatch},
-			last:  []error{ErrBroken, ErrConcurrentUse, ErrMismatch}},
+			first:     []error{ErrConcurrentUse, ErrMismatch},
+			last:      []error{ErrBroken, ErrConcurrentUse, ErrMismatch},
+			peerError: true},
 		{name: "arguments",
 			call: func(c *Comm) error {
 				c.onLocked = func() { cutIn(c) }
@@ -343,6 +328,8 @@ func TestConcurrentUseCauseKinds(t *testing.T) {
 			for _, want := range tc.last {
 				require.ErrorIs(t, later, want)
 			}
+			var pe *PeerError
+			require.Equal(t, tc.peerError, errors.As(first, &pe), "the call cut into: %v", first)
 			if tc.notLast != nil {
 				require.NotErrorIs(t, later, tc.notLast)
 			}
