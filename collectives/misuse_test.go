@@ -260,6 +260,14 @@ func TestConcurrentUseCauseKinds(t *testing.T) {
 	cutIn := func(c *Comm) {
 		_ = c.AllReduce(context.Background(), nil, make([]byte, 4), reduce.Int32, reduce.OpSum)
 	}
+	// transferFails makes the call's first transfer fail with err, after
+	// another call cut in.
+	transferFails := func(err error) func(c *Comm) error {
+		return func(c *Comm) error {
+			c.link = failHook{link: c.link, once: new(sync.Once), act: func() { cutIn(c) }, err: fmt.Errorf("injected: %w", err)}
+			return c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+		}
+	}
 	for _, tc := range []struct {
 		name        string
 		call        func(c *Comm) error
@@ -268,20 +276,12 @@ func TestConcurrentUseCauseKinds(t *testing.T) {
 		peerError   bool    // the call cut into has a *PeerError
 	}{
 		{name: "lost peer",
-			call: func(c *Comm) error {
-				c.link = failHook{link: c.link, once: new(sync.Once), act: func() { cutIn(c) },
-					err: fmt.Errorf("injected: %w", transport.ErrPeerDead)}
-				return c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
-			},
+			call:      transferFails(transport.ErrPeerDead),
 			first:     []error{ErrConcurrentUse, ErrPeerLost},
 			last:      []error{ErrBroken, ErrConcurrentUse, ErrPeerLost},
 			peerError: true},
 		{name: "mismatch",
-			call: func(c *Comm) error {
-				c.link = failHook{link: c.link, once: new(sync.Once), act: func() { cutIn(c) },
-					err: fmt.Errorf("injected: %w", transport.ErrTagMismatch)}
-				return c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
-			},
+			call:      transferFails(transport.ErrTagMismatch),
 			first:     []error{ErrConcurrentUse, ErrMismatch},
 			last:      []error{ErrBroken, ErrConcurrentUse, ErrMismatch},
 			peerError: true},
