@@ -310,18 +310,10 @@ func TestConcurrentUseCauseKinds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var first, later error
-			finished := make(chan struct{})
-			err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
-				if c.Rank() == 1 {
-					<-finished
-					return nil
-				}
-				defer close(finished)
+			rankZeroAlone(t, func(c *Comm) {
 				first = tc.call(c)
 				later = c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
-				return nil
 			})
-			require.NoError(t, err)
 			for _, want := range tc.first {
 				require.ErrorIs(t, first, want)
 			}
@@ -343,21 +335,13 @@ func TestConcurrentUseCauseKinds(t *testing.T) {
 // is reported as concurrent use.
 func TestCloseThenConcurrentCall(t *testing.T) {
 	var running, interloper error
-	finished := make(chan struct{})
-	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
-		if c.Rank() == 1 {
-			<-finished
-			return nil
-		}
-		defer close(finished)
+	rankZeroAlone(t, func(c *Comm) {
 		c.link = postHook{link: c.link, posted: sync.OnceFunc(func() {
 			c.Close()
 			interloper = c.AllReduce(context.Background(), nil, make([]byte, 4), reduce.Int32, reduce.OpSum)
 		})}
 		running = c.AllReduce(context.Background(), nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
-		return nil
 	})
-	require.NoError(t, err)
 	t.Logf("running: %v", running)
 	require.ErrorIs(t, interloper, ErrClosed, "a call after Close")
 	require.ErrorIs(t, running, ErrClosed, "the call Close cut short")
@@ -386,4 +370,21 @@ func TestPanicInCallReleasesTheComm(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, later, context.Canceled)
 	require.NotErrorIs(t, later, ErrConcurrentUse)
+}
+
+// rankZeroAlone runs fn on rank 0 of two in-process ranks over kernel TCP,
+// while rank 1 makes no call and waits for fn to return.
+func rankZeroAlone(t *testing.T, fn func(c *Comm)) {
+	t.Helper()
+	finished := make(chan struct{})
+	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
+		if c.Rank() == 1 {
+			<-finished
+			return nil
+		}
+		defer close(finished)
+		fn(c)
+		return nil
+	})
+	require.NoError(t, err)
 }
