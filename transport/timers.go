@@ -202,8 +202,9 @@ func (c *Conn) onTimeout(now Time) {
 			// once rather than after ProbeInterval. When no path of the
 			// plane is active and maxQuickProbes such routes in a row
 			// were dead, the plane itself is likely down: probing it at
-			// the pace of the other planes' progress sent about 1200
-			// probes a second per path for as long as it stayed down.
+			// the pace of the other planes' progress sent, in the
+			// simulator, 5548 probes on its 4 paths in 30 ms, for as
+			// long as it stayed down (docs/spec.md §3.6).
 			p.quickProbes++
 			p.probeAt = now
 		case c.probing == len(c.paths) && c.lastRecv > sent:
