@@ -30,12 +30,23 @@ func invalidf(format string, args ...any) error {
 }
 
 // notStarted is the refusal of a call whose context was already done
-// (Comm.run): like an argError it is the call's own, which a cut-in's
-// ErrBroken must not pass on to the later calls (Comm.Run).
+// (Comm.run).
 type notStarted struct{ err error }
 
 func (e notStarted) Error() string { return e.err.Error() }
 func (e notStarted) Unwrap() error { return e.err }
+
+// refusal is the error of a call refused before it sent anything, for its
+// arguments (argError) or its done context (notStarted): the call's own,
+// which a cut-in's ErrBroken must not pass on to the later calls
+// (Comm.Run).
+type refusal interface {
+	error
+	refused()
+}
+
+func (argError) refused()   {}
+func (notStarted) refused() {}
 
 // ErrPeerLost is wrapped by the error of a call whose transfer with
 // another rank failed because the connection to that rank failed or was

@@ -210,9 +210,9 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, bufs [3][
 // ErrMismatch is wrapped when a peer's message does not have the length
 // this rank's plan expects, shorter or longer, or carries another call's
 // tag (callTag: a different collective, count, type, reduction or root):
-// the ranks did not call the same collective with the same arguments. A rank whose peer saw the
-// mismatch first and left may instead get an error saying the peer closed
-// the connection.
+// the ranks did not call the same collective with the same arguments. A
+// rank whose peer saw the mismatch first and left may instead get an error
+// saying the peer closed the connection.
 var ErrMismatch = errors.New("ranks disagree on the call")
 
 // mismatchHint ends every ErrMismatch error of a call: the likely cause.
