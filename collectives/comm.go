@@ -23,8 +23,8 @@ type Comm struct {
 	cfg        Config
 	link       link
 	boot       Bootstrap
-	// shared, when not empty, says that New turned spinning off for the
-	// host's CPUs (fitSpin); Describe appends it.
+	// shared, when not empty, says how New fitted spinning to the host's
+	// CPUs (fitSpin); Describe appends it.
 	shared string
 
 	// closed is set by Close, from any goroutine, before it closes the
@@ -110,12 +110,8 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 		// connection ids: derive the rank's seed from the job's.
 		cfg.UDP.Seed = cfg.UDP.Seed*0x9e3779b97f4a7c15 + uint64(b.Rank) + 1
 	}
-	var shared string
-	if host, allowed := HostCPUs(), runtime.NumCPU(); fitSpin(&cfg, b, host, allowed) {
-		shared = fmt.Sprintf("%d ranks share this host's %d CPUs: event-loop spinning off", b.LocalSize, host)
-		if b.Source == sourceLocal && allowed < host {
-			shared = fmt.Sprintf("%d ranks share this process's %d CPUs: event-loop spinning off", b.LocalSize, allowed)
-		}
+	shared := fitSpin(&cfg, b, HostCPUs(), runtime.NumCPU())
+	if shared != "" {
 		cfg.Logf("rank %d/%d: %s", b.Rank, b.NRanks, shared)
 	}
 	var f linkFactory
@@ -164,7 +160,8 @@ func (c *Comm) Size() int { return c.size }
 func (c *Comm) Transport() string { return c.cfg.Transport }
 
 // Describe is one line about the link: transport, planes, channels, and
-// whether the ranks' number turned event-loop spinning off (fitSpin).
+// how the ranks' number fitted event-loop spinning to the host's CPUs
+// (fitSpin: off, or yielding the CPU to the other ranks' processes).
 func (c *Comm) Describe() string {
 	if c.shared != "" {
 		return c.link.describe() + "; " + c.shared

@@ -46,34 +46,64 @@ func countCPUList(s string) (int, error) {
 	return n, nil
 }
 
-// fitSpin turns the MetaRoCE event loops' polling off (udp.Config.Spin and
-// WaitSpin) when the launcher says that this host's ranks outnumber its
-// CPUs and the process may run on all of them (a launcher that pins each
-// rank to a CPU of its own leaves spinning on): spinning ranks would take
-// the CPU that the rank with work needs (see Bootstrap.CPUShare). It leaves
-// a Spin or WaitSpin that the user set alone, and reports whether it
-// changed cfg. host is the host's online CPUs, allowed the CPUs this
-// process may run on.
+// fitSpin fits the MetaRoCE event loops' polling (udp.Config.Spin and
+// WaitSpin) to a host whose CPUs the launcher says this host's ranks
+// outnumber (see Bootstrap.CPUShare), and returns what it changed for the
+// log ("" when nothing). host is the host's online CPUs, allowed the CPUs
+// this process may run on.
 //
-// Ranks of one process (LaunchLocal) share one Go scheduler, which hands
-// the CPU to the rank with work better than the kernel does among
-// processes: they keep spinning up to inProcessSpinPerCPU ranks per CPU
-// the process may run on (a taskset or cpuset counts, unlike for a
-// launcher's ranks, which it pins one by one).
-func fitSpin(cfg *Config, b Bootstrap, host, allowed int) bool {
+//   - A launcher's ranks that may run on every CPU stop spinning: a
+//     spinning rank would take the CPU that the rank with work needs, and
+//     the kernel cannot tell them apart.
+//   - A launcher's ranks pinned to fewer CPUs (each to one, say) still
+//     share them, since they outnumber the host's CPUs: they keep spinning
+//     but give the CPU to the other processes after every empty poll
+//     (udp.Config.YieldCPU), as Open MPI's ranks do when oversubscribed.
+//     Pinned, a rank stays on one CPU and its buffers in that CPU's cache,
+//     which spinning with the yield makes the faster of the two.
+//   - Ranks of one process (LaunchLocal) share one Go scheduler, which
+//     hands the CPU to the rank with work better than the kernel does
+//     among processes: they keep spinning up to inProcessSpinPerCPU ranks
+//     per CPU the process may run on (a taskset or cpuset counts), and
+//     stop beyond that.
+//
+// It leaves a Spin or WaitSpin that the user set alone, and a YieldCPU the
+// user turned on.
+func fitSpin(cfg *Config, b Bootstrap, host, allowed int) string {
 	if cfg.Transport != TransportMetaRoCE || cfg.UDP.Spin != 0 || cfg.UDP.WaitSpin != 0 {
-		return false
+		return ""
 	}
 	if b.Source == sourceLocal {
-		// All the ranks share this process's CPUs, pinned or not.
-		if b.LocalSize <= inProcessSpinPerCPU*max(min(allowed, host), 1) {
-			return false
+		cpus := max(min(allowed, host), 1)
+		if b.LocalSize <= inProcessSpinPerCPU*cpus {
+			return ""
 		}
-	} else if allowed < host || b.LocalSize <= max(host, 1) {
-		return false
+		cfg.UDP.Spin, cfg.UDP.WaitSpin = -1, -1
+		if allowed < host {
+			return fmt.Sprintf("%d ranks share this process's %s: event-loop spinning off", b.LocalSize, cpuCount(allowed))
+		}
+		return fmt.Sprintf("%d ranks share this host's %s: event-loop spinning off", b.LocalSize, cpuCount(host))
+	}
+	if b.LocalSize <= max(host, 1) {
+		return ""
+	}
+	if allowed < host {
+		if cfg.UDP.YieldCPU {
+			return ""
+		}
+		cfg.UDP.YieldCPU = true
+		return fmt.Sprintf("%d ranks share this host's %s, this one pinned to %d: spinning yields the CPU to the other ranks", b.LocalSize, cpuCount(host), allowed)
 	}
 	cfg.UDP.Spin, cfg.UDP.WaitSpin = -1, -1
-	return true
+	return fmt.Sprintf("%d ranks share this host's %s: event-loop spinning off", b.LocalSize, cpuCount(host))
+}
+
+// cpuCount says "1 CPU" or "n CPUs".
+func cpuCount(n int) string {
+	if n == 1 {
+		return "1 CPU"
+	}
+	return fmt.Sprintf("%d CPUs", n)
 }
 
 // inProcessSpinPerCPU is how many in-process ranks per CPU keep their

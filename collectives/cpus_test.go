@@ -37,44 +37,69 @@ func TestCountCPUList(t *testing.T) {
 	}
 }
 
-// TestFitSpin: spinning goes off only where the launcher's ranks outnumber
-// the host's CPUs, the process is not pinned to fewer, the transport is
-// MetaRoCE and the user left Spin and WaitSpin at their defaults.
+// TestFitSpin: spinning goes off where the launcher's ranks outnumber the
+// host's CPUs and the process may run on all of them, and yields the CPU
+// to the other processes where the launcher pinned it to fewer; only on
+// MetaRoCE and where the user left Spin and WaitSpin at their defaults.
 func TestFitSpin(t *testing.T) {
+	const (
+		unchanged = iota
+		noSpin
+		yieldCPU
+	)
 	for _, c := range []struct {
 		name, source   string
 		local          int
 		host, allowed  int
 		transport      string
 		spin, waitSpin int
-		want           bool
+		yield          bool
+		want           int
+		says           string
 	}{
-		{name: "oversubscribed", local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE, want: true},
+		{name: "oversubscribed", local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE, want: noSpin,
+			says: "4 ranks share this host's 2 CPUs: event-loop spinning off"},
 		{name: "a CPU per rank", local: 2, host: 2, allowed: 2, transport: TransportMetaRoCE},
 		{name: "no launcher size", local: 0, host: 2, allowed: 2, transport: TransportMetaRoCE},
-		{name: "pinned", local: 4, host: 2, allowed: 1, transport: TransportMetaRoCE},
+		{name: "pinned, a CPU each", local: 2, host: 2, allowed: 1, transport: TransportMetaRoCE},
+		{name: "pinned, sharing", local: 4, host: 2, allowed: 1, transport: TransportMetaRoCE, want: yieldCPU,
+			says: "4 ranks share this host's 2 CPUs, this one pinned to 1: spinning yields the CPU to the other ranks"},
+		{name: "pinned, user yield", local: 4, host: 2, allowed: 1, transport: TransportMetaRoCE, yield: true},
 		{name: "tcp", local: 4, host: 2, allowed: 2, transport: TransportTCP},
+		{name: "tcp, pinned", local: 4, host: 2, allowed: 1, transport: TransportTCP},
 		{name: "user spin", local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE, spin: 1000},
+		{name: "user spin, pinned", local: 4, host: 2, allowed: 1, transport: TransportMetaRoCE, spin: 1000},
 		{name: "user wait spin", local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE, waitSpin: -1},
 		// In-process ranks share one Go scheduler: they spin up to
-		// inProcessSpinPerCPU ranks per CPU.
+		// inProcessSpinPerCPU ranks per CPU, and never yield the CPU.
 		{name: "in process, 2 per CPU", source: sourceLocal, local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE},
-		{name: "in process, more", source: sourceLocal, local: 5, host: 2, allowed: 2, transport: TransportMetaRoCE, want: true},
-		{name: "in process under a cpuset", source: sourceLocal, local: 5, host: 64, allowed: 2, transport: TransportMetaRoCE, want: true},
+		{name: "in process, more", source: sourceLocal, local: 5, host: 2, allowed: 2, transport: TransportMetaRoCE, want: noSpin,
+			says: "5 ranks share this host's 2 CPUs: event-loop spinning off"},
+		{name: "in process under a cpuset", source: sourceLocal, local: 5, host: 64, allowed: 2, transport: TransportMetaRoCE, want: noSpin,
+			says: "5 ranks share this process's 2 CPUs: event-loop spinning off"},
 		{name: "in process, pinned, within", source: sourceLocal, local: 4, host: 64, allowed: 2, transport: TransportMetaRoCE},
+		{name: "in process, pinned to one", source: sourceLocal, local: 3, host: 2, allowed: 1, transport: TransportMetaRoCE, want: noSpin,
+			says: "3 ranks share this process's 1 CPU: event-loop spinning off"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Config{Transport: c.transport}
 			cfg.UDP.Spin, cfg.UDP.WaitSpin = time.Duration(c.spin), time.Duration(c.waitSpin)
+			cfg.UDP.YieldCPU = c.yield
 			before := cfg.UDP
-			got := fitSpin(&cfg, Bootstrap{NRanks: 8, LocalSize: c.local, Source: c.source}, c.host, c.allowed)
-			require.Equal(t, c.want, got)
-			if c.want {
+			says := fitSpin(&cfg, Bootstrap{NRanks: 8, LocalSize: c.local, Source: c.source}, c.host, c.allowed)
+			require.Equal(t, c.says, says)
+			switch c.want {
+			case noSpin:
 				require.Negative(t, cfg.UDP.Spin)
 				require.Negative(t, cfg.UDP.WaitSpin)
-			} else {
+				require.Equal(t, before.YieldCPU, cfg.UDP.YieldCPU)
+			case yieldCPU:
+				require.True(t, cfg.UDP.YieldCPU)
 				require.Equal(t, before.Spin, cfg.UDP.Spin)
 				require.Equal(t, before.WaitSpin, cfg.UDP.WaitSpin)
+			default:
+				require.Empty(t, says)
+				require.Equal(t, before, cfg.UDP)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package udp
 
 import (
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/metaroce/metaroce/transport"
@@ -173,7 +174,19 @@ func (e *Endpoint) spinWait(done func() bool) bool {
 		if time.Since(last) > spin {
 			return done()
 		}
-		runtime.Gosched()
+		e.yield()
 	}
 	return true
+}
+
+// yield gives the processor away between two polls of a spin: to the
+// process's other goroutines, and with YieldCPU to other processes too.
+func (e *Endpoint) yield() {
+	runtime.Gosched()
+	if e.cfg.YieldCPU {
+		// Raw: the call returns once the kernel has let the CPU's other
+		// runnable threads have their turn; handing this thread's P to
+		// another thread meanwhile would only add one more of them.
+		syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+	}
 }

@@ -49,9 +49,18 @@ func TestLoopAloneCompletes(t *testing.T) {
 // TestMixedWaiters runs goroutines that wait with Wait (driving the
 // datapath) next to goroutines that wait on Done only, on both endpoints at
 // once, so that caller-run turns, parked loops and plain loop turns
-// interleave; every message must arrive intact.
+// interleave; every message must arrive intact. Spinning gives the CPU to
+// other goroutines, and with YieldCPU to other processes as well.
 func TestMixedWaiters(t *testing.T) {
-	p := newPair(t, Config{})
+	for _, yield := range []bool{false, true} {
+		t.Run(fmt.Sprintf("YieldCPU=%v", yield), func(t *testing.T) {
+			mixedWaiters(t, Config{YieldCPU: yield})
+		})
+	}
+}
+
+func mixedWaiters(t *testing.T, cfg Config) {
+	p := newPair(t, cfg)
 	ctx := testCtx(t)
 	const flows, msgs = 8, 12
 	var g errgroup.Group

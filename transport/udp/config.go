@@ -91,6 +91,19 @@ type Config struct {
 	// It is also how long the loop leaves the datapath to a caller of
 	// Request.Poll after its last poll.
 	WaitSpin time.Duration
+	// YieldCPU makes a spinning loop or waiter give the processor to other
+	// processes (sched_yield) after each empty poll, besides other
+	// goroutines. It is for a process that a launcher pinned to CPUs it
+	// shares with other ranks' processes: yielding the goroutine alone
+	// hands the CPU to nobody, so a spinning rank held it for its whole
+	// time slice while the rank with work waited. Measured with `mpirun
+	// --oversubscribe --bind-to core:overload-allowed -np 4 mrbench
+	// --transport metaroce --op alltoall -b 1M -e 1M` on 2 CPUs: 0.38-0.54
+	// GB/s spinning without it, 0.58-1.06 with spinning off, 1.29-1.45
+	// spinning with it. In-process ranks must not set it: a thread that
+	// yields the CPU keeps its P, and the other ranks' goroutines waiting
+	// for that P wait with it (0.33-0.40 against 1.33-1.36 GB/s).
+	YieldCPU bool
 	// Secret turns on per-packet authentication (docs/security.md,
 	// package transport/auth): every datagram carries an AES-GCM (or, for
 	// the handshake, HMAC) tag keyed from this secret, at least 16 bytes,

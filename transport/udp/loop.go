@@ -2,7 +2,6 @@ package udp
 
 import (
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/metaroce/metaroce/transport"
@@ -121,7 +120,7 @@ func (e *Endpoint) run() {
 			// both live in one process) may wait for a free P until the
 			// spin ends.
 			e.drive.Unlock()
-			runtime.Gosched()
+			e.yield()
 			timeout = 0
 			continue
 		}
