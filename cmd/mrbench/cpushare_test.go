@@ -8,14 +8,14 @@ import (
 	"github.com/metaroce/metaroce/collectives"
 )
 
-// TestApplyCPUShare: an oversubscribed host turns spinning off and says so in
-// the header; a user's GOMAXPROCS is left alone; a host with a CPU per rank
-// changes nothing.
+// TestApplyCPUShare: an oversubscribed host turns spinning off, says so in
+// the header and suggests pinning; a user's GOMAXPROCS is left alone; a host
+// with a CPU per rank changes nothing.
 func TestApplyCPUShare(t *testing.T) {
 	l := &hostLauncher{o: &options{}, boot: &collectives.Bootstrap{NRanks: 4, LocalSize: 4}}
 	l.applyCPUShare(2, true)
 	require.True(t, l.noSpin)
-	require.Equal(t, "; 4 ranks share this host's 2 CPUs: no event-loop spinning per rank", l.share)
+	require.Equal(t, "; 4 ranks share this host's 2 CPUs: no event-loop spinning per rank (ranks pinned to cores run faster: mpirun --bind-to core:overload-allowed)", l.share)
 	cfg := l.config(transportMetaRoCE)
 	require.Negative(t, cfg.UDP.Spin)
 	require.Negative(t, cfg.UDP.WaitSpin)

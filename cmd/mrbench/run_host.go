@@ -74,6 +74,11 @@ func (l *hostLauncher) applyCPUShare(ncpu int, userProcs bool) {
 	if len(notes) > 0 {
 		l.share = fmt.Sprintf("; %d ranks share this host's %d CPUs: %s per rank", l.boot.LocalSize, ncpu, strings.Join(notes, ", "))
 	}
+	if !spin {
+		// Pinned, they spin and yield the CPU instead (collectives'
+		// fitSpin), which measured faster (docs/results.md).
+		l.share += " (ranks pinned to cores run faster: mpirun --bind-to core:overload-allowed)"
+	}
 }
 
 func (l *hostLauncher) source() string {
