@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // BootstrapFromEnv reads the rank layout from the environment a launcher
@@ -160,7 +161,7 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 //     (rootAddrError says why);
 //   - MASTER_PORT must be a number of 1 to 65534, and MASTER_ADDR a host
 //     name or an address without a port (an IPv6 one may keep its
-//     brackets);
+//     brackets), nothing else (hostNameError);
 //   - MASTER_ADDR and MASTER_PORT go together: under torchrun, or in a job
 //     that spans hosts, either one alone is refused. torchrun always sets
 //     both, and PyTorch's env:// initialisation refuses one without the
@@ -201,6 +202,9 @@ func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root
 		if _, perr := netip.ParseAddr(host); host == "" || strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && perr != nil) {
 			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: it names rank 0's host alone, and its port goes in MASTER_PORT (%s)", addr, orRoot)
 		}
+		if why := hostNameError(host); why != "" {
+			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: %s (%s)", addr, why, orRoot)
+		}
 		if why := hereOnly(b.Rank, host); why != "" && spansHosts(scheme, b, get) {
 			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q names no host the others reach (%s): this %s job's %d ranks span several hosts, and those on other hosts would dial their own until the timeout; give an address of rank 0's host that every host reaches (%s)", addr, why, scheme, b.NRanks, orRoot)
 		}
@@ -225,7 +229,8 @@ func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root
 
 // rootAddrError says why root cannot be a rendezvous address, or returns
 // nil when it can. An address is host:port (an IPv6 host in brackets)
-// with a decimal port of 1 to 65535; the host is not looked up here. Port
+// with a decimal port of 1 to 65535, and a host that is empty, an address
+// or a host name (hostNameError); the host is not looked up here. Port
 // 0 would have rank 0 listen on a port the kernel picks, which no other
 // rank learns, so they would all dial port 0 until the timeout; a missing
 // port or a service name ("host:rdzv", which every host would have to
@@ -248,7 +253,36 @@ func rootAddrError(root string) error {
 	case p == 0:
 		return fmt.Errorf("port 0 is no rendezvous port: rank 0 would listen on a port the kernel picks, which the other ranks cannot know; want a port of 1 to 65535")
 	}
+	if host, _, _ := net.SplitHostPort(root); host != "" {
+		if why := hostNameError(host); why != "" {
+			return fmt.Errorf("host %q is not a host name or an address: %s", host, why)
+		}
+	}
 	return nil
+}
+
+// hostNameError says why host, a rendezvous host without brackets, is
+// neither an IP address nor a host name, or returns "" when it may be
+// one. A host name has letters, digits, dots, hyphens and underscores
+// only, as Go's resolver takes them. Anything else is never found: rank
+// 0 fails to listen at once, but every other rank would retry "no such
+// host" until the timeout. The usual cause is a value pasted from a
+// command's output: `hostname -I` ends its addresses with a space, and
+// `ip addr` gives an address with its prefix length (10.0.0.1/24).
+func hostNameError(host string) string {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return ""
+	}
+	for _, c := range host {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '_':
+		case unicode.IsSpace(c):
+			return "it contains whitespace (`hostname -I` ends its addresses with a space and separates several by spaces): give one address or name, without spaces"
+		default:
+			return fmt.Sprintf("%q has no place in a host name, which has letters, digits, '.', '-' and '_' only (an address goes without its prefix length: 10.0.0.1, not 10.0.0.1/24)", c)
+		}
+	}
+	return ""
 }
 
 // hereOnly says why rank's rendezvous host reaches, wherever it is

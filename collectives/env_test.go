@@ -49,6 +49,18 @@ func TestBootstrapRootAddressRefused(t *testing.T) {
 		{"master port 65535", torch("MASTER_ADDR", "h", "MASTER_PORT", "65535"), []string{`MASTER_PORT="65535"`, "the port after it"}},
 		{"master port too large", torch("MASTER_ADDR", "h", "MASTER_PORT", "70000"), []string{`MASTER_PORT="70000"`, "1..65534"}},
 		{"master addr with a port", torch("MASTER_ADDR", "h:29500", "MASTER_PORT", "29500"), []string{`MASTER_ADDR="h:29500"`, "MASTER_PORT"}},
+		// Values pasted from a command's output: `hostname -I` ends
+		// with a space, `ip addr` adds the prefix length. No rank
+		// reaches such a host; the ranks other than 0 would retry "no
+		// such host" until the timeout.
+		{"master addr with a trailing space", torch("MASTER_ADDR", "10.0.0.1 ", "MASTER_PORT", "29500"),
+			[]string{`MASTER_ADDR="10.0.0.1 "`, "whitespace"}},
+		{"master addr of two addresses", torch("MASTER_ADDR", "10.0.0.1 172.17.0.1 ", "MASTER_PORT", "29500"),
+			[]string{`MASTER_ADDR="10.0.0.1 172.17.0.1 "`, "whitespace"}},
+		{"master addr with a prefix length", torch("MASTER_ADDR", "10.0.0.1/24", "MASTER_PORT", "29500"),
+			[]string{`MASTER_ADDR="10.0.0.1/24"`, `'/' has no place in a host name`}},
+		{"root host with a space", slurm("n0 :7000"), []string{`METAROCE_ROOT="n0 :7000"`, `host "n0 "`, "whitespace"}},
+		{"root host with a comma", slurm("n0,n1:7000"), []string{`METAROCE_ROOT="n0,n1:7000"`, `',' has no place in a host name`}},
 		{"master addr without port", torch("MASTER_ADDR", "10.0.0.1"),
 			[]string{`MASTER_ADDR="10.0.0.1" is set but MASTER_PORT is not`}},
 		{"master addr with empty port", torch("MASTER_ADDR", "10.0.0.1", "MASTER_PORT", ""),
@@ -103,6 +115,9 @@ func TestBootstrapRootAddressAccepted(t *testing.T) {
 		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "n0", "MASTER_PORT": "65534"}, "n0:65535", "MASTER_ADDR:MASTER_PORT+1"},
 		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "fd00::7", "MASTER_PORT": "29500"}, "[fd00::7]:29501", "MASTER_ADDR:MASTER_PORT+1"},
 		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "[fd00::7]", "MASTER_PORT": "29500"}, "[fd00::7]:29501", "MASTER_ADDR:MASTER_PORT+1"},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "fe80::1%eth0", "MASTER_PORT": "29500"}, "[fe80::1%eth0]:29501", "MASTER_ADDR:MASTER_PORT+1"},
+		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "gpu-node_07.cluster.", "MASTER_PORT": "29500"}, "gpu-node_07.cluster.:29501", "MASTER_ADDR:MASTER_PORT+1"},
+		{map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "METAROCE_ROOT": "gpu-node_07:7000"}, "gpu-node_07:7000", "METAROCE_ROOT"},
 		// Both halves empty: as if unset, the single-host default.
 		{map[string]string{"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "", "MASTER_PORT": ""}, "127.0.0.1:29517", ""},
 		// Half a pair left over in the shell of a single-host Open MPI,
@@ -141,6 +156,7 @@ func TestNewRefusesUnreachableRoot(t *testing.T) {
 		{Bootstrap{Rank: 0, NRanks: 2, Root: "127.0.0.1", Source: "test"}, `Bootstrap.Root="127.0.0.1"`},
 		{Bootstrap{Rank: 1, NRanks: 2, Root: "h:0", Source: "slurm", Vars: BootstrapVars{Rank: "SLURM_PROCID", NRanks: "SLURM_NTASKS", Root: "METAROCE_ROOT"}},
 			`METAROCE_ROOT="h:0": port 0`},
+		{Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1 :7000", Source: "test"}, `Bootstrap.Root="127.0.0.1 :7000": host "127.0.0.1 "`},
 		{Bootstrap{Rank: 1, NRanks: 4, LocalSize: 2, Root: "[::1]:7000", Source: "test"},
 			`Bootstrap.Root="[::1]:7000" names no host the others reach (::1 is loopback), but only 2 of the 4 ranks run on this host`},
 	} {
