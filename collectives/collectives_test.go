@@ -278,6 +278,10 @@ func TestBootstrapFromEnv(t *testing.T) {
 			want: Bootstrap{Rank: 1, NRanks: 4, LocalSize: 4, Root: "127.0.0.1:29517", Source: "slurm"}},
 		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "6", "SLURM_NTASKS_PER_NODE": "4,2", "METAROCE_ROOT": "n0:7000"}, ok: true,
 			want: Bootstrap{Rank: 1, NRanks: 6, Root: "n0:7000", Source: "slurm"}},
+		// A repeated count first in a list is still a list: this node
+		// may be the one with 2.
+		{env: map[string]string{"SLURM_PROCID": "9", "SLURM_NTASKS": "10", "SLURM_NTASKS_PER_NODE": "4(x2),2", "METAROCE_ROOT": "n0:7000"}, ok: true,
+			want: Bootstrap{Rank: 9, NRanks: 10, Root: "n0:7000", Source: "slurm"}},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "65535"}, ok: true, err: "not a port in 1..65534"},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "0"}, ok: true, err: "not a port"},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, ok: true,

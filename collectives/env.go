@@ -328,15 +328,18 @@ func checkLocal(scheme string, b Bootstrap, localVar, sizeVar, sizeVal string) e
 }
 
 // parseLocalSize reads a launcher's ranks-on-this-host count. Slurm writes
-// SLURM_NTASKS_PER_NODE as "4" or, when the nodes differ, as "4(x2)" or
-// "4,2"; only a single count applies to every node, so a list reads as
-// unknown (0) rather than failing the job.
+// SLURM_NTASKS_PER_NODE as "4", as "4(x2)" (4 on each of 2 nodes) or,
+// when the nodes differ, as a list: "4,2", "4(x2),2". Only a single count
+// applies to every node, so a list reads as unknown (0) rather than
+// failing the job; the list is told apart first, since its first item may
+// be a repeated count whose node is not this one.
 func parseLocalSize(scheme, s string) (int, error) {
 	if scheme == "slurm" {
+		if strings.Contains(s, ",") {
+			return 0, nil
+		}
 		if i := strings.IndexByte(s, '('); i > 0 {
 			s = s[:i]
-		} else if strings.Contains(s, ",") {
-			return 0, nil
 		}
 	}
 	n, err := strconv.Atoi(s)
