@@ -433,6 +433,13 @@ func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.D
 	if err != nil {
 		return err
 	}
+	if ip && send != nil && len(send) != len(recv) {
+		// A send that starts at recv but ends elsewhere is neither
+		// in-place layout: the call would run over recv alone, as if
+		// it held all Size blocks, and ignore send's length without a
+		// word.
+		return sizeErr(coll, send, recv, fmt.Sprintf("send = %d × recv (one block per rank), or in place send nil or recv itself, holding all %d blocks", c.size, c.size))
+	}
 	if ip {
 		// recv holds all Size blocks.
 		if _, err := elems(coll, "recv", recv, dt, c.size); err != nil {

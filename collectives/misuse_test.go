@@ -42,6 +42,13 @@ func TestMisuseRefused(t *testing.T) {
 					{"alltoall blocks", "equal blocks", func() error { return c.AllToAll(ctx, b(5), b(5), dt) }},
 					{"reducescatter sizes", "send = 2 × recv", func() error { return c.ReduceScatter(ctx, b(10), b(4), dt, reduce.OpSum) }},
 					{"reducescatter blocks", "equal blocks", func() error { return c.ReduceScatter(ctx, nil, b(5), dt, reduce.OpSum) }},
+					// send starts at recv but is not recv: neither
+					// in-place layout (recv block Rank of send, or
+					// recv itself holding all blocks).
+					{"reducescatter send a prefix of recv", "send = 2 × recv", func() error {
+						buf := b(8)
+						return c.ReduceScatter(ctx, buf[:4*dt.Size()], buf, dt, reduce.OpSum)
+					}},
 					{"broadcast sizes", "equal lengths", func() error { return c.Broadcast(ctx, b(3), b(4), dt, 0) }},
 					{"sendrecv sizes", "equal lengths", func() error { return c.SendRecv(ctx, b(3), b(4), dt) }},
 					{"invalid dtype", "invalid data type", func() error { return c.AllReduce(ctx, nil, b(4), reduce.DType(42), reduce.OpSum) }},
