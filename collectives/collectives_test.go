@@ -337,6 +337,13 @@ func TestBootstrapFromEnv(t *testing.T) {
 			err: `LOCAL_RANK=3 is outside 0..0, the ranks on this host (LOCAL_WORLD_SIZE="1", WORLD_SIZE=2)`},
 		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_LOCAL_RANK": "5", "METAROCE_LOCAL_SIZE": "2"}, ok: true,
 			err: `METAROCE_LOCAL_RANK=5 is outside 0..1`},
+		// Without a local size, the host's ranks are at most the job's.
+		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "7", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
+			err: `LOCAL_RANK=7 is outside 0..1, the ranks of the job (WORLD_SIZE=2); LOCAL_WORLD_SIZE is not set`},
+		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "1", "METAROCE_LOCAL_RANK": "1"}, ok: true,
+			err: `METAROCE_LOCAL_RANK=1 is outside 0..0`},
+		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, LocalRank: 1, Root: "h:6", Source: "torchrun"}},
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, ok: true,
 			err: `OMPI_COMM_WORLD_LOCAL_RANK=2 is outside 0..1`},
 		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "4"}, ok: true,

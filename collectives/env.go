@@ -316,10 +316,15 @@ func hereOnly(rank int, host string) string {
 // describe the allocation rather than the step (srun -n 2 inside an
 // allocation of 4 tasks per node), and job scripts copy it into
 // LOCAL_WORLD_SIZE or METAROCE_LOCAL_SIZE. Slurm's own local rank is not
-// checked against that count for the same reason.
+// checked against that count for the same reason. Without a local size,
+// the host's ranks are at most the job's, and a local rank beyond those
+// is refused all the same.
 func checkLocal(scheme string, b Bootstrap, localVar, sizeVar, sizeVal string) error {
 	if scheme == "slurm" {
 		return nil
+	}
+	if b.LocalSize == 0 && b.LocalRank >= b.NRanks {
+		return fmt.Errorf("collectives: %s=%d is outside 0..%d, the ranks of the job (%s=%d); %s is not set", localVar, b.LocalRank, b.NRanks-1, b.Vars.NRanks, b.NRanks, sizeVar)
 	}
 	if n := min(b.LocalSize, b.NRanks); n > 0 && b.LocalRank >= n {
 		return fmt.Errorf("collectives: %s=%d is outside 0..%d, the ranks on this host (%s=%q, %s=%d)", localVar, b.LocalRank, n-1, sizeVar, sizeVal, b.Vars.NRanks, b.NRanks)
