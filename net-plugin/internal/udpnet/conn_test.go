@@ -314,3 +314,47 @@ func TestAbort(t *testing.T) {
 		backendtest.AbortStopsBufferUse(t, sc, rc, receiver)
 	}
 }
+
+// TestPeerCommCloseFailsPendingRequests: a comm closed with nothing in
+// flight on its own side still ends the requests its peer has posted on
+// the flow, while the connection, shared with another comm, stays up. A
+// receive posted before the sender's comm closes, and one posted after,
+// fail; so does a send to a receiving comm that was closed. Before, the
+// close only released the flow, and the peer's requests waited for ever.
+func TestPeerCommCloseFailsPendingRequests(t *testing.T) {
+	a, b := newBackend(t, 17), newBackend(t, 18)
+	sc, rc := connect(t, a, b)
+	other, otherRecv := connect(t, a, b)
+	require.Same(t, rc.p, otherRecv.p, "the two comms should share one connection")
+
+	failed := func(what string, r backend.Request) {
+		backendtest.PollUntil(t, what, func() bool {
+			done, err := r.Test(nil)
+			require.False(t, done, "%s completed", what)
+			if err != nil {
+				require.ErrorIs(t, err, backend.ErrRemote)
+			}
+			return err != nil
+		})
+	}
+
+	early, err := rc.Irecv([][]byte{make([]byte, 8)}, []int32{1})
+	require.NoError(t, err)
+	require.NoError(t, sc.Close())
+	failed("receive posted before the sender closed", early)
+	late, err := rc.Irecv([][]byte{make([]byte, 8)}, []int32{1})
+	if err == nil {
+		failed("receive posted after the sender closed", late)
+	} else {
+		require.ErrorIs(t, err, backend.ErrRemote)
+	}
+
+	require.NoError(t, otherRecv.Close())
+	s, err := other.Isend([]byte("late"), 2)
+	if err == nil {
+		failed("send to a closed receiving comm", s)
+	} else {
+		require.ErrorIs(t, err, backend.ErrRemote)
+	}
+	require.False(t, rc.p.dead, "closing the comms closed the shared connection")
+}

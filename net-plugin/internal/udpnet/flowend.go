@@ -100,8 +100,9 @@ func (f *flowEnd) Abort() {
 	f.p.conn.AbortFlow(f.flow)
 }
 
-// Close aborts the requests still in flight (see drain) and drops
-// the comm's reference on the connection. A second Close does nothing.
+// Close aborts the comm's flow (see drain), failing the requests still in
+// flight on either side, and drops the comm's reference on the
+// connection. A second Close does nothing.
 func (f *flowEnd) Close() error {
 	f.mu.Lock()
 	if f.closed {
