@@ -433,3 +433,25 @@ func TestRanksDisagreeOnTheCall(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchReturnsTheFailedRanksError: when one rank's function fails
+// while the others wait in a collective with it, LaunchLocal returns that
+// rank's error, not the error of a peer that saw it leave. Its Close tells
+// the peers at once, and one of them could return first.
+func TestLaunchReturnsTheFailedRanksError(t *testing.T) {
+	errOwn := errors.New("rank 1's own failure")
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		t.Run(tr, func(t *testing.T) {
+			for round := 0; round < 5; round++ {
+				err := LaunchLocal(context.Background(), 3, Config{Transport: tr, Timeout: 30 * time.Second}, func(c *Comm) error {
+					if c.Rank() == 1 {
+						return errOwn
+					}
+					buf := make([]byte, 4<<10)
+					return c.AllReduce(context.Background(), buf, buf, reduce.Float32, reduce.OpSum)
+				})
+				require.ErrorIs(t, err, errOwn, "round %d", round)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -15,8 +16,9 @@ import (
 
 // LaunchLocal runs fn on n in-process ranks, each with its own endpoint on
 // loopback (or cfg.UDP.Addrs), joined through a rendezvous on a free local
-// port. It returns the first error of any rank; a rank that fails makes the
-// others fail within cfg.Timeout rather than hang.
+// port. It returns the error of the rank that failed first (see
+// firstCause); a rank that fails makes the others fail within cfg.Timeout
+// rather than hang.
 func LaunchLocal(ctx context.Context, n int, cfg Config, fn func(c *Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("collectives: %d local ranks, want at least 1", n)
@@ -30,6 +32,7 @@ func LaunchLocal(ctx context.Context, n int, cfg Config, fn func(c *Comm) error)
 	defer ln.Close()
 	root := ln.Addr().String()
 	g, gctx := errgroup.WithContext(ctx)
+	var cause firstCause
 	for r := 0; r < n; r++ {
 		g.Go(func() error {
 			b := Bootstrap{Rank: r, NRanks: n, LocalSize: n, Root: root, Source: sourceLocal}
@@ -38,13 +41,46 @@ func LaunchLocal(ctx context.Context, n int, cfg Config, fn func(c *Comm) error)
 			}
 			c, err := New(gctx, b, cfg)
 			if err != nil {
-				return err
+				return cause.note(err)
 			}
 			defer c.Close()
-			return fn(c)
+			return cause.note(fn(c))
 		})
 	}
-	return starved(g.Wait(), n, runtime.NumCPU())
+	return starved(cause.or(g.Wait()), n, runtime.NumCPU())
+}
+
+// firstCause keeps the first error a rank's own function returned, noted
+// before the rank closes its communicator. The first error to reach the
+// errgroup is often another's: the failed rank's Close tells its peers
+// that it left, and a MetaRoCE close waits for their answers, so a peer
+// blocked in a call with it may return "rank 1 closed its connections"
+// before rank 1's own error gets there, and the cause would be lost.
+type firstCause struct {
+	mu  sync.Mutex
+	err error
+}
+
+// note records err if it is the first, and returns it.
+func (f *firstCause) note(err error) error {
+	if err != nil {
+		f.mu.Lock()
+		if f.err == nil {
+			f.err = err
+		}
+		f.mu.Unlock()
+	}
+	return err
+}
+
+// or returns the first error noted, or err when none was.
+func (f *firstCause) or(err error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	return err
 }
 
 // starved adds to err, the error of n in-process ranks on cpus CPUs, that
@@ -81,6 +117,7 @@ func (h RankHost) run(f func() error) error {
 // hosts[r].Addr inside hosts[r]'s namespace, joined through a rendezvous on
 // hosts[0]. Each communicator is created inside its namespace, so every
 // socket it opens lives there and keeps it when other goroutines drive it.
+// Like LaunchLocal it returns the error of the rank that failed first.
 func LaunchOn(ctx context.Context, hosts []RankHost, cfg Config, fn func(c *Comm, h RankHost) error) error {
 	n := len(hosts)
 	if n < 1 {
@@ -100,6 +137,7 @@ func LaunchOn(ctx context.Context, hosts []RankHost, cfg Config, fn func(c *Comm
 	defer ln.Close()
 	root := ln.Addr().String()
 	g, gctx := errgroup.WithContext(ctx)
+	var cause firstCause
 	for r := 0; r < n; r++ {
 		g.Go(func() error {
 			rc := cfg
@@ -115,11 +153,11 @@ func LaunchOn(ctx context.Context, hosts []RankHost, cfg Config, fn func(c *Comm
 				return err
 			})
 			if err != nil {
-				return fmt.Errorf("rank %d on %v: %w", r, hosts[r].Addr, err)
+				return cause.note(fmt.Errorf("rank %d on %v: %w", r, hosts[r].Addr, err))
 			}
 			defer c.Close()
-			return fn(c, hosts[r])
+			return cause.note(fn(c, hosts[r]))
 		})
 	}
-	return g.Wait()
+	return cause.or(g.Wait())
 }
