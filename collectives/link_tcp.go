@@ -73,9 +73,19 @@ func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (lin
 			}
 			return nil, fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, missingStreams(l.streams, rank), err)
 		}
+		// The greeting is read within the setup's deadline, and the read
+		// ends when the setup does: a connection that sends nothing (a
+		// port scan, a stopped process) must not hold New past it.
 		var hello [8]byte
 		c.SetReadDeadline(time.Now().Add(f.cfg.Timeout))
-		if _, err := io.ReadFull(c, hello[:]); err != nil {
+		ended := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+		_, err = io.ReadFull(c, hello[:])
+		if !ended() {
+			// The setup ended, and the deadline may be set after any
+			// reset here: the connection is of no more use.
+			err = ctx.Err()
+		}
+		if err != nil {
 			c.Close()
 			l.close()
 			return nil, fmt.Errorf("collectives: tcp: rank %d: greeting from %v: %w", rank, c.RemoteAddr(), err)

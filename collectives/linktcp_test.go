@@ -1,10 +1,12 @@
 package collectives
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -66,5 +68,31 @@ func TestTCPStreamErrors(t *testing.T) {
 			require.Equal(t, c.mismatch, errors.Is(err, ErrMismatch), "%v", err)
 			require.ErrorContains(t, err, c.want)
 		})
+	}
+}
+
+// TestTCPSilentConnectionEndsWithSetup: a connection to the TCP baseline's
+// listener that never sends its greeting holds the setup no longer than
+// the setup's own deadline. Before, its read waited Config.Timeout from
+// its arrival, so New could take up to twice its timeout.
+func TestTCPSilentConnectionEndsWithSetup(t *testing.T) {
+	f, err := newTCPFactory(Config{Timeout: time.Hour, Channels: 1})
+	require.NoError(t, err)
+	stray, err := net.Dial("tcp", string(f.blob()))
+	require.NoError(t, err)
+	defer stray.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.connect(ctx, 0, [][]byte{f.blob(), []byte("127.0.0.1:1")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "greeting from")
+	case <-time.After(time.Minute):
+		t.Fatal("the setup still waits for the silent connection's greeting after its deadline")
 	}
 }
