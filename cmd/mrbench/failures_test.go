@@ -88,6 +88,27 @@ func TestFailedTableInJSON(t *testing.T) {
 	assert.Contains(t, tab["error"], "deadline", "%s", b)
 }
 
+// TestSetupFailureReportValidates: a table whose connection setup fails,
+// before rank 0 has a communicator to count its ranks, still names the
+// ranks it was run with, in --json as in --csv, and the report validates
+// against schema.json, whose tables have at least one rank.
+func TestSetupFailureReportValidates(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, csvPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
+	code, _, _ := runMrbench(t, "-np", "3", "-b", "1K", "-e", "1K", "-n", "1",
+		"--transport", "tcp", "--timeout", "1us", "--json", jsonPath, "--csv", csvPath)
+	require.Equal(t, exitFail, code)
+	rep := validateReportFile(t, jsonPath)
+	tab := rep["tables"].([]any)[0].(map[string]any)
+	require.Equal(t, "failed", tab["status"])
+	require.Empty(t, tab["rows"], "setup was meant to fail before any row")
+	assert.EqualValues(t, 3, tab["ranks"])
+	assert.EqualValues(t, 3, rep["env"].(map[string]any)["ranks"])
+	b, err := os.ReadFile(csvPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "\ntcp,host,allreduce,3,", "%s", b)
+}
+
 // TestLossHeaderOnTCPTable: --loss only drops MetaRoCE datagrams, and the
 // TCP table's header says that it ran without loss.
 func TestLossHeaderOnTCPTable(t *testing.T) {

@@ -178,6 +178,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		Start: time.Now().UTC().Format(time.RFC3339), Collective: o.Collective.String(),
 		Params: o.params(), Env: baseEnv()}
 	rep.Env.Launcher = l.source()
+	// Known before any connection: a table whose setup fails never
+	// counts them on a communicator, and its report still names them.
+	rep.Env.Ranks = ranks
 	prog := newProgress(stderr, len(tables)*newSweep(o).points())
 	code := exitOK
 	printed := false
@@ -199,6 +202,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			// Rank 0's process, whose table failed before rank 0 ran
 			// (connection setup): the files still record the failure.
 			isRoot = true
+			t.Ranks = ranks // no communicator counted them (schema.json: at least 1)
 			fmt.Fprintf(stdout, "# %s: FAILED: %s\n#\n", tr, strings.ReplaceAll(err.Error(), "\n", " "))
 		}
 		printed = printed || isRoot
