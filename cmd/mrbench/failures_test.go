@@ -109,6 +109,29 @@ func TestSetupFailureReportValidates(t *testing.T) {
 	assert.Contains(t, string(b), "\ntcp,host,allreduce,3,", "%s", b)
 }
 
+// TestPlotWithoutPlottableRowRefusedFirst: --plot over a sweep whose only
+// row over the ranks is size 0 (every larger size holds less than one
+// element per rank) has nothing to draw on its logarithmic size axis: a
+// usage error before anything runs, as for -e 0, rather than a measured
+// run that then fails to write its plot.
+func TestPlotWithoutPlottableRowRefusedFirst(t *testing.T) {
+	dir := t.TempDir()
+	png := filepath.Join(dir, "p.png")
+	code, out, errs := runMrbench(t, "-np", "2", "--op", "alltoall", "-b", "0", "-e", "7", "-i", "7", "-n", "1",
+		"--transport", "tcp", "--plot", png)
+	assert.Equal(t, exitUsage, code, errs)
+	assert.Empty(t, out, "nothing runs")
+	assert.Contains(t, errs, "--plot")
+	assert.Contains(t, errs, "-b 0 to -e 7")
+	assert.NoFileExists(t, png)
+
+	// The same sweep over one rank has a row of 4 bytes to plot.
+	code, _, errs = runMrbench(t, "-np", "1", "--op", "alltoall", "-b", "0", "-e", "7", "-i", "7", "-n", "1",
+		"--transport", "tcp", "--plot", png)
+	assert.Equal(t, exitOK, code, errs)
+	assert.FileExists(t, png)
+}
+
 // TestLossHeaderOnTCPTable: --loss only drops MetaRoCE datagrams, and the
 // TCP table's header says that it ran without loss.
 func TestLossHeaderOnTCPTable(t *testing.T) {

@@ -173,6 +173,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if err := checkOutputs(map[string]string{"json": o.JSON, "csv": o.CSV, "plot": o.Plot}); err != nil {
 			return refuse(err, exitUsage)
 		}
+		// As for -e 0 (options.finish), but where the rank count
+		// skips every size above 0: found now, not once the sweep
+		// has run and its plot cannot be drawn.
+		if o.Plot != "" && !newSweep(o).plottable(ranks) {
+			return refuse(fmt.Errorf("--plot %q: -b %d to -e %d over %d ranks runs no %v above size 0 (it needs at least %s), and the size axis is logarithmic, with no place for size 0: raise -e, or leave --plot out",
+				o.Plot, o.MinBytes, o.MaxBytes, ranks, o.Collective, minElements(o.Collective)), exitUsage)
+		}
 	}
 	rep := &Report{Schema: SchemaID, Command: append([]string{"mrbench"}, args...),
 		Start: time.Now().UTC().Format(time.RFC3339), Collective: o.Collective.String(),

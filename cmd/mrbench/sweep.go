@@ -101,6 +101,20 @@ func (s sweep) fits(n int) (rows int, skipped []string) {
 	return rows, skipped
 }
 
+// plottable reports whether the sweep prints a row of a size above 0 over
+// n ranks: --plot draws sizes on a logarithmic axis, which has no place
+// for size 0, and a sweep without such a row leaves it nothing to draw.
+func (s sweep) plottable(n int) bool {
+	for _, size := range s.Sizes {
+		for _, dt := range s.DTypes {
+			if size > 0 && !tooSmall(layoutFor(s.Coll, size, dt.Size(), n), size) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // tooSmall reports whether the sweep skips size, whose call over the ranks
 // is l: a size that holds no whole element (per rank's block, for the
 // blocked collectives). Size 0 is no such size: it runs with a count of 0,
