@@ -113,7 +113,8 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"-b", "1X"}, "size \"1X\""},
-		{[]string{"-e", "8", "-b", "16"}, "max bytes 8 is below min bytes 16"},
+		{[]string{"-e", "8", "-b", "16"}, "sizes: -e 8 is below -b 16"},
+		{[]string{"-b", "2M", "-e", "1M"}, "sizes: -e 1M is below -b 2M: the sweep runs from -b up to -e"},
 		{[]string{"--transport", "ib"}, "--transport \"ib\""},
 		{[]string{"--op", "gather"}, "--op \"gather\""},
 		{[]string{"-a", "4"}, "-a 4"},

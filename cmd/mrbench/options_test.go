@@ -30,10 +30,10 @@ func TestSweepSizes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{8}, got)
 
-	_, err = sweepSizes(16, 8, 2, 0)
-	assert.Error(t, err)
+	_, err = sweepSizes(16<<20, 8, 2, 0)
+	assert.ErrorContains(t, err, "-e 8 is below -b 16M")
 	_, err = sweepSizes(0, 8, 2, 0)
-	assert.ErrorContains(t, err, "never grows min bytes 0")
+	assert.ErrorContains(t, err, "-b 0: a step factor (-f) never grows a size of 0")
 
 	// A sweep from a size to itself is that size, whatever the step: size
 	// 0 with the default factor too.
@@ -51,7 +51,7 @@ func TestSweepSizes(t *testing.T) {
 	_, err = sweepSizes(1, 1<<40, 0, 1)
 	assert.ErrorContains(t, err, "more than")
 	_, err = sweepSizes(1, 2, 1.0000001, 0)
-	assert.ErrorContains(t, err, "does not grow")
+	assert.ErrorContains(t, err, "-f 1.0000001 does not grow size 1")
 }
 
 func TestParseOptionsDefaults(t *testing.T) {
@@ -262,4 +262,15 @@ func TestSeedZeroDrawsAndTells(t *testing.T) {
 	tcp, err := parseOptions([]string{"--seed", "7", "--loss", "0.1", "--transport", "tcp"}, io.Discard)
 	require.NoError(t, err)
 	assert.Zero(t, tcp.params().Seed, "nothing drops over TCP, no seed in the report")
+}
+
+// TestEmptyPeerSummarySaysWhy: -v over a transport that keeps counters
+// but has no peers (one rank) says so, instead of that it keeps none.
+func TestEmptyPeerSummarySaysWhy(t *testing.T) {
+	var b strings.Builder
+	writePeerSummary(&b, transportMetaRoCE, nil)
+	assert.Equal(t, "# metaroce: no per-peer counters (no rank has a peer to count)\n#\n", b.String())
+	b.Reset()
+	writePeerSummary(&b, transportTCP, nil)
+	assert.Equal(t, "# tcp: no per-peer counters (the transport keeps none)\n#\n", b.String())
 }

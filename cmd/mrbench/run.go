@@ -553,7 +553,11 @@ func blockingNote(o *options) string {
 // writePeerSummary prints the -v counters as "#" lines after a table.
 func writePeerSummary(w io.Writer, transport string, peers []PeerSummary) {
 	if len(peers) == 0 {
-		fmt.Fprintf(w, "# %s: no per-peer counters (the transport keeps none)\n#\n", transport)
+		why := "the transport keeps none"
+		if transport == transportMetaRoCE {
+			why = "no rank has a peer to count"
+		}
+		fmt.Fprintf(w, "# %s: no per-peer counters (%s)\n#\n", transport, why)
 		return
 	}
 	fmt.Fprintf(w, "# %s per-peer counters:\n", transport)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+
+	"github.com/metaroce/metaroce/internal/bytesize"
 )
 
 // maxSweepBytes bounds every size flag (1 TiB): larger values are typos, and
@@ -20,19 +22,19 @@ const maxSweepSizes = 4096
 // it); a factor cannot grow a min of 0 towards a larger max.
 func sweepSizes(min, max int64, factor float64, step int64) ([]int64, error) {
 	if max < min {
-		return nil, fmt.Errorf("max bytes %d is below min bytes %d", max, min)
+		return nil, fmt.Errorf("-e %s is below -b %s: the sweep runs from -b up to -e", bytesize.Format(max), bytesize.Format(min))
 	}
 	if factor > 1 {
 		if min == 0 && max > 0 {
-			return nil, fmt.Errorf("a step factor never grows min bytes 0")
+			return nil, fmt.Errorf("-b 0: a step factor (-f) never grows a size of 0")
 		}
 	} else if step <= 0 && max > min {
-		return nil, fmt.Errorf("step bytes must be > 0 (or use a step factor > 1)")
+		return nil, fmt.Errorf("-i must be above 0 (or step by a factor above 1 with -f)")
 	}
 	var out []int64
 	for size := min; size <= max; {
 		if len(out) == maxSweepSizes {
-			return nil, fmt.Errorf("the sweep has more than %d sizes; raise the step", maxSweepSizes)
+			return nil, fmt.Errorf("the sweep has more than %d sizes; raise the step (-i or -f)", maxSweepSizes)
 		}
 		out = append(out, size)
 		if size == max {
@@ -52,7 +54,7 @@ func sweepSizes(min, max int64, factor float64, step int64) ([]int64, error) {
 			next = size + step
 		}
 		if next <= size {
-			return nil, fmt.Errorf("step factor %g does not grow size %d", factor, size)
+			return nil, fmt.Errorf("-f %g does not grow size %d: want a factor that does, such as 2", factor, size)
 		}
 		size = next
 	}
