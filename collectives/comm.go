@@ -421,9 +421,11 @@ func (c *Comm) ReduceScatter(ctx context.Context, send, recv []byte, dt reduce.D
 	if err != nil {
 		return err
 	}
-	if off, ok := within(recv, send); ok && blk > 0 && c.size > 1 && (off > 0 || len(send) > blk) {
+	if off, ok := within(recv, send); ok && blk > 0 && (off > 0 || len(send) > blk) {
 		// NCCL's in-place layout, recv block Rank of send: run on the
 		// whole of send. Any other block would reduce the wrong data.
+		// One rank too: its recv is send's first block, and a longer
+		// send is taken as it is on more ranks.
 		if off != c.rank*blk || len(send) < c.size*blk {
 			return invalidf("collectives: %v: recv (%d bytes at byte %d of send's %d) overlaps send but is not block %d of %d of it, NCCL's in-place layout", coll, blk, off, len(send), c.rank, c.size)
 		}

@@ -101,6 +101,32 @@ func TestPartlyOverlappingBuffers(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// NCCL's in-place reduce-scatter layout with a send longer than Size
+// blocks runs on the first Size blocks on one rank as it does on several.
+// Before, a lone rank refused it: its recv starts at send, which read as
+// the other in-place layout with a send of the wrong length.
+func TestReduceScatterInPlaceLongSend(t *testing.T) {
+	dt := reduce.Int32
+	const cnt = 4
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d ranks", n), func(t *testing.T) {
+			err := LaunchLocal(context.Background(), n, Config{Transport: TransportTCP, Timeout: 10 * time.Second}, func(c *Comm) error {
+				r, blk := c.Rank(), cnt*dt.Size()
+				buf := fill(dt, (n+1)*cnt, func(i int) float64 { return value(r, i) })
+				recv := buf[r*blk : (r+1)*blk]
+				if err := c.ReduceScatter(context.Background(), buf, recv, dt, reduce.OpSum); err != nil {
+					return fmt.Errorf("rank %d: %w", r, err)
+				}
+				if want := reference(sched.ReduceScatter, dt, reduce.OpSum, n, r, cnt, 0); !bytes.Equal(recv, want) {
+					return fmt.Errorf("rank %d: got % x, want % x", r, recv, want)
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
 // Ranks that disagree on the count never get a success with a half-filled
 // buffer: a rank whose receive is too small for the peer's longer message,
 // like one that gets a shorter message than it expects, fails with an error
