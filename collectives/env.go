@@ -199,6 +199,11 @@ func rootFrom(scheme string, b Bootstrap, get func(string) (string, bool)) (root
 		if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
 			host = host[1 : len(host)-1]
 		}
+		if why := pastedHostError(host); why != "" {
+			// Before the port check: an IPv6 address pasted with a
+			// space or a prefix length has colons too.
+			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: %s (%s)", addr, why, orRoot)
+		}
 		if _, perr := netip.ParseAddr(host); host == "" || strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && perr != nil) {
 			return "", "", fmt.Errorf("collectives: MASTER_ADDR=%q is not a host name or an address: it names rank 0's host alone, and its port goes in MASTER_PORT (%s)", addr, orRoot)
 		}
@@ -273,13 +278,31 @@ func hostNameError(host string) string {
 	if _, err := netip.ParseAddr(host); err == nil {
 		return ""
 	}
+	if why := pastedHostError(host); why != "" {
+		return why
+	}
 	for _, c := range host {
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '_':
-		case unicode.IsSpace(c):
-			return "it contains whitespace (`hostname -I` ends its addresses with a space and separates several by spaces): give one address or name, without spaces"
 		default:
 			return fmt.Sprintf("%q has no place in a host name, which has letters, digits, '.', '-' and '_' only (an address goes without its prefix length: 10.0.0.1, not 10.0.0.1/24)", c)
+		}
+	}
+	return ""
+}
+
+// pastedHostError says why host is a value pasted from a command's
+// output rather than one host, or returns "": it contains whitespace
+// anywhere, or is an address with its prefix length. Both are looked for
+// before anything else, so that an IPv6 address pasted so is told as such
+// and not by the first colon it has.
+func pastedHostError(host string) string {
+	if strings.IndexFunc(host, unicode.IsSpace) >= 0 {
+		return "it contains whitespace (`hostname -I` ends its addresses with a space and separates several by spaces): give one address or name, without spaces"
+	}
+	if a, _, ok := strings.Cut(host, "/"); ok {
+		if _, err := netip.ParseAddr(a); err == nil {
+			return fmt.Sprintf("an address goes without its prefix length: %s, not %s", a, host)
 		}
 	}
 	return ""

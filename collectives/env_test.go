@@ -58,7 +58,17 @@ func TestBootstrapRootAddressRefused(t *testing.T) {
 		{"master addr of two addresses", torch("MASTER_ADDR", "10.0.0.1 172.17.0.1 ", "MASTER_PORT", "29500"),
 			[]string{`MASTER_ADDR="10.0.0.1 172.17.0.1 "`, "whitespace"}},
 		{"master addr with a prefix length", torch("MASTER_ADDR", "10.0.0.1/24", "MASTER_PORT", "29500"),
-			[]string{`MASTER_ADDR="10.0.0.1/24"`, `'/' has no place in a host name`}},
+			[]string{`MASTER_ADDR="10.0.0.1/24"`, "without its prefix length: 10.0.0.1, not 10.0.0.1/24"}},
+		// The same pasted from an IPv6 host: told as such, not by its
+		// first colon.
+		{"master addr ipv6 with a trailing space", torch("MASTER_ADDR", "fd00::7 ", "MASTER_PORT", "29500"),
+			[]string{`MASTER_ADDR="fd00::7 "`, "whitespace"}},
+		{"master addr ipv6 in brackets with a space", torch("MASTER_ADDR", "[fd00::7 ]", "MASTER_PORT", "29500"),
+			[]string{`MASTER_ADDR="[fd00::7 ]"`, "whitespace"}},
+		{"master addr ipv6 with a prefix length", torch("MASTER_ADDR", "fd00::7/64", "MASTER_PORT", "29500"),
+			[]string{`MASTER_ADDR="fd00::7/64"`, "without its prefix length: fd00::7, not fd00::7/64"}},
+		{"root ipv6 host with a space", slurm("[fd00::7 ]:7000"), []string{`METAROCE_ROOT="[fd00::7 ]:7000"`, `host "fd00::7 "`, "whitespace"}},
+		{"root ipv6 host with a prefix length", slurm("[fd00::7/64]:7000"), []string{`METAROCE_ROOT="[fd00::7/64]:7000"`, "without its prefix length: fd00::7, not fd00::7/64"}},
 		{"root host with a space", slurm("n0 :7000"), []string{`METAROCE_ROOT="n0 :7000"`, `host "n0 "`, "whitespace"}},
 		{"root host with a comma", slurm("n0,n1:7000"), []string{`METAROCE_ROOT="n0,n1:7000"`, `',' has no place in a host name`}},
 		{"master addr without port", torch("MASTER_ADDR", "10.0.0.1"),
