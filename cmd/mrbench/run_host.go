@@ -77,8 +77,20 @@ func (l *hostLauncher) applyCPUShare(ncpu int, userProcs bool) {
 	if !spin {
 		// Pinned, they spin and yield the CPU instead (collectives'
 		// fitSpin), which measured faster (docs/results.md).
-		l.share += " (ranks pinned to cores run faster: mpirun --bind-to core:overload-allowed)"
+		l.share += " (ranks pinned to cores run faster" + pinHint(l.boot.Source) + ")"
 	}
+}
+
+// pinHint names the launcher's way to pin each rank to a core, for the
+// launcher whose Bootstrap.Source is source ("" when it has none to name).
+func pinHint(source string) string {
+	switch source {
+	case "openmpi":
+		return ": mpirun --bind-to core:overload-allowed"
+	case "slurm":
+		return ": srun --cpu-bind=cores"
+	}
+	return ""
 }
 
 func (l *hostLauncher) source() string {
