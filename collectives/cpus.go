@@ -3,22 +3,79 @@ package collectives
 import (
 	"fmt"
 	"os"
+	"path"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// HostCPUs is the number of CPUs the host has online, whatever this
-// process's affinity (runtime.NumCPU counts only the CPUs it may run on);
-// runtime.NumCPU where the kernel does not say.
-func HostCPUs() int {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+// HostCPUs is the number of CPUs this host's ranks share: the CPUs the
+// host has online, whatever this process's own affinity (runtime.NumCPU
+// counts only the CPUs it may run on), or fewer where the process's
+// cgroup confines it to a cpuset, as a container started with
+// --cpuset-cpus or a Slurm job's allocation does: every rank of the
+// container or job shares those. runtime.NumCPU where the kernel says
+// neither.
+func HostCPUs() int { return hostCPUs(os.ReadFile) }
+
+// hostCPUs is HostCPUs reading files with read.
+func hostCPUs(read func(string) ([]byte, error)) int {
+	n := cpuListFile(read, "/sys/devices/system/cpu/online")
+	if n < 1 {
+		n = runtime.NumCPU()
+	}
+	if c := cgroupCPUs(read); c > 0 && c < n {
+		n = c
+	}
+	return n
+}
+
+// cgroupCPUs counts the CPUs of this process's cgroup cpuset, or returns 0
+// where it finds none. /proc/self/cgroup names the process's cgroup in
+// each hierarchy: a cgroup v2 line ("0::/path") points into the unified
+// hierarchy, mounted at /sys/fs/cgroup (or /sys/fs/cgroup/unified next to
+// v1 hierarchies), whose cpuset.cpus.effective lists the CPUs; a v1 line
+// whose controllers include cpuset ("3:cpuset:/path") into the cpuset
+// hierarchy, whose cpuset.effective_cpus does. Inside a container the
+// paths are the container's own ("/"), and its files its cpuset.
+func cgroupCPUs(read func(string) ([]byte, error)) int {
+	b, err := read("/proc/self/cgroup")
 	if err != nil {
-		return runtime.NumCPU()
+		return 0
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		id, rest, ok := strings.Cut(line, ":")
+		ctrls, dir, ok2 := strings.Cut(rest, ":")
+		if !ok || !ok2 {
+			continue
+		}
+		var files []string
+		switch {
+		case id == "0" && ctrls == "":
+			files = []string{path.Join("/sys/fs/cgroup", dir, "cpuset.cpus.effective"), path.Join("/sys/fs/cgroup/unified", dir, "cpuset.cpus.effective")}
+		case slices.Contains(strings.Split(ctrls, ","), "cpuset"):
+			files = []string{path.Join("/sys/fs/cgroup/cpuset", dir, "cpuset.effective_cpus")}
+		}
+		for _, f := range files {
+			if n := cpuListFile(read, f); n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// cpuListFile counts the CPUs of the kernel CPU list in file, or returns
+// 0 when it cannot be read or parsed.
+func cpuListFile(read func(string) ([]byte, error), file string) int {
+	b, err := read(file)
+	if err != nil {
+		return 0
 	}
 	n, err := countCPUList(strings.TrimSpace(string(b)))
-	if err != nil || n < 1 {
-		return runtime.NumCPU()
+	if err != nil {
+		return 0
 	}
 	return n
 }
@@ -49,8 +106,9 @@ func countCPUList(s string) (int, error) {
 // fitSpin fits the MetaRoCE event loops' polling (udp.Config.Spin and
 // WaitSpin) to a host whose CPUs the launcher says this host's ranks
 // outnumber (see Bootstrap.CPUShare), and returns what it changed for the
-// log ("" when nothing). host is the host's online CPUs, allowed the CPUs
-// this process may run on.
+// log ("" when nothing). host is the CPUs this host's ranks share
+// (HostCPUs: its online CPUs, or its container's or job's cpuset), allowed
+// the CPUs this process may run on.
 //
 //   - A launcher's ranks that may run on every CPU stop spinning: a
 //     spinning rank would take the CPU that the rank with work needs, and

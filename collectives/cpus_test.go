@@ -37,6 +37,47 @@ func TestCountCPUList(t *testing.T) {
 	}
 }
 
+// TestHostCPUs: the host's online CPUs, or the cpuset of the process's
+// cgroup where it has fewer (cgroup v2, v2 next to v1 hierarchies, and
+// v1), found through /proc/self/cgroup; files that are missing or do not
+// parse leave the online count.
+func TestHostCPUs(t *testing.T) {
+	const online = "/sys/devices/system/cpu/online"
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  int
+	}{
+		{"no cgroup", map[string]string{online: "0-63"}, 64},
+		{"v2 container", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpuset.cpus.effective": "0-1\n"}, 2},
+		{"v2 job cgroup", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/slurm/job_7/step_0\n",
+			"/sys/fs/cgroup/slurm/job_7/step_0/cpuset.cpus.effective": "4-7,12-15"}, 8},
+		{"v2 beside v1", map[string]string{online: "0-63", "/proc/self/cgroup": "9:name=systemd:/\n0::/box\n",
+			"/sys/fs/cgroup/unified/box/cpuset.cpus.effective": "3"}, 1},
+		{"v1 cpuset", map[string]string{online: "0-63", "/proc/self/cgroup": "4:memory:/a\n3:cpuset,cpu:/docker/abc\n0::/\n",
+			"/sys/fs/cgroup/cpuset/docker/abc/cpuset.effective_cpus": "0-3"}, 4},
+		{"cpuset of every CPU", map[string]string{online: "0-1", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpuset.cpus.effective": "0-1"}, 2},
+		{"cpuset file missing", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/user.slice\n"}, 64},
+		{"cpuset file garbage", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpuset.cpus.effective": "all"}, 64},
+		{"cgroup file garbage", map[string]string{online: "0-7", "/proc/self/cgroup": "nonsense"}, 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			read := func(name string) ([]byte, error) {
+				if v, ok := c.files[name]; ok {
+					return []byte(v), nil
+				}
+				return nil, errors.New("no such file")
+			}
+			require.Equal(t, c.want, hostCPUs(read))
+		})
+	}
+	require.Equal(t, runtime.NumCPU(), hostCPUs(func(string) ([]byte, error) { return nil, errors.New("no /sys") }))
+	require.GreaterOrEqual(t, HostCPUs(), 1)
+}
+
 // TestFitSpin: spinning goes off where the launcher's ranks outnumber the
 // host's CPUs and the process may run on all of them, and yields the CPU
 // to the other processes where the launcher pinned it to fewer; only on
