@@ -26,6 +26,10 @@ func TestApplyCPUShare(t *testing.T) {
 	require.Negative(t, cfg.UDP.Spin)
 	require.Negative(t, cfg.UDP.WaitSpin)
 
+	l = &hostLauncher{o: &options{}, boot: &collectives.Bootstrap{NRanks: 2, LocalSize: 2, Source: "openmpi"}}
+	l.applyCPUShare(1, true)
+	require.Equal(t, "; 2 ranks share this host's 1 CPU: no event-loop spinning per rank", l.share)
+
 	l = &hostLauncher{o: &options{}, boot: &collectives.Bootstrap{NRanks: 4, LocalSize: 2}}
 	l.applyCPUShare(64, true)
 	require.False(t, l.noSpin)

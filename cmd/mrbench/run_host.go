@@ -72,11 +72,16 @@ func (l *hostLauncher) applyCPUShare(ncpu int, userProcs bool) {
 		notes = append(notes, "no event-loop spinning")
 	}
 	if len(notes) > 0 {
-		l.share = fmt.Sprintf("; %d ranks share this host's %d CPUs: %s per rank", l.boot.LocalSize, ncpu, strings.Join(notes, ", "))
+		cpus := fmt.Sprintf("%d CPUs", ncpu)
+		if ncpu == 1 {
+			cpus = "1 CPU"
+		}
+		l.share = fmt.Sprintf("; %d ranks share this host's %s: %s per rank", l.boot.LocalSize, cpus, strings.Join(notes, ", "))
 	}
-	if !spin {
+	if !spin && ncpu > 1 {
 		// Pinned, they spin and yield the CPU instead (collectives'
-		// fitSpin), which measured faster (docs/results.md).
+		// fitSpin), which measured faster (docs/results.md); on one
+		// CPU, pinned or not, they share it alike.
 		l.share += " (ranks pinned to cores run faster" + pinHint(l.boot.Source) + ")"
 	}
 }
