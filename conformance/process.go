@@ -56,8 +56,9 @@ type ProcessIUT struct {
 
 	mu sync.Mutex // one request at a time
 
-	bmu    sync.Mutex
-	broken error // set once the process stopped answering in step
+	bmu     sync.Mutex
+	broken  error // set once the process stopped answering in step
+	refused error // the latest refusal of completions, nil once one is answered
 }
 
 // StartProcess starts argv (program and arguments), asks it to listen on
@@ -184,7 +185,16 @@ func (p *ProcessIUT) ControlErr() error {
 	return p.broken
 }
 
-// poll asks for completions until Close.
+// completionsErr is the IUT's latest refusal of completions, or nil when
+// its latest answer was a list.
+func (p *ProcessIUT) completionsErr() error {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	return p.refused
+}
+
+// poll asks for completions until Close or until the control channel
+// breaks.
 func (p *ProcessIUT) poll() {
 	defer p.wg.Done()
 	t := time.NewTicker(pollCompletions)
@@ -198,8 +208,18 @@ func (p *ProcessIUT) poll() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		rep, err := p.request(ctx, control.Request{Cmd: control.CmdCompletions})
 		cancel()
-		if err != nil {
+		p.bmu.Lock()
+		p.refused = err
+		p.bmu.Unlock()
+		// A refusal leaves the pipe in step: an IUT may refuse
+		// completions while it has no connection yet, as it refuses
+		// counters, and report them once it has one. Only a broken
+		// channel ends the polling.
+		if p.ControlErr() != nil {
 			return
+		}
+		if err != nil {
+			continue
 		}
 		for _, c := range rep.Completions {
 			comp := Completion{Flow: c.Flow, Sizes: c.Sizes, Err: c.Error, Send: c.Op == control.OpSend}

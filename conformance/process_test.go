@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 //	long     the reply to listen is 100 bytes long
 //	crash    exits at the first request after listen
 //	silent   reads its requests and never answers
+//	late     refuses completions until accept, then reports one receive
 func helperIUT(mode string) int {
 	sc := bufio.NewScanner(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
@@ -43,6 +44,7 @@ func helperIUT(mode string) int {
 		out.WriteByte('\n')
 		out.Flush()
 	}
+	accepted, reported := false, false
 	for sc.Scan() {
 		req, err := control.ParseRequest(sc.Text())
 		switch {
@@ -63,6 +65,16 @@ func helperIUT(mode string) int {
 			out.Flush()
 		case mode == "badcomp":
 			reply(control.Reply{OK: true, ID: 1})
+		case mode == "late" && req.Cmd == control.CmdAccept:
+			accepted = true
+			reply(control.Reply{OK: true, Conn: 1})
+		case mode == "late" && req.Cmd == control.CmdCompletions && !accepted:
+			reply(control.Fail(fmt.Errorf("no accepted connection")))
+		case mode == "late" && req.Cmd == control.CmdCompletions && !reported:
+			reported = true
+			reply(control.Reply{OK: true, Completions: []control.Completion{{ID: 1, Op: control.OpRecv, Flow: 6, Sizes: []int{1}, Bufs: []string{"a5"}}}})
+		case mode == "late" && req.Cmd == control.CmdCompletions:
+			reply(control.Reply{OK: true})
 		default:
 			reply(control.Fail(fmt.Errorf("%s", sc.Text())))
 		}
@@ -171,4 +183,31 @@ func TestControlErrorInEvidence(t *testing.T) {
 	var b bytes.Buffer
 	WriteTAP(&b, rs)
 	require.Contains(t, b.String(), "not ok 1 - waits")
+}
+
+// TestCompletionsRefusedBeforeAccept: an IUT that refuses completions
+// while it has no connection (as it refuses counters or close then) still
+// has its completions delivered once it accepted one, and a case that
+// fails while they are refused says so. The first refusal stopped polling
+// for good, and every later receive and send was reported as never
+// completing, blamed on the datapath.
+func TestCompletionsRefusedBeforeAccept(t *testing.T) {
+	p, err := startHelper(t, "late", defaultLimits)
+	require.NoError(t, err)
+	// Until the poller has had its refusal.
+	require.Eventually(t, func() bool { return p.completionsErr() != nil }, 20*time.Second, time.Millisecond)
+	// A case failing meanwhile names the refusal.
+	waits := &Case{ID: "waits", Level: Mandatory, NeedsControl: true, Run: func(context.Context, *Env) (Verdict, string) {
+		return Fail, "receive did not complete"
+	}}
+	rs := Run(context.Background(), p, []*Case{waits}, 1)
+	require.Contains(t, rs[0].Evidence, "refused the latest completions request: IUT: no accepted connection")
+	require.NoError(t, p.Accept(context.Background()))
+	select {
+	case c := <-p.Completions():
+		require.Equal(t, uint32(6), c.Flow)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no completion delivered after accept")
+	}
+	require.NoError(t, p.ControlErr())
 }

@@ -53,6 +53,7 @@ func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
 	rs := make([]Result, 0, len(cases))
 	_, addrOnly := iut.(AddrIUT)
 	ctl, _ := iut.(interface{ ControlErr() error })
+	refusing, _ := iut.(interface{ completionsErr() error })
 	for _, c := range cases {
 		if addrOnly && c.NeedsControl {
 			rs = append(rs, Result{Case: c, Verdict: Skip, Evidence: "needs a control channel"})
@@ -67,6 +68,13 @@ func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
 			// say so, unless the evidence does already.
 			if err := ctl.ControlErr(); err != nil && !strings.Contains(ev, err.Error()) {
 				ev += "; the IUT's control channel failed: " + err.Error()
+			}
+		}
+		if v == Fail && refusing != nil {
+			// Completions the IUT would not report look like
+			// operations that never finished.
+			if err := refusing.completionsErr(); err != nil {
+				ev += "; the IUT refused the latest completions request: " + err.Error()
 			}
 		}
 		rs = append(rs, Result{Case: c, Verdict: v, Evidence: ev})
