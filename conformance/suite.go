@@ -59,9 +59,19 @@ func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
 			rs = append(rs, Result{Case: c, Verdict: Skip, Evidence: "needs a control channel"})
 			continue
 		}
+		// Once the run's time is over a case would wait no time and
+		// fail with what it did not see (no HELLO_ACK), which blames
+		// the IUT for a run given too little time.
+		if err := ctx.Err(); err != nil {
+			rs = append(rs, Result{Case: c, Verdict: Fail, Evidence: outOfTime("not run: the run's time ran out before this case", err)})
+			continue
+		}
 		cctx, cancel := context.WithTimeout(ctx, caseTimeout)
 		v, ev := c.Run(cctx, env)
 		cancel()
+		if err := ctx.Err(); v == Fail && err != nil {
+			ev += "; " + outOfTime("the run's time ran out during this case, which may be why it failed", err)
+		}
 		if v == Fail && ctl != nil {
 			// What the case waited for may have been lost with the
 			// control channel (a completions reply that was garbage):
@@ -80,4 +90,10 @@ func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
 		rs = append(rs, Result{Case: c, Verdict: v, Evidence: ev})
 	}
 	return rs
+}
+
+// outOfTime is the evidence of a case the end of the run prevented or cut
+// short, with what to do about it.
+func outOfTime(what string, err error) string {
+	return fmt.Sprintf("%s (%v); give the run more time", what, err)
 }

@@ -1,0 +1,38 @@
+package conformance
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunOutOfTime: cases the run had no time left for fail as not run,
+// and a case cut short by the end of the run says so. They failed with
+// what a case sees when it waits no time, "setup: no HELLO_ACK", which
+// blamed the IUT for a --timeout too short.
+func TestRunOutOfTime(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := []string{}
+	cut := &Case{ID: "cut", Level: Mandatory, Run: func(context.Context, *Env) (Verdict, string) {
+		ran = append(ran, "cut")
+		cancel() // the run's time ends while this case waits
+		return Fail, "setup: no HELLO_ACK"
+	}}
+	after := &Case{ID: "after", Level: Mandatory, Run: func(context.Context, *Env) (Verdict, string) {
+		ran = append(ran, "after")
+		return Fail, "setup: no HELLO_ACK"
+	}}
+	iut := AddrIUT(netip.MustParseAddrPort("127.0.0.1:9"))
+	rs := Run(ctx, iut, []*Case{cut, after}, 1)
+	require.Equal(t, []string{"cut"}, ran, "no case starts once the run's time is over")
+	require.Len(t, rs, 2)
+	require.Equal(t, Fail, rs[0].Verdict)
+	require.True(t, strings.HasPrefix(rs[0].Evidence, "setup: no HELLO_ACK; "), rs[0].Evidence)
+	require.Contains(t, rs[0].Evidence, "the run's time ran out during this case")
+	require.Equal(t, Fail, rs[1].Verdict, "a mandatory case not run is not a pass")
+	require.True(t, strings.HasPrefix(rs[1].Evidence, "not run: the run's time ran out before this case"), rs[1].Evidence)
+	require.NotContains(t, rs[1].Evidence, "HELLO_ACK")
+}
