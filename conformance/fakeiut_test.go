@@ -272,6 +272,9 @@ func (f *fakeIUT) place(d *wire.Data) {
 	if r == nil && f.nextMsg[d.Flow] <= d.Msg {
 		nk := wire.Nack{Header: f.hdr(wire.OpNack), Reason: wire.NackNotReady, Flow: d.Flow, Msg: d.Msg, Value: d.Offset}
 		nk.PSN = f.txPSN
+		if f.sw.notReadyBadToken {
+			nk.Token ^= 1
+		}
 		f.txPSN++
 		f.sock.WriteToUDP(nk.Append(nil), f.peer)
 		return

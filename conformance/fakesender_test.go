@@ -51,6 +51,9 @@ type fakeSwitches struct {
 	// ignoreMaxDgram cuts DATA to fit its own datagram size,
 	// fakeOwnDgram, not the smaller max_dgram the peer announced (spec §1).
 	ignoreMaxDgram bool
+	// notReadyBadToken sends its NACK NOT_READY with a token other than
+	// the peer's (spec §2.1: every packet echoes the receiver's token).
+	notReadyBadToken bool
 }
 
 const (

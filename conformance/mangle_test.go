@@ -186,3 +186,15 @@ func TestTailResegmented(t *testing.T) {
 	require.Equal(t, conformance.Fail, r.Verdict, r.Evidence)
 	require.True(t, strings.Contains(r.Evidence, "no retransmission"), r.Evidence)
 }
+
+// TestNotReadyWrongToken: a NACK NOT_READY that is right but for its token
+// fails, and the evidence names the token. It read "NACK NotReady msg 0
+// value 1144, want NotReady msg 0 value 1144", which contradicts itself.
+func TestNotReadyWrongToken(t *testing.T) {
+	f, err := newFakeWith(false, fakeSwitches{notReadyBadToken: true})
+	require.NoError(t, err)
+	defer f.Close()
+	r := runCases(t, f, "not-ready")["not-ready"]
+	require.Equal(t, conformance.Fail, r.Verdict, r.Evidence)
+	require.Contains(t, r.Evidence, "token", r.Evidence)
+}

@@ -85,7 +85,10 @@ func caseNotReady(ctx context.Context, e *Env) (Verdict, string) {
 		return Fail, fmt.Sprintf("no NACK for DATA (flow %d msg 0 offset %d) with no receive posted", flow, off)
 	}
 	if n.Reason != wire.NackNotReady || n.Msg != 0 || n.Value != uint64(off) || n.Token != p.localTok {
-		return Fail, fmt.Sprintf("NACK %v msg %d value %d, want NotReady msg 0 value %d", n.Reason, n.Msg, n.Value, off)
+		// The token is named too: a NACK wrong only in its token read
+		// as one that was right.
+		return Fail, fmt.Sprintf("NACK %v msg %d value %d token %#x, want NotReady msg 0 value %d token %#x (the tester's, §2.1)",
+			n.Reason, n.Msg, n.Value, n.Token, off, p.localTok)
 	}
 	return Pass, fmt.Sprintf("DATA flow %d offset %d with nothing posted: NACK NotReady value %d (sequenced, PSN %d)", flow, off, n.Value, n.PSN)
 }
