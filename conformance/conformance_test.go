@@ -128,6 +128,7 @@ func TestFakeSwitches(t *testing.T) {
 		{"stays on blackholed path", fakeSwitches{stayOnBadPath: true}, "blackhole"},
 		{"reordering taken for loss", fakeSwitches{reorderLoss: true}, "sender-reorder"},
 		{"ignores the peer's max_dgram", fakeSwitches{ignoreMaxDgram: true}, "max-dgram"},
+		{"TOO_LARGE with a wrong token", fakeSwitches{tooLargeBadToken: true}, "too-large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { failsAlone(t, tc.sw, sender, 3, tc.fails) })
 	}

@@ -54,6 +54,9 @@ type fakeSwitches struct {
 	// notReadyBadToken sends its NACK NOT_READY with a token other than
 	// the peer's (spec §2.1: every packet echoes the receiver's token).
 	notReadyBadToken bool
+	// tooLargeBadToken sends its NACK TOO_LARGE with a token other than
+	// the peer's (spec §2.1).
+	tooLargeBadToken bool
 }
 
 const (
@@ -198,6 +201,9 @@ func (s *fakeSender) match(flow uint32) {
 		if uint64(len(sd.data)) > rr.Entries[0].Capacity {
 			nk := wire.Nack{Header: s.f.hdr(wire.OpNack), Reason: wire.NackTooLarge, Flow: flow, Msg: rr.Msg, Value: uint64(len(sd.data))}
 			nk.PSN, nk.Flags = s.f.txPSN, wire.FlagAckReq
+			if s.sw.tooLargeBadToken {
+				nk.Token ^= 1
+			}
 			s.f.txPSN++
 			s.f.sock.WriteToUDP(nk.Append(nil), s.f.peer)
 			s.f.comps <- conformance.Completion{Send: true, Flow: flow, Err: "message too large for the posted buffer"}

@@ -422,6 +422,10 @@ func caseTooLarge(ctx context.Context, e *Env) (Verdict, string) {
 		return Fail, fmt.Sprintf("no NACK for a %d-byte message into a %d-byte buffer", len(msg), capacity)
 	case nack.Reason != wire.NackTooLarge || nack.Msg != 0 || nack.Value != uint64(len(msg)):
 		return Fail, fmt.Sprintf("NACK %v msg %d value %d, want TooLarge msg 0 value %d", nack.Reason, nack.Msg, nack.Value, len(msg))
+	case nack.Token != p.localTok:
+		// A receiver drops a packet whose token is not its own (§2.1):
+		// this NACK would fail nothing there.
+		return Fail, fmt.Sprintf("NACK TooLarge token %#x, want %#x (the tester's, §2.1)", nack.Token, p.localTok)
 	case f.packets > 0:
 		return Fail, fmt.Sprintf("%d DATA packets sent into a buffer too small", f.packets)
 	case !done:
