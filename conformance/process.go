@@ -208,16 +208,17 @@ func (p *ProcessIUT) poll() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		rep, err := p.request(ctx, control.Request{Cmd: control.CmdCompletions})
 		cancel()
-		p.bmu.Lock()
-		p.refused = err
-		p.bmu.Unlock()
 		// A refusal leaves the pipe in step: an IUT may refuse
 		// completions while it has no connection yet, as it refuses
 		// counters, and report them once it has one. Only a broken
-		// channel ends the polling.
+		// channel ends the polling; its error is no refusal (Run names
+		// it as the channel's).
 		if p.ControlErr() != nil {
 			return
 		}
+		p.bmu.Lock()
+		p.refused = err
+		p.bmu.Unlock()
 		if err != nil {
 			continue
 		}

@@ -180,6 +180,10 @@ func TestControlErrorInEvidence(t *testing.T) {
 	require.Equal(t, Fail, rs[0].Verdict)
 	require.Contains(t, rs[0].Evidence, "receive did not complete")
 	require.Contains(t, rs[0].Evidence, "bufs[0] is not hex")
+	// Garbage is not a refusal: the broken channel is named once, as
+	// such, not also as completions the IUT refused.
+	require.NotContains(t, rs[0].Evidence, "refused", rs[0].Evidence)
+	require.Equal(t, 1, strings.Count(rs[0].Evidence, "bufs[0] is not hex"), rs[0].Evidence)
 	var b bytes.Buffer
 	WriteTAP(&b, rs)
 	require.Contains(t, b.String(), "not ok 1 - waits")
