@@ -37,7 +37,8 @@ func hostCPUs(read func(string) ([]byte, error)) int {
 // hierarchy, mounted at /sys/fs/cgroup (or /sys/fs/cgroup/unified next to
 // v1 hierarchies), whose cpuset.cpus.effective lists the CPUs; a v1 line
 // whose controllers include cpuset ("3:cpuset:/path") into the cpuset
-// hierarchy, whose cpuset.effective_cpus does. Inside a container the
+// hierarchy, whose cpuset.effective_cpus does (or the nearest ancestor's:
+// nearestCPUList). Inside a container with its own cgroup namespace the
 // paths are the container's own ("/"), and its files its cpuset.
 func cgroupCPUs(read func(string) ([]byte, error)) int {
 	b, err := read("/proc/self/cgroup")
@@ -50,20 +51,39 @@ func cgroupCPUs(read func(string) ([]byte, error)) int {
 		if !ok || !ok2 {
 			continue
 		}
-		var files []string
+		var mounts []string
+		var file string
 		switch {
 		case id == "0" && ctrls == "":
-			files = []string{path.Join("/sys/fs/cgroup", dir, "cpuset.cpus.effective"), path.Join("/sys/fs/cgroup/unified", dir, "cpuset.cpus.effective")}
+			mounts, file = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}, "cpuset.cpus.effective"
 		case slices.Contains(strings.Split(ctrls, ","), "cpuset"):
-			files = []string{path.Join("/sys/fs/cgroup/cpuset", dir, "cpuset.effective_cpus")}
+			mounts, file = []string{"/sys/fs/cgroup/cpuset"}, "cpuset.effective_cpus"
 		}
-		for _, f := range files {
-			if n := cpuListFile(read, f); n > 0 {
+		for _, m := range mounts {
+			if n := nearestCPUList(read, m, dir, file); n > 0 {
 				return n
 			}
 		}
 	}
 	return 0
+}
+
+// nearestCPUList counts the CPUs of file in the cgroup dir of the
+// hierarchy mounted at mount, or else in its nearest ancestor that has it:
+// a v2 cgroup without the cpuset controller runs on the CPUs of the
+// nearest ancestor with it, and a container whose hierarchy is mounted at
+// its own cgroup (cgroup v1 without a cgroup namespace) sees its cpuset at
+// the mount's root, not at the host path /proc/self/cgroup names. 0 when
+// none has it.
+func nearestCPUList(read func(string) ([]byte, error), mount, dir, file string) int {
+	for dir = path.Clean("/" + dir); ; dir = path.Dir(dir) {
+		if n := cpuListFile(read, path.Join(mount, dir, file)); n > 0 {
+			return n
+		}
+		if dir == "/" {
+			return 0
+		}
+	}
 }
 
 // cpuListFile counts the CPUs of the kernel CPU list in file, or returns

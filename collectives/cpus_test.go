@@ -59,6 +59,14 @@ func TestHostCPUs(t *testing.T) {
 			"/sys/fs/cgroup/cpuset/docker/abc/cpuset.effective_cpus": "0-3"}, 4},
 		{"cpuset of every CPU", map[string]string{online: "0-1", "/proc/self/cgroup": "0::/\n",
 			"/sys/fs/cgroup/cpuset.cpus.effective": "0-1"}, 2},
+		// A v1 container's cpuset hierarchy is mounted at its own
+		// cgroup, which /proc/self/cgroup names by its host path.
+		{"v1 container", map[string]string{online: "0-63", "/proc/self/cgroup": "3:cpuset:/docker/abc\n0::/\n",
+			"/sys/fs/cgroup/cpuset/cpuset.effective_cpus": "0-1"}, 2},
+		// A v2 cgroup without the cpuset controller runs on the CPUs of
+		// its nearest ancestor that has it.
+		{"v2 cpuset on an ancestor", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/user.slice/user-1000.slice/session-2.scope\n",
+			"/sys/fs/cgroup/cpuset.cpus.effective": "0-63", "/sys/fs/cgroup/user.slice/cpuset.cpus.effective": "0-3"}, 4},
 		{"cpuset file missing", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/user.slice\n"}, 64},
 		{"cpuset file garbage", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
 			"/sys/fs/cgroup/cpuset.cpus.effective": "all"}, 64},
