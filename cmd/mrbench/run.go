@@ -188,7 +188,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	// Known before any connection: a table whose setup fails never
 	// counts them on a communicator, and its report still names them.
 	rep.Env.Ranks = ranks
-	prog := newProgress(stderr, len(tables)*newSweep(o).points())
+	rows, _ := newSweep(o).fits(ranks) // the rows it prints, not those skipped as too small
+	prog := newProgress(stderr, len(tables)*rows)
 	code := exitOK
 	printed := false
 	for _, tr := range tables {
