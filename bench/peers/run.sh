@@ -40,7 +40,8 @@ Usage: bench/peers/run.sh [--install] [--ranks "2 4"] [--sizes "1M 16M 64M"]
   --min-bytes a size's timed iterations move at least this many bytes per
               rank: more iterations for small sizes, so that a 1 MiB cell
               is not over in a few milliseconds (default 256M; 0: --iters)
-  --rounds    interleaved rounds; the table shows medians (default 1)
+  --rounds    interleaved rounds, every other one running the peers in
+              reverse order; the table shows medians (default 1)
   --peers     subset of: metaroce mrbench-tcp ompi ompi-tcp gloo (default all)
   --raw       also write every measurement (peer ranks collective bytes busbw
               probe-before probe-after; the probes in GB/s, "-" without)
@@ -409,9 +410,15 @@ measure() {
 
 probe_asked=$probe
 probe_host
+# Every other round runs the peers in reverse order, so that none always
+# runs first (on a host just probed, or right after a given other peer).
+reversed=""
+for peer in $peers; do reversed="$peer $reversed"; done
 for round in $(seq 1 "$rounds"); do
+	order=$peers
+	[ $((round % 2)) = 1 ] || order=$reversed
 	for n in $ranks; do
-		for peer in $peers; do
+		for peer in $order; do
 			note "round $round/$rounds: $peer, $n ranks"
 			run_peer "$peer" "$n"
 		done

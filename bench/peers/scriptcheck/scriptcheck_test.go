@@ -314,3 +314,31 @@ ompi-tcp 2 alltoall 1048576 4.0 5.0 5.0
 	require.Equal(t, 2, ee.ExitCode())
 	require.Contains(t, errs, "cannot read it")
 }
+
+// TestScriptAlternatesPeerOrder: every other round runs the peers in
+// reverse order, so that no peer always runs first in its round. mrbench
+// is a stub that notes the transport of each run.
+func TestScriptAlternatesPeerOrder(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	bin := scripttest.ToolDir(t, "awk", "cat", "chmod", "date", "dirname", "head", "mktemp", "nproc", "rm", "seq", "tail", "timeout")
+	stub := func(name, body string) { scripttest.Stub(t, bin, name, body) }
+	stub("id", `echo 1000`)
+	stub("go", `while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --transport ] && echo "$2" >>"$LOG"; shift; done\necho "        1024   256 float sum -1 10.0 0.1 1.0 0 10.0 0.1 1.0 0"\n' >"$out"
+chmod +x "$out"`)
+	log := filepath.Join(t.TempDir(), "order")
+	cmd := exec.Command(bash, script, "--peers", "metaroce mrbench-tcp", "--ranks", "2", "--sizes", "1K", "--min-bytes", "0", "--rounds", "3", "--no-probe")
+	cmd.Env = []string{"PATH=" + bin, "TMPDIR=" + t.TempDir(), "LOG=" + log}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	_, err = cmd.Output()
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+	got, err := os.ReadFile(log)
+	require.NoError(t, err)
+	// Each run is two collectives, all-reduce then all-to-all.
+	want := strings.Repeat("metaroce\n", 2) + strings.Repeat("tcp\n", 4) + strings.Repeat("metaroce\n", 4) + strings.Repeat("tcp\n", 2)
+	require.Equal(t, want, string(got))
+}
