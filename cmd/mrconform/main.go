@@ -8,9 +8,9 @@
 // could not listen; the reports then fail every case as not run) or the
 // JUnit report could not be written; 2 on bad usage, found before anything
 // runs (unknown flags, not exactly one of --self, --iut and --addr, a bad
-// address (port 0 or no address included), format or case id, a
-// non-positive --timeout, an --iut program that does not exist, a --junit
-// file that cannot be created). -h prints the usage and exits 0.
+// address (port 0 or no address included), format or case id, a case
+// named twice in --cases, a non-positive --timeout, an --iut program that
+// does not exist, a --junit file that cannot be created). -h prints the usage and exits 0.
 //
 //	mrconform --self                     judge this module's UDP datapath, in-process
 //	mrconform --iut "build/mrpeer"       judge a process speaking the control contract
@@ -207,13 +207,20 @@ func notRun(cases []*conformance.Case, why string) []conformance.Result {
 }
 
 // selectCases returns the cases named in a comma-separated list, all for "".
+// A case named twice is refused: it would run twice and be reported twice,
+// as if the list meant something else than it says.
 func selectCases(list string) ([]*conformance.Case, error) {
 	all := conformance.Cases()
 	if list == "" {
 		return all, nil
 	}
 	var out []*conformance.Case
+	named := map[string]bool{}
 	for _, id := range strings.Split(list, ",") {
+		if named[id] {
+			return nil, fmt.Errorf("--cases: case %q named twice; name each case once", id)
+		}
+		named[id] = true
 		found := false
 		for _, c := range all {
 			if c.ID == id {

@@ -21,12 +21,17 @@ func TestUsage(t *testing.T) {
 		{"--iut", "   "}, {"--self", "--junit", "/nonexistent-dir/report.xml"},
 		// Nothing can be sent to port 0 or to no address at all: the
 		// command line is wrong, not the implementation.
-		{"--addr", "127.0.0.1:0"}, {"--addr", "0.0.0.0:4793"}, {"--addr", "[::]:4793"}} {
+		{"--addr", "127.0.0.1:0"}, {"--addr", "0.0.0.0:4793"}, {"--addr", "[::]:4793"},
+		// A case named twice would run and be reported twice.
+		{"--self", "--cases", "sack,sack"}, {"--self", "--cases", "handshake,sack,handshake"}} {
 		var out, errb bytes.Buffer
 		require.Equal(t, exitUsage, run(args, &out, &errb), "%v", args)
 		require.NotEmpty(t, errb.String(), "%v", args)
 		require.Empty(t, out.String(), "%v: nothing ran", args)
 	}
+	var out, errb bytes.Buffer
+	require.Equal(t, exitUsage, run([]string{"--self", "--cases", "sack,reorder,sack"}, &out, &errb))
+	require.Contains(t, errb.String(), `case "sack" named twice`)
 }
 
 func TestHelpExitsZero(t *testing.T) {
