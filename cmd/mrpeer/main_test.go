@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +196,22 @@ func TestRepliesFitALine(t *testing.T) {
 	}
 	require.ElementsMatch(t, []uint32{1, 2}, flows)
 	require.Empty(t, do("completions").Completions)
+}
+
+// TestDocumentedAcceptDefault: the control contract in docs/conformance.md
+// says what accept 0 (or accept with no timeout) waits in mrpeer, so that
+// an author of another IUT's control side, or of a script, knows the wait
+// without reading this code.
+func TestDocumentedAcceptDefault(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/conformance.md")
+	require.NoError(t, err)
+	var row string
+	for _, l := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(l, "| `accept ") {
+			row = l
+		}
+	}
+	require.NotEmpty(t, row, "docs/conformance.md has no row for accept in the control contract")
+	require.Contains(t, row, "0 or none means the IUT's own default")
+	require.Contains(t, row, fmt.Sprintf("(mrpeer: %v)", defaultAccept), "the row names mrpeer's default, defaultAccept")
 }
