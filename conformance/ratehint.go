@@ -78,19 +78,35 @@ func rateHintFresh(ctx context.Context, e *Env) (Verdict, string, int) {
 	if v, why := sendFirst(ctx, e, p, flow, msg); why != "" {
 		return v, why, 0
 	}
-	p.announceHinted(flow, 0, 1<<20)
+	// Read before the write: the IUT's first DATA may arrive, stamped by
+	// the kernel, before the write returns to the tester.
 	sentAt := time.Now()
+	p.announceHinted(flow, 0, 1<<20)
 	if v, why := p.awaitExact(ctx, flow, msg); why != "" {
 		return v, "fresh hint: " + why, 0
 	}
 	m := p.measurePace(flow, segment)
 	paths := len(p.facts(flow, nil).paths)
-	ev := fmt.Sprintf("fresh hint (on the RECV_READY, the send already queued; first DATA %v after the RECV_READY left): %s",
-		m.start.Sub(sentAt).Round(time.Microsecond), m)
+	ev := fmt.Sprintf("fresh hint (on the RECV_READY, the send already queued; first DATA %s after the RECV_READY left): %s",
+		sinceSent(sentAt, m.start), m)
 	if v, why := m.judge(); v != Pass {
 		return v, ev + ": " + why, paths
 	}
 	return Pass, ev, paths
+}
+
+// sinceSent is the evidence of how long after sent (the tester's clock,
+// read before the write of a packet) first arrived (the kernel's stamp
+// where there is one). Both read the wall clock and the write comes after
+// sent, so first can precede sent only when the wall clock stepped back
+// between the two readings: that is shown as 0 and said so, never as a
+// reply that came before its cause.
+func sinceSent(sent, first time.Time) string {
+	d := first.Sub(sent)
+	if d < 0 {
+		return fmt.Sprintf("0s (its arrival stamp reads %v before the send: the wall clock stepped back)", (-d).Round(time.Microsecond))
+	}
+	return d.Round(time.Microsecond).String()
 }
 
 // rateHintStale is the second check: the hint arrives in an ACK while the
