@@ -18,6 +18,15 @@ import (
 // pollCompletions is how often a ProcessIUT asks for completions.
 const pollCompletions = 5 * time.Millisecond
 
+// pollRefusedMax bounds the wait between completions requests while the
+// IUT refuses them: each refusal in a row doubles the wait, from
+// pollCompletions up to this. An IUT that refuses completions for the
+// whole run (one that has no connection, or does not implement the
+// request) is then asked a few times a second, not 200 times, each
+// request filling its log; the first answered request brings the wait
+// back to pollCompletions.
+const pollRefusedMax = 200 * time.Millisecond
+
 // processQuit bounds the wait for an IUT process to exit after quit.
 const processQuit = 3 * time.Second
 
@@ -30,6 +39,9 @@ const listenWait = 10 * time.Second
 type processLimits struct {
 	maxLine    int           // longest reply line, bytes
 	listenWait time.Duration // longest wait for the reply to listen
+	// pollWait returns a channel that delivers once the poller has
+	// waited d before its next completions request; nil: a timer.
+	pollWait func(d time.Duration) <-chan time.Time
 }
 
 // acceptWait is the longest an IUT process is asked to wait for a
@@ -47,6 +59,7 @@ type ProcessIUT struct {
 	lines    chan []byte // reply lines, closed when stdout ends
 	readErr  error       // why the lines ended early, set before lines closes
 	maxLine  int         // longest reply line, bytes
+	pollWait func(time.Duration) <-chan time.Time
 	addr     netip.AddrPort
 	comps    chan Completion
 	stop     chan struct{}
@@ -87,8 +100,11 @@ func startProcess(ctx context.Context, argv []string, stderr io.Writer, lim proc
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("conformance: start IUT %q: %w", argv[0], err)
 	}
-	p := &ProcessIUT{cmd: cmd, stdin: in, lines: make(chan []byte, 4), maxLine: maxLine,
+	p := &ProcessIUT{cmd: cmd, stdin: in, lines: make(chan []byte, 4), maxLine: maxLine, pollWait: lim.pollWait,
 		comps: make(chan Completion, 256), stop: make(chan struct{})}
+	if p.pollWait == nil {
+		p.pollWait = time.After
+	}
 	go func() {
 		sc := bufio.NewScanner(out)
 		// A token may be as long as the buffer's capacity or max,
@@ -194,16 +210,16 @@ func (p *ProcessIUT) completionsErr() error {
 }
 
 // poll asks for completions until Close or until the control channel
-// breaks.
+// breaks, every pollCompletions, or less often while they are refused
+// (nextPoll).
 func (p *ProcessIUT) poll() {
 	defer p.wg.Done()
-	t := time.NewTicker(pollCompletions)
-	defer t.Stop()
+	wait := pollCompletions
 	for {
 		select {
 		case <-p.stop:
 			return
-		case <-t.C:
+		case <-p.pollWait(wait):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		rep, err := p.request(ctx, control.Request{Cmd: control.CmdCompletions})
@@ -219,6 +235,7 @@ func (p *ProcessIUT) poll() {
 		p.bmu.Lock()
 		p.refused = err
 		p.bmu.Unlock()
+		wait = nextPoll(wait, err != nil)
 		if err != nil {
 			continue
 		}
@@ -235,6 +252,16 @@ func (p *ProcessIUT) poll() {
 			}
 		}
 	}
+}
+
+// nextPoll is the wait before the next completions request after one
+// that waited wait and was refused or answered: doubled up to
+// pollRefusedMax after a refusal, pollCompletions after an answer.
+func nextPoll(wait time.Duration, refused bool) time.Duration {
+	if !refused {
+		return pollCompletions
+	}
+	return min(2*wait, pollRefusedMax)
 }
 
 // ListenAddr implements IUT.

@@ -215,3 +215,53 @@ func TestCompletionsRefusedBeforeAccept(t *testing.T) {
 	}
 	require.NoError(t, p.ControlErr())
 }
+
+// TestCompletionsRefusedBackoff: while the IUT refuses completions the
+// poller waits twice as long after each refusal, up to pollRefusedMax, and
+// the first answered request brings it back to pollCompletions. It asked
+// every 5 ms for the whole run, 200 requests a second to an IUT that
+// refuses them all. The test stands in for the poller's timer, so each
+// wait is seen and ended by the test, one completions request at a time.
+func TestCompletionsRefusedBackoff(t *testing.T) {
+	waits, tick, done := make(chan time.Duration), make(chan time.Time), make(chan struct{})
+	lim := defaultLimits
+	lim.pollWait = func(d time.Duration) <-chan time.Time {
+		select {
+		case waits <- d:
+		case <-done:
+		}
+		return tick
+	}
+	p, err := startHelper(t, "late", lim)
+	require.NoError(t, err)
+	t.Cleanup(func() { close(done) }) // before Close: the poller must not wait on the test
+	next := func() time.Duration {
+		select {
+		case d := <-waits:
+			return d
+		case <-time.After(20 * time.Second):
+			t.Fatal("the poller did not wait for its next request")
+			return 0
+		}
+	}
+	// Mode late refuses completions until accept: one request per wait.
+	var got []time.Duration
+	for i := 0; i < 9; i++ {
+		got = append(got, next())
+		tick <- time.Time{}
+	}
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{5 * ms, 10 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 200 * ms, 200 * ms, 200 * ms}, got)
+	require.Equal(t, 200*ms, next())
+	require.Error(t, p.completionsErr(), "every request so far was refused")
+	require.NoError(t, p.Accept(context.Background()))
+	tick <- time.Time{}
+	require.Equal(t, pollCompletions, next(), "answered: back to the short wait")
+	require.NoError(t, p.completionsErr())
+	select {
+	case c := <-p.Completions():
+		require.Equal(t, uint32(6), c.Flow)
+	default:
+		t.Fatal("the answered request's completion was not delivered")
+	}
+}
