@@ -236,7 +236,7 @@ func caseUnknownConn(ctx context.Context, e *Env) (Verdict, string) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if !p.wait(wctx, nil, func() bool { return len(p.nacks) > 0 }) {
-		return Fail, fmt.Sprintf("no NACK for DATA to conn %#x", p.remoteConn)
+		return Fail, fmt.Sprintf("no NACK for DATA to conn %#x", p.remoteConn) + p.silentHint()
 	}
 	n := p.nacks[0]
 	switch {

@@ -144,8 +144,12 @@ type peer struct {
 	nacks  []wire.Nack
 	close  []wire.Close
 	comps  []Completion
-	buf    []byte
-	oob    []byte // control messages of one receive: the kernel timestamp
+	// heard counts the datagrams read on the tester's socket, whatever
+	// they hold: none at all after the handshake's HELLOs points at the
+	// address, not at how the IUT answers (see silentHint).
+	heard int
+	buf   []byte
+	oob   []byte // control messages of one receive: the kernel timestamp
 }
 
 // newPeer opens a UDP socket next to the IUT's address family.
@@ -187,6 +191,18 @@ func (p *peer) send(b []byte) error {
 	return err
 }
 
+// silentHint is the note that goes after what the tester missed when not
+// one datagram came back to its socket: an IUT that answers wrongly still
+// sends something, so the likelier cause is that nothing listens at the
+// address given (a wrong --addr, an IUT not started or bound elsewhere).
+// It is "" once anything was heard.
+func (p *peer) silentHint() string {
+	if p.heard > 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (not one datagram came back from %v: check that the IUT is listening at that address)", p.dst)
+}
+
 // hdr returns a header addressed to the IUT's connection.
 func (p *peer) hdr(op wire.Opcode) wire.Header {
 	return wire.Header{Op: op, DstConn: p.remoteConn, Token: p.remoteTok}
@@ -223,7 +239,7 @@ func (p *peer) handshake(ctx context.Context) (wire.Hello, error) {
 		}
 	}
 	if !got {
-		return ack, errors.New("no HELLO_ACK")
+		return ack, errors.New("no HELLO_ACK" + p.silentHint())
 	}
 	p.remoteConn, p.remoteTok = ack.SrcConn, ack.SrcTok
 	p.seg = int(min(testerMaxDgram, ack.MaxDgram)) - wire.DataHeaderLen
@@ -255,6 +271,7 @@ func (p *peer) wait(ctx context.Context, raw func([]byte), done func() bool) boo
 			p.release(raw) // the link went idle: what was held arrives now
 			continue
 		}
+		p.heard++
 		at, ok := rxStamp(p.oob[:oobn])
 		if !ok {
 			at = time.Now()
