@@ -134,6 +134,39 @@ func TestFakeSwitches(t *testing.T) {
 	}
 }
 
+// TestFakeWideRestart: a sender whose restart on a stale hint spreads
+// over more paths than its paced transfer showed, and than the stale
+// check's message was sized for, has its allowance cover the whole
+// message. The check passed then, "too little past the allowance to
+// judge", even for a sender that never paces after a restart. It runs
+// again sized for the paths the restart used: a sender that paces passes
+// on what was measured, one that does not fails.
+func TestFakeWideRestart(t *testing.T) {
+	const paths = 6 // above the 4 the stale check sizes for at first
+	for _, tc := range []struct {
+		name string
+		sw   fakeSwitches
+		want conformance.Verdict
+	}{
+		{"paces after its restart", fakeSwitches{widePaths: paths}, conformance.Pass},
+		{"restart burst unbounded", fakeSwitches{widePaths: paths, restartUnbounded: true}, conformance.Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := newFakeWith(false, tc.sw)
+			require.NoError(t, err)
+			defer f.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rs := conformance.Run(ctx, f, casesByID("rate-hint"), 1)
+			require.Len(t, rs, 1)
+			t.Logf("%s: %s", rs[0].Verdict, rs[0].Evidence)
+			require.Equal(t, tc.want, rs[0].Verdict, rs[0].Evidence)
+			require.Contains(t, rs[0].Evidence, fmt.Sprintf("again with the message sized for %d paths", paths))
+			require.NotContains(t, rs[0].Evidence, "too little past the allowance to judge")
+		})
+	}
+}
+
 // failsAlone runs cases ids (each up to repeat times) against the fake
 // with switches sw: case fails must fail, every other one pass.
 func failsAlone(t *testing.T, sw fakeSwitches, ids []string, repeat uint64, fails string) {

@@ -19,6 +19,11 @@ type fakeSwitches struct {
 	// restartUnbounded, restarting on a stale hint, sends the whole
 	// message unpaced instead of at most its path windows (spec §3.5).
 	restartUnbounded bool
+	// widePaths, when set, gives the sender that many paths and sends
+	// paced DATA on the first alone, as a sender whose hint holds it to a
+	// packet in flight may: only a restart on a stale hint, which spreads
+	// over every path, shows how many it has.
+	widePaths int
 	// lateAcks makes the first lateAcks connections (every one if
 	// negative) read their ACKs only once their tail-loss timer fired
 	// (at most fakeLate after the first DATA), as a
@@ -68,7 +73,7 @@ const (
 	// RTT, generous for loopback.
 	fakeStale = 2 * time.Millisecond
 	// fakeInitWindow is each path's initial window, bytes: a restart on a
-	// stale hint sends at most fakePaths of it before the next hint.
+	// stale hint sends at most one per path before the next hint.
 	fakeInitWindow = 64 << 10
 	// fakeOwnDgram is the datagram size the fake would use by itself,
 	// above the tester's max_dgram: what ignoreMaxDgram sends.
@@ -141,7 +146,11 @@ type fakeSender struct {
 func newFakeSender(f *fakeIUT, sw fakeSwitches, conn int) *fakeSender {
 	s := &fakeSender{f: f, sw: sw, sends: map[uint32][]*fakeSend{}, ready: map[uint32][]wire.RecvReady{}, nextRx: map[uint32]uint32{},
 		late: sw.lateAcks < 0 || conn <= sw.lateAcks}
-	for i := 0; i < fakePaths; i++ {
+	n := fakePaths
+	if sw.widePaths > 0 {
+		n = sw.widePaths
+	}
+	for i := 0; i < n; i++ {
 		s.paths = append(s.paths, &fakePath{id: uint16(i + 1), sock: fakeSock(), out: map[wire.PSN]*fakeSeg{}})
 	}
 	return s
@@ -210,7 +219,7 @@ func (s *fakeSender) match(flow uint32) {
 			continue
 		}
 		if now := time.Now(); s.hint > 0 && s.idle() && now.Sub(s.hintAt) > fakeStale {
-			s.restart, s.restartLeft = true, fakePaths*fakeInitWindow
+			s.restart, s.restartLeft = true, len(s.paths)*fakeInitWindow
 			if s.sw.restartUnbounded {
 				s.restartLeft = 1 << 40
 			}
@@ -238,7 +247,11 @@ func (s *fakeSender) tick(now time.Time) {
 		}
 		g := s.queue[0]
 		s.queue = s.queue[1:]
-		s.transmit(s.nextPath(), g, false, now)
+		p := s.nextPath()
+		if s.sw.widePaths > 0 && s.hint > 0 && !s.restart {
+			p = s.paths[0]
+		}
+		s.transmit(p, g, false, now)
 		if s.hint > 0 && !s.sw.ignoreHint && !s.restart {
 			s.pace = now.Add(time.Duration(float64(len(g.data)) / float64(s.hint) * 1e9))
 		}

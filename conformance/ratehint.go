@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/metaroce/metaroce/conformance/control"
 	"github.com/metaroce/metaroce/transport/wire"
 )
 
@@ -41,8 +42,8 @@ const staleAge = 30 * time.Millisecond
 // stalePaths is the fewest paths the stale check sizes its message for:
 // a sender may use more paths than a paced transfer showed (one, when the
 // hint holds it to a packet or two in flight), and each adds InitWindow to
-// the allowance. An IUT using more still passes if it paces, but too
-// little is then measured to judge.
+// the allowance. An IUT using more leaves too little past its allowance
+// to judge, and the check is run again sized for the paths it used.
 const stalePaths = 4
 
 // hintFactor is how far above the hint a measured rate may be before the
@@ -116,39 +117,66 @@ func sinceSent(sent, first time.Time) string {
 // "Restart after idling"); the tester allows that for every path it saw DATA
 // on and requires the rest to respect the hint. paths is how many paths the
 // fresh check saw; the message is sized for at least stalePaths so that
-// some of it is measured past the allowance.
+// some of it is measured past the allowance. An IUT whose restart used more
+// paths than that leaves too little past its allowance to judge: the check
+// is run again on a fresh connection with the message sized for the paths
+// it used. Should that too leave too little (the IUT spreading its restart
+// ever wider), the case is skipped, saying why: a check that measured
+// nothing cannot pass.
 func rateHintStale(ctx context.Context, e *Env, paths int) (Verdict, string) {
-	const flow = 26
 	paths = max(paths, stalePaths)
-	msg := e.payload(hintedSegments*segment + paths*initWindow - segment/3)
+	v, ev, seen := rateHintStaleOnce(ctx, e, paths)
+	if v != Skip || seen <= paths || ctx.Err() != nil {
+		return v, ev
+	}
+	v, again, _ := rateHintStaleOnce(ctx, e, seen)
+	return v, fmt.Sprintf("%s; again with the message sized for %d paths: %s", ev, seen, again)
+}
+
+// rateHintStaleOnce runs the stale check once with the message sized for
+// paths restart windows. It returns Skip, with how many paths the IUT's
+// restart used, when too little was sent past the allowance to judge.
+func rateHintStaleOnce(ctx context.Context, e *Env, paths int) (Verdict, string, int) {
+	const flow = 26
+	size := hintedSegments*segment + paths*initWindow - segment/3
+	if size > control.MaxBuffer {
+		return Skip, fmt.Sprintf("stale hint: a message sized for %d paths (%d B) is over the control contract's %d B", paths, size, control.MaxBuffer), 0
+	}
+	msg := e.payload(size)
 	p, why := open(ctx, e)
 	if p == nil {
-		return Fail, why
+		return Fail, why, 0
 	}
 	defer p.closeSock()
 	p.rateHint = hintKbps
 	p.ackPath(0)
 	p.quiet(ctx, staleAge)
 	if v, why := sendFirst(ctx, e, p, flow, msg); why != "" {
-		return v, why
+		return v, why, 0
 	}
-	p.announce(flow, 0, 1<<20)
+	p.announce(flow, 0, uint64(max(1<<20, len(msg))))
 	if v, why := p.awaitExact(ctx, flow, msg); why != "" {
-		return v, "stale hint: " + why
+		return v, "stale hint: " + why, 0
 	}
 	seen := len(p.facts(flow, nil).paths)
-	allow := seen * initWindow
-	m := p.measurePace(flow, allow)
-	ev := fmt.Sprintf("stale hint (%v old, restart allowance %d paths × %d B): %s", staleAge, seen, initWindow, m)
+	m := p.measurePace(flow, seen*initWindow)
+	ev := fmt.Sprintf("stale hint (%v old, %d B message, restart allowance %d paths × %d B): %s", staleAge, len(msg), seen, initWindow, m)
+	if v, why := judgeStale(m, seen, paths); why != "" {
+		return v, ev + ": " + why, seen
+	}
+	return Pass, ev, seen
+}
+
+// judgeStale judges the measure of a stale check whose message was sized
+// for paths restart windows and whose IUT sent on seen paths. Too little
+// measured past the allowance is no evidence of pacing: it is a Skip,
+// never a Pass.
+func judgeStale(m paceSpan, seen, paths int) (Verdict, string) {
 	if m.measured < hintedSegments/4*segment {
-		// The IUT used more paths than in the fresh check: too little
-		// was sent past the allowance to judge the rate.
-		return Pass, ev + " (too little past the allowance to judge)"
+		return Skip, fmt.Sprintf("the IUT's restart used %d paths, the message was sized for %d: %d B past the allowance is too little to judge the rate (at least %d B)",
+			seen, paths, m.measured, hintedSegments/4*segment)
 	}
-	if v, why := m.judge(); v != Pass {
-		return v, ev + ": " + why
-	}
-	return Pass, ev
+	return m.judge()
 }
 
 // sendFirst asks the IUT to send msg on flow before the tester announces a

@@ -21,3 +21,21 @@ func TestSinceSent(t *testing.T) {
 	require.NotContains(t, got, "-")
 	require.Equal(t, "0s (its arrival stamp reads 49µs before the send: the wall clock stepped back)", got)
 }
+
+// TestJudgeStaleTooLittle: a stale check that measured too little past the
+// restart allowance is skipped, saying why, whatever the rate of the few
+// bytes measured: it passed, and a check that cannot fail proved nothing.
+func TestJudgeStaleTooLittle(t *testing.T) {
+	little := paceSpan{measured: segment, span: time.Second}
+	v, why := judgeStale(little, 9, 6)
+	require.Equal(t, Skip, v)
+	require.Contains(t, why, "the IUT's restart used 9 paths, the message was sized for 6")
+	require.Contains(t, why, "too little to judge")
+
+	paced := paceSpan{measured: hintedSegments * segment, span: time.Duration(float64(hintedSegments*segment) / hintBytesPerSec * float64(time.Second))}
+	v, why = judgeStale(paced, 4, 4)
+	require.Equal(t, Pass, v, why)
+	burst := paceSpan{measured: hintedSegments * segment, span: time.Millisecond}
+	v, _ = judgeStale(burst, 4, 4)
+	require.Equal(t, Fail, v)
+}
