@@ -240,7 +240,7 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 				if !f.sw.placeAfterAbort {
 					delete(f.recvs, n.Flow)
 				}
-				f.comps <- conformance.Completion{Flow: n.Flow, Bufs: [][]byte{r.buf}, Err: "the peer aborted the flow"}
+				f.comps <- conformance.Completion{Flow: n.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "the peer aborted the flow"}
 			}
 		}
 	case wire.OpData:
@@ -287,7 +287,7 @@ func (f *fakeIUT) place(d *wire.Data) {
 	}
 	if d.MsgLen > uint64(len(r.buf)) {
 		delete(f.recvs, d.Flow)
-		f.comps <- conformance.Completion{Flow: d.Flow, Bufs: [][]byte{r.buf}, Err: "message larger than the posted buffer"}
+		f.comps <- conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "message larger than the posted buffer"}
 		return
 	}
 	r.chunks[d.Offset] = true
@@ -298,7 +298,7 @@ func (f *fakeIUT) place(d *wire.Data) {
 	}
 	if uint64(len(r.chunks)) == (d.MsgLen+uint64(f.seg)-1)/uint64(f.seg) {
 		delete(f.recvs, d.Flow)
-		f.comps <- conformance.Completion{Flow: d.Flow, Sizes: []int{int(d.MsgLen)}, Bufs: [][]byte{r.buf}}
+		f.comps <- conformance.Completion{Flow: d.Flow, Sizes: []int{int(d.MsgLen)}, Bufs: [][]byte{snapshot(r.buf)}}
 	}
 }
 
@@ -333,3 +333,10 @@ func ceOf(oob []byte) bool {
 	}
 	return false
 }
+
+// snapshot is a completed receive's buffer as the tester gets it: a copy
+// taken at completion, as a process IUT's completions carry its bytes. The
+// fake's loop goroutine may go on writing into its own buffer (a switch
+// that places after an abort does), and only the sockets order those
+// writes after the tester's reads, which the race detector does not see.
+func snapshot(buf []byte) []byte { return append([]byte(nil), buf...) }
