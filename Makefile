@@ -9,7 +9,7 @@ DURATION  ?= 30m
 SOAKFLAGS ?=
 PEERSFLAGS ?=
 
-.PHONY: plugin harness install all build test vet unit fuzz bench run help clean conformance conformance-iut bench-peers soak mpirun-check figures-core
+.PHONY: plugin harness install all build test vet unit race fuzz bench run help clean conformance conformance-iut bench-peers soak mpirun-check figures-core
 
 all: build ## Build every package and command
 
@@ -79,9 +79,10 @@ install: plugin ## Install the plugin (NCCL_NET_PLUGIN=metaroce; INSTALL_DEFAULT
 
 # One after the other even under make -j: fuzzing beside the unit tests would
 # load the machine under their timing-sensitive transport and netlab cases.
-test: ## Vet, unit tests, then each fuzz target for FUZZTIME
+test: ## Vet, unit tests, the race detector's pass, then each fuzz target for FUZZTIME
 	$(MAKE) --no-print-directory vet
 	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory fuzz
 
 vet: ## go vet every package
@@ -89,6 +90,18 @@ vet: ## go vet every package
 
 unit: ## Unit and integration tests (netlab tests need root and nftables)
 	$(GO) test -count=1 -timeout 20m ./...
+
+# RACE_PKGS are the packages whose tests run goroutines against each other:
+# the collectives, the UDP runtime, the plugin's backends and the
+# conformance suite's process IUT (the protocol core owns no goroutines).
+RACE_PKGS = ./collectives/ ./transport/udp/ ./net-plugin/internal/... ./conformance/
+
+race: ## The tests of RACE_PKGS under the race detector (needs cgo: a C compiler)
+	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then \
+		$(GO) test -race -count=1 -timeout 20m $(RACE_PKGS); \
+	else \
+		echo "race: skipped: the race detector needs cgo (a C compiler; CGO_ENABLED=1)"; \
+	fi
 
 fuzz: ## Every fuzz target for FUZZTIME (default 3s)
 	scripts/fuzz.sh $(FUZZTIME)
