@@ -92,9 +92,9 @@ unit: ## Unit and integration tests (netlab tests need root and nftables)
 	$(GO) test -count=1 -timeout 20m ./...
 
 # RACE_PKGS are the packages whose tests run goroutines against each other:
-# the collectives, the UDP runtime, the plugin's backends and the
+# the collectives, the UDP runtime, the plugin's backends, mrbench and the
 # conformance suite's process IUT (the protocol core owns no goroutines).
-RACE_PKGS = ./collectives/ ./transport/udp/ ./net-plugin/internal/... ./conformance/
+RACE_PKGS = ./collectives/ ./transport/udp/ ./net-plugin/internal/... ./conformance/ ./cmd/mrbench/
 
 race: ## The tests of RACE_PKGS under the race detector (needs cgo: a C compiler)
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then \
