@@ -1,9 +1,11 @@
 package gpu
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 
@@ -184,4 +186,43 @@ func TestDiscoverNamedDriverFailureNoted(t *testing.T) {
 		require.Empty(t, rep.Notes)
 		require.Equal(t, "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory", rep.Summary())
 	})
+}
+
+// deniedFS is a fake tree whose files under the prefixes in deny fail to
+// read with EPERM, as sysfs answers for KFD nodes of GPUs outside the
+// process's device cgroup. It has only Open, so that fs.ReadFile and
+// fs.ReadDir go through it.
+type deniedFS struct {
+	tree fstest.MapFS
+	deny []string
+}
+
+func (d deniedFS) Open(name string) (fs.File, error) {
+	for _, p := range d.deny {
+		if strings.HasPrefix(name, p) {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EPERM}
+		}
+	}
+	return d.tree.Open(name)
+}
+
+// TestDiscoverAMDSkipsCgroupHiddenNodes: in a container given one of two
+// GPUs, the kernel refuses to show the other's gpu_id, name and properties.
+// Discovery lists the visible GPU, as index 0, instead of failing.
+func TestDiscoverAMDSkipsCgroupHiddenNodes(t *testing.T) {
+	fsys := deniedFS{tree: loadTree(t, "testdata/amd.tree"), deny: []string{
+		"sys/class/kfd/kfd/topology/nodes/1/gpu_id",
+		"sys/class/kfd/kfd/topology/nodes/1/name",
+		"sys/class/kfd/kfd/topology/nodes/1/properties",
+		"sys/class/kfd/kfd/topology/nodes/1/mem_banks/0/properties",
+	}}
+	devs, err := DiscoverAMD(fsys)
+	require.NoError(t, err)
+	require.Equal(t, []Device{
+		{Vendor: AMD, Index: 0, Name: "aldebaran", Arch: "gfx90a", MemBytes: 68702699520, PCI: "0001:c1:01.0", NUMANode: -1},
+	}, devs, "the GPU the container was given")
+
+	rep, err := Discover(Options{Root: fsys, NoCUDADriver: true})
+	require.NoError(t, err)
+	require.Len(t, rep.Devices, 1)
 }

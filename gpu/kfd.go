@@ -60,8 +60,10 @@ func gfxArch(v uint64) string {
 }
 
 // DiscoverAMD lists the AMD GPUs of the KFD topology found below fsys, an
-// fs.FS rooted at "/". CPU nodes (no SIMDs) are skipped. A machine without
-// the amdgpu driver has no topology: the result is empty and the error nil.
+// fs.FS rooted at "/". CPU nodes (no SIMDs) are skipped, and so are GPU
+// nodes the kernel will not show this process (a container's device cgroup
+// hides them). A machine without the amdgpu driver has no topology: the
+// result is empty and the error nil.
 func DiscoverAMD(fsys fs.FS) ([]Device, error) {
 	ents, err := fs.ReadDir(fsys, kfdNodes)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -81,6 +83,14 @@ func DiscoverAMD(fsys fs.FS) ([]Device, error) {
 	for _, id := range ids {
 		dir := path.Join(kfdNodes, strconv.Itoa(id))
 		d, isGPU, err := kfdNode(fsys, dir)
+		if errors.Is(err, fs.ErrPermission) {
+			// The kernel refuses (EPERM) to show a GPU node to a
+			// process whose device cgroup does not grant its render
+			// node: a container given some of the GPUs. ROCm skips
+			// such nodes too, so the list is the GPUs this process
+			// can use, in the order HIP numbers them.
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
