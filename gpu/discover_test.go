@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -225,4 +226,31 @@ func TestDiscoverAMDSkipsCgroupHiddenNodes(t *testing.T) {
 	rep, err := Discover(Options{Root: fsys, NoCUDADriver: true})
 	require.NoError(t, err)
 	require.Len(t, rep.Devices, 1)
+}
+
+// TestDiscoverAMDPartitions: an MI300X in CPX mode is one KFD node per
+// partition, and the kernel ORs the partition number into location_id's
+// function bits. Every partition is the one PCI device at function 0, with
+// its NUMA node; a real device at a non-zero function keeps its address.
+func TestDiscoverAMDPartitions(t *testing.T) {
+	node := func(loc int) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte(fmt.Sprintf("simd_count 304\ngfx_target_version 90402\nlocation_id %d\ndomain 0\n", loc))}
+	}
+	const nodes = "sys/class/kfd/kfd/topology/nodes/"
+	fsys := fstest.MapFS{
+		nodes + "1/properties":                       node(0xc300),
+		nodes + "2/properties":                       node(0xc301),
+		nodes + "3/properties":                       node(0xc307),
+		nodes + "4/properties":                       node(0x1102),
+		"sys/bus/pci/devices/0000:c3:00.0/numa_node": {Data: []byte("1\n")},
+		"sys/bus/pci/devices/0000:11:00.0/numa_node": {Data: []byte("0\n")},
+		"sys/bus/pci/devices/0000:11:00.2/numa_node": {Data: []byte("0\n")},
+	}
+	devs, err := DiscoverAMD(fsys)
+	require.NoError(t, err)
+	var got []string
+	for _, d := range devs {
+		got = append(got, fmt.Sprintf("%s %d", d.PCI, d.NUMANode))
+	}
+	require.Equal(t, []string{"0000:c3:00.0 1", "0000:c3:00.0 1", "0000:c3:00.0 1", "0000:11:00.2 0"}, got)
 }

@@ -136,10 +136,27 @@ func kfdNode(fsys fs.FS, dir string) (d Device, isGPU bool, err error) {
 		d.MemBytes = p["local_mem_size"]
 	}
 	if loc, ok := p["location_id"]; ok {
-		d.PCI = pciFromLocation(p["domain"], loc)
+		d.PCI = kfdPCI(fsys, p["domain"], loc)
 	}
 	d.NUMANode = NUMANodeOf(fsys, d.PCI)
 	return d, true, nil
+}
+
+// kfdPCI is the PCI address of a KFD GPU node. On a GPU split into
+// partitions (MI300 in CPX or DPX mode) the kernel ORs the partition's
+// number into location_id's low bits, which are the function's, so that
+// partition 3 of 0000:c3:00.0 says 0000:c3:00.3, a device that does not
+// exist (and whose NUMA node cannot be read). When sysfs has no device at
+// the address but has one at function 0, that device is the GPU.
+func kfdPCI(fsys fs.FS, domain, loc uint64) string {
+	pci := pciFromLocation(domain, loc)
+	if loc&7 == 0 || pciExists(fsys, pci) {
+		return pci
+	}
+	if f0 := pciFromLocation(domain, loc&^7); pciExists(fsys, f0) {
+		return f0
+	}
+	return pci
 }
 
 // kfdMemory sums the frame-buffer banks of a node, in bytes.

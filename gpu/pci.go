@@ -56,6 +56,13 @@ func pciFromLocation(domain, loc uint64) string {
 	return fmt.Sprintf("%04x:%02x:%02x.%x", domain&0xffff, (loc>>8)&0xff, (loc>>3)&0x1f, loc&7)
 }
 
+// pciExists reports whether sysfs below fsys (an fs.FS rooted at "/") has
+// the device pci.
+func pciExists(fsys fs.FS, pci string) bool {
+	_, err := fs.Stat(fsys, "sys/bus/pci/devices/"+pci)
+	return err == nil
+}
+
 // NUMANodeOf reads sys/bus/pci/devices/<pci>/numa_node below fsys (an fs.FS
 // rooted at "/"). It returns -1 when the file is missing or says -1, which is
 // what single-node machines and most virtual machines report.
