@@ -119,6 +119,24 @@ func TestRuntimeFakeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRuntimeNoDevice: with no GPU, or all hidden (CUDA_VISIBLE_DEVICES=""),
+// the runtimes' device count fails with "no device"; DeviceCount says 0, so
+// that callers report no GPU rather than a failing driver.
+func TestRuntimeNoDevice(t *testing.T) {
+	for _, api := range []API{CUDA, HIP} {
+		t.Run(api.String(), func(t *testing.T) {
+			rt := fakeRuntime(t, api)
+			t.Setenv("FAKE_DEVICES", "0")
+			n, err := rt.DeviceCount()
+			require.NoError(t, err)
+			require.Equal(t, 0, n, "device count")
+			t.Setenv("FAKE_FAIL", rt.symbol("GetDeviceCount"))
+			_, err = rt.DeviceCount()
+			require.ErrorContains(t, err, "GetDeviceCount failed with error 2", "other failures stay errors")
+		})
+	}
+}
+
 func TestRuntimeFakeErrors(t *testing.T) {
 	rt := fakeRuntime(t, CUDA)
 	t.Setenv("FAKE_FAIL", "cudaMalloc")

@@ -111,6 +111,11 @@ type Stream uintptr
 // errNotReady is hipErrorNotReady and cudaErrorNotReady: work is pending.
 const errNotReady = 600
 
+// errNoDevice is hipErrorNoDevice and cudaErrorNoDevice: the runtime sees no
+// GPU, none being installed or all hidden by HIP_VISIBLE_DEVICES,
+// ROCR_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES.
+const errNoDevice = 100
+
 // Runtime is an opened HIP or CUDA runtime library. Its methods may be
 // called from any goroutine; the libraries are thread-safe, but the current
 // device (SetDevice) belongs to the OS thread, so callers that use several
@@ -175,10 +180,16 @@ func (r *Runtime) check(g string, rc int) error {
 	return fmt.Errorf("gpu: %w", &CUDAError{Func: r.symbol(g), Code: rc, Text: callSI(r.fn.errString, rc)})
 }
 
-// DeviceCount is the number of GPUs the runtime can use.
+// DeviceCount is the number of GPUs the runtime can use. No GPU is a count
+// of 0, not an error: both runtimes answer it with errNoDevice rather than
+// a zero count, and callers tell the user what to check.
 func (r *Runtime) DeviceCount() (int, error) {
 	var n int32
-	if err := r.check("GetDeviceCount", callP(r.fn.deviceCount, unsafe.Pointer(&n))); err != nil {
+	rc := callP(r.fn.deviceCount, unsafe.Pointer(&n))
+	if rc == errNoDevice {
+		return 0, nil
+	}
+	if err := r.check("GetDeviceCount", rc); err != nil {
 		return 0, err
 	}
 	return int(n), nil

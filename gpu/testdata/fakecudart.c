@@ -7,7 +7,8 @@
  *   FAKE_FAIL=<symbol>    that entry point returns FAKE_CODE (default 2)
  *   FAKE_STREAM_PENDING=n streams created from now on report "not ready" to
  *                         the next n queries; n < 0 means forever
- *   FAKE_DEVICES=n        the number of devices (default 1)
+ *   FAKE_DEVICES=n        the number of devices (default 1); with 0 the
+ *                         device count fails with "no device" (100)
  * The current device belongs to the calling thread, as in the real runtimes
  * (fake_current_device, for the fake RCCL/NCCL built with it).
  */
@@ -23,6 +24,7 @@
 
 #define NOT_READY 600
 #define INVALID_VALUE 1
+#define NO_DEVICE 100
 
 __thread int fake_current_device;
 
@@ -107,7 +109,8 @@ int SYM(cudaStreamSynchronize, hipStreamSynchronize)(void *s) {
 int SYM(cudaGetDeviceCount, hipGetDeviceCount)(int *n) {
 	FAIL(SYM("cudaGetDeviceCount", "hipGetDeviceCount"));
 	*n = devices();
-	return 0;
+	/* The real runtimes answer "no device" rather than a count of 0. */
+	return *n > 0 ? 0 : NO_DEVICE;
 }
 
 int SYM(cudaSetDevice, hipSetDevice)(int d) {
@@ -126,6 +129,7 @@ const char *SYM(cudaGetErrorString, hipGetErrorString)(int code) {
 	case 0: return "no error";
 	case INVALID_VALUE: return "fake: invalid argument";
 	case 2: return "fake: out of memory";
+	case NO_DEVICE: return "fake: no device";
 	case 101: return "fake: invalid device ordinal";
 	case NOT_READY: return "fake: device not ready";
 	}
