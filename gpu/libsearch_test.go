@@ -76,6 +76,7 @@ func TestRuntimeSearch(t *testing.T) {
 		"conda/lib/libcudart.so.12",
 		"conda/lib/python3.11/site-packages/torch/lib/libcudart-1a2b3c.so.11.0",
 		"home/.local/lib/python3.10/site-packages/torch/lib/libamdhip64.so.6",
+		"venv13/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13",
 	)
 	cudaSonames := []string{"libcudart.so", "libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0"}
 	hipSonames := []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5"}
@@ -93,6 +94,8 @@ func TestRuntimeSearch(t *testing.T) {
 				in("conda/lib/python3.11/site-packages/torch/lib/libcudart-1a2b3c.so.11.0"),
 				in("conda/lib/libcudart.so.12")}, cudaSonames...)},
 		{"CUDA: no environment, the linker only", CUDA, env("HOME", "home"), cudaSonames},
+		{"CUDA 13: the wheels share nvidia/cu13/lib", CUDA, env(EnvVirtualEnv, "venv13", "HOME", "home"),
+			append([]string{in("venv13/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13")}, cudaSonames...)},
 		{"HIP: venv, then the user's, then the linker", HIP,
 			env(EnvVirtualEnv, "venv", "HOME", "home"),
 			append([]string{in("venv/lib/python3.12/site-packages/torch/lib/libamdhip64.so"),

@@ -39,7 +39,9 @@ const (
 // runtimeSearch is where each runtime may be: its sonames, ROCm's or the
 // CUDA toolkit's directory, and the copies PyTorch's wheels bring (ROCm
 // builds bundle HIP in torch/lib; CUDA builds take libcudart from the
-// nvidia-cuda-runtime-cu* wheel, older ones bundled it in torch/lib).
+// nvidia-cuda-runtime-cu12 wheel, in nvidia/cuda_runtime/lib, or from CUDA
+// 13's nvidia-cuda-runtime, which puts it in nvidia/cu13/lib, a directory
+// all of CUDA 13's wheels share; older builds bundled it in torch/lib).
 var runtimeSearch = map[API]LibSearch{
 	HIP: {
 		Names:  []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5"},
@@ -51,7 +53,7 @@ var runtimeSearch = map[API]LibSearch{
 	},
 	CUDA: {
 		Names:  []string{"libcudart.so", "libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0"},
-		Python: []string{"nvidia/cuda_runtime/lib/libcudart.so*", "torch/lib/libcudart*.so*"},
+		Python: []string{"nvidia/cuda_runtime/lib/libcudart.so*", "nvidia/cu13/lib/libcudart.so*", "torch/lib/libcudart*.so*"},
 		System: []dl.Place{
 			Linker("libcudart.so", "libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0"),
 			{Dirs: []string{"/usr/local/cuda/lib64"}, Files: []string{"libcudart.so"}},

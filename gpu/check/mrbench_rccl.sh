@@ -67,6 +67,7 @@ PY
 : "${METAROCE_RCCL_LIB:=$(find_lib 'nvidia/nccl/lib/libnccl.so*')}"
 [ -n "$METAROCE_RCCL_LIB" ] || METAROCE_RCCL_LIB=$(find_lib 'torch/lib/libnccl*.so*')
 : "${METAROCE_CUDART_LIB:=$(find_lib 'nvidia/cuda_runtime/lib/libcudart.so*')}"
+[ -n "$METAROCE_CUDART_LIB" ] || METAROCE_CUDART_LIB=$(find_lib 'nvidia/cu13/lib/libcudart.so*')
 [ -n "$METAROCE_CUDART_LIB" ] || METAROCE_CUDART_LIB=$(find_lib 'torch/lib/libcudart*.so*')
 [ -n "$METAROCE_RCCL_LIB" ] || die "no libnccl found next to PyTorch: set METAROCE_RCCL_LIB to libnccl.so.2"
 [ -n "$METAROCE_CUDART_LIB" ] || die "no libcudart found next to PyTorch: set METAROCE_CUDART_LIB to libcudart.so.12"
