@@ -38,8 +38,19 @@ func (r *Request) Done() <-chan struct{} { return r.done }
 // buffers stay lent). It first drives the datapath from the calling
 // goroutine while that makes progress, for up to Config.WaitSpin without
 // any, which saves the two thread wake-ups of a hand-off to the event loop.
+// The spin ends too when ctx does: a spin that makes progress (other
+// traffic) or a long WaitSpin would otherwise keep a cancelled wait going.
 func (r *Request) Wait(ctx context.Context) error {
-	if r.conn.ep.spinWait(r.finished.Load) {
+	ended := ctx.Done()
+	stop := func() bool {
+		select {
+		case <-ended:
+			return true
+		default:
+			return r.finished.Load()
+		}
+	}
+	if r.conn.ep.spinWait(stop) && r.finished.Load() {
 		return r.err
 	}
 	select {
