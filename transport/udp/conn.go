@@ -168,6 +168,11 @@ func (c *Conn) Close() error {
 	defer t.Stop()
 	select {
 	case <-c.closed:
+		// The connection may have ended by itself (its peer found dead)
+		// in a turn that ran before this Close's command: that turn
+		// marks it gone before it fails its requests (goneBeforeOps),
+		// so wait for it to end, as a Close that finds it gone does.
+		c.ep.settle()
 	case <-c.ep.done:
 	case <-t.C:
 		return fmt.Errorf("udp: close of connection to %v did not finish within %v", c.remote, wait)
