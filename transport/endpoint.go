@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/metaroce/metaroce/transport/cc"
@@ -274,11 +275,14 @@ func (e *Endpoint) PollEvent() (Event, bool) {
 }
 
 // Dial starts a connection to remote. The result arrives as EvConnected, or
-// EvClosed with ErrHandshakeTimeout.
+// EvClosed with ErrHandshakeTimeout. Beyond MaxConns it fails with an
+// ErrLimit error that names the bound, as the other ErrLimit errors do,
+// so that the user knows which limit the dial met (newConn's own error
+// stays bare: a refused HELLO must not allocate).
 func (e *Endpoint) Dial(now Time, remote RemoteID) (ConnID, error) {
 	c, err := e.newConn(now, remote)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: this endpoint holds MaxConns (%d) connections, those handshaking or closing included; close the ones it no longer needs, or raise MaxConns", err, e.cfg.MaxConns)
 	}
 	c.state = stateDialing
 	c.setupPaths(now)
