@@ -138,7 +138,7 @@ func (c *Conn) getFlow(id uint32, create bool) (*flow, error) {
 	f := c.flows[id]
 	if f == nil && create {
 		if len(c.flows) >= c.ep.cfg.MaxFlowsPerConn {
-			return nil, c.errf(ErrLimit, "more than %d flows", c.ep.cfg.MaxFlowsPerConn)
+			return nil, c.errf(ErrLimit, "flow %d would be one more than MaxFlowsPerConn (%d) on this connection; release the flows no longer used (ReleaseFlow), or raise MaxFlowsPerConn on both sides", id, c.ep.cfg.MaxFlowsPerConn)
 		}
 		f = &flow{id: id}
 		c.flows[id] = f
@@ -170,7 +170,7 @@ func (c *Conn) send(now Time, fid uint32, length uint64, tag uint32, cookie uint
 		return err
 	}
 	if len(f.sends) >= c.ep.cfg.MaxPendingSends {
-		return c.errf(ErrLimit, "more than %d sends queued on flow %d", c.ep.cfg.MaxPendingSends, fid)
+		return c.errf(ErrLimit, "flow %d holds MaxPendingSends (%d) sends already; wait for some to complete before queueing more, or raise MaxPendingSends", fid, c.ep.cfg.MaxPendingSends)
 	}
 	s := &sendMsg{flow: f, length: length, tag: tag, cookie: cookie}
 	f.sends = append(f.sends, s)
@@ -198,7 +198,7 @@ func (c *Conn) postRecv(now Time, fid uint32, bufs []RecvBuf) error {
 		return err
 	}
 	if len(f.recvs) >= c.ep.cfg.MaxPendingRecvs {
-		return c.errf(ErrLimit, "more than %d receives posted on flow %d", c.ep.cfg.MaxPendingRecvs, fid)
+		return c.errf(ErrLimit, "flow %d holds MaxPendingRecvs (%d) receives posted already; wait for some to complete before posting more, or raise MaxPendingRecvs on both sides", fid, c.ep.cfg.MaxPendingRecvs)
 	}
 	g := &recvGroup{msg: f.nextMsg, n: len(bufs)}
 	f.nextMsg++
