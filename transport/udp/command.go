@@ -261,11 +261,16 @@ func (e *Endpoint) reportConnected() {
 // handshake refused it, and that with authentication on a handshake that
 // times out may meet a peer holding another secret, since such a peer
 // drops the HELLO without an answer (an unauthenticated refusal could be
-// forged by anyone).
+// forged by anyone). A handshake that the endpoint's Close ends fails
+// with ErrEndpointClosed, as Dial says of every Dial once Close has been
+// called: the core's Shutdown gives it the bare ErrClosed, which reads as
+// the peer or a Conn.Close having closed it.
 func (e *Endpoint) dialFailure(c *Conn, err error) error {
 	switch {
 	case errors.Is(err, transport.ErrClosed) && !c.closing && !e.stopping:
 		return fmt.Errorf("%w (it closed the connection during the handshake; its log says why, e.g. plane addresses that do not match its planes, a full accept queue, or its endpoint closing): %w", ErrRefused, err)
+	case errors.Is(err, transport.ErrClosed) && !c.closing && e.stopping:
+		return fmt.Errorf("%w (it was closed while the handshake ran): %w", ErrEndpointClosed, err)
 	case errors.Is(err, transport.ErrHandshakeTimeout) && e.auth != nil:
 		return fmt.Errorf("%w; or the peer holds a different secret, or none: it drops a HELLO it cannot authenticate without answering, and every rank needs the same %s", err, auth.EnvSecret)
 	case errors.Is(err, transport.ErrHandshakeTimeout):
