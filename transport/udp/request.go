@@ -41,13 +41,17 @@ func (r *Request) Done() <-chan struct{} { return r.done }
 // The spin ends too when ctx does: a spin that makes progress (other
 // traffic) or a long WaitSpin would otherwise keep a cancelled wait going.
 func (r *Request) Wait(ctx context.Context) error {
-	ended := ctx.Done()
-	stop := func() bool {
-		select {
-		case <-ended:
-			return true
-		default:
-			return r.finished.Load()
+	stop := r.finished.Load
+	if ended := ctx.Done(); ended != nil {
+		// A context that can end: so can the spin. (Background's
+		// cannot, and its waits keep the plain test.)
+		stop = func() bool {
+			select {
+			case <-ended:
+				return true
+			default:
+				return r.finished.Load()
+			}
 		}
 	}
 	if r.conn.ep.spinWait(stop) && r.finished.Load() {
