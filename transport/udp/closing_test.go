@@ -3,8 +3,6 @@ package udp
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
 	"runtime"
 	"testing"
 
@@ -108,11 +106,7 @@ func TestDialContextErrorNamesPeer(t *testing.T) {
 	e, err := Listen(Config{Seed: 41})
 	require.NoError(t, err)
 	defer e.Close()
-	// A port held by a socket that never reads: nobody answers there.
-	silent, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(e.Addrs()[0].Addr(), 0)))
-	require.NoError(t, err)
-	defer silent.Close()
-	remote := []netip.AddrPort{silent.LocalAddr().(*net.UDPAddr).AddrPort()}
+	remote := unansweredAddr(t, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c, err := e.Dial(ctx, remote)

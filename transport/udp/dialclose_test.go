@@ -1,8 +1,6 @@
 package udp
 
 import (
-	"net"
-	"net/netip"
 	"runtime"
 	"testing"
 
@@ -19,11 +17,7 @@ func TestDialInFlightAtCloseFailsEndpointClosed(t *testing.T) {
 	e, err := Listen(Config{Seed: 43})
 	require.NoError(t, err)
 	defer e.Close()
-	// A port held by a socket that never reads: nobody answers there.
-	silent, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(e.Addrs()[0].Addr(), 0)))
-	require.NoError(t, err)
-	defer silent.Close()
-	remote := []netip.AddrPort{silent.LocalAddr().(*net.UDPAddr).AddrPort()}
+	remote := unansweredAddr(t, e)
 	// Dial's own steps, so that its result is read from the loop's
 	// answer and not from its wait on the endpoint's end.
 	blob, err := EncodeAddrs(nil, remote)

@@ -2,6 +2,7 @@ package udp
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -93,4 +94,15 @@ func newPairNoCleanup(t testing.TB, cfg Config) *pair {
 	eb, err := Listen(cfg)
 	require.NoError(t, err)
 	return join(t, ea, eb)
+}
+
+// unansweredAddr returns the address of a UDP socket on e's first plane's
+// host that never reads, closed when the test ends: a peer that never
+// answers a HELLO.
+func unansweredAddr(t *testing.T, e *Endpoint) []netip.AddrPort {
+	t.Helper()
+	silent, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(e.Addrs()[0].Addr(), 0)))
+	require.NoError(t, err)
+	t.Cleanup(func() { silent.Close() })
+	return []netip.AddrPort{silent.LocalAddr().(*net.UDPAddr).AddrPort()}
 }
