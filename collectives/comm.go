@@ -225,27 +225,27 @@ func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) (er
 		// with the interloper's collective: its result is not to be
 		// trusted, and the link is closed.
 		base := fmt.Errorf("collectives: %v on rank %d: %w: a call of %v was made on this communicator during this call, and the ranks may have paired different calls; the communicator is closed", cfg.Collective, c.rank, ErrConcurrentUse, *coll)
-		e := base
-		var pe *PeerError
-		switch {
-		case err == nil:
-		case errors.As(err, &pe) && !pe.lost && !errors.Is(err, ErrMismatch):
-			// A transfer the interloper's closing of the link broke:
-			// no fault of that peer's, which a *PeerError would name.
-			// (A peer that disagreed on the call did so before the
-			// close, and keeps its type.)
-			e = fmt.Errorf("%w (this call: %v)", base, err)
-		default:
+		e, broken := base, base
+		if err != nil {
+			// quoted names this call's failure without wrapping it.
+			quoted := fmt.Errorf("%w (this call: %v)", base, err)
 			e = fmt.Errorf("%w (this call: %w)", base, err)
-		}
-		broken := e
-		if errors.As(err, new(refusal)) {
-			// This call's own arguments, or its context that was
-			// already done, were refused: its caller learns so, but
-			// the later calls' ErrBroken is about the cut-in, not
-			// about arguments they did not pass or a context they did
-			// not hold.
-			broken = fmt.Errorf("%w (this call: %v)", base, err)
+			if pe := (*PeerError)(nil); errors.As(err, &pe) && !pe.lost && !errors.Is(err, ErrMismatch) {
+				// A transfer the interloper's closing of the link
+				// broke: no fault of that peer's, which a *PeerError
+				// would name. (A peer that disagreed on the call did
+				// so before the close, and keeps its type.)
+				e = quoted
+			}
+			broken = e
+			if errors.As(err, new(refusal)) {
+				// This call's own arguments, or its context that
+				// was already done, were refused: its caller learns
+				// so, but the later calls' ErrBroken is about the
+				// cut-in, not about arguments they did not pass or a
+				// context they did not hold.
+				broken = quoted
+			}
 		}
 		if !brokenBefore {
 			c.broken = broken

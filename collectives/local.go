@@ -31,23 +31,34 @@ func LaunchLocal(ctx context.Context, n int, cfg Config, fn func(c *Comm) error)
 	// a rank 0 that failed before it got there.
 	defer ln.Close()
 	root := ln.Addr().String()
+	err = launchRanks(ctx, n, func(ctx context.Context, r int) (*Comm, error) {
+		b := Bootstrap{Rank: r, NRanks: n, LocalSize: n, Root: root, Source: sourceLocal}
+		if r == 0 {
+			b.listener = ln
+		}
+		return New(ctx, b, cfg)
+	}, func(c *Comm, _ int) error { return fn(c) })
+	return starved(err, n, runtime.NumCPU())
+}
+
+// launchRanks runs n ranks at once: open sets rank r's communicator up
+// (under a context that ends when any rank fails), body runs on it, and
+// the communicator is closed. It returns the error of the rank that
+// failed first (firstCause), or nil.
+func launchRanks(ctx context.Context, n int, open func(ctx context.Context, r int) (*Comm, error), body func(c *Comm, r int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	var cause firstCause
 	for r := 0; r < n; r++ {
 		g.Go(func() error {
-			b := Bootstrap{Rank: r, NRanks: n, LocalSize: n, Root: root, Source: sourceLocal}
-			if r == 0 {
-				b.listener = ln
-			}
-			c, err := New(gctx, b, cfg)
+			c, err := open(gctx, r)
 			if err != nil {
 				return cause.note(err)
 			}
 			defer c.Close()
-			return cause.note(fn(c))
+			return cause.note(body(c, r))
 		})
 	}
-	return starved(cause.or(g.Wait()), n, runtime.NumCPU())
+	return cause.or(g.Wait())
 }
 
 // firstCause keeps the first error a rank's own function returned, noted
@@ -136,28 +147,22 @@ func LaunchOn(ctx context.Context, hosts []RankHost, cfg Config, fn func(c *Comm
 	}
 	defer ln.Close()
 	root := ln.Addr().String()
-	g, gctx := errgroup.WithContext(ctx)
-	var cause firstCause
-	for r := 0; r < n; r++ {
-		g.Go(func() error {
-			rc := cfg
-			rc.UDP.Addrs = []netip.Addr{hosts[r].Addr}
-			b := Bootstrap{Rank: r, NRanks: n, Root: root, Source: "hosts"}
-			if r == 0 {
-				b.listener = ln
-			}
-			var c *Comm
-			err := hosts[r].run(func() error {
-				var err error
-				c, err = New(gctx, b, rc)
-				return err
-			})
-			if err != nil {
-				return cause.note(fmt.Errorf("rank %d on %v: %w", r, hosts[r].Addr, err))
-			}
-			defer c.Close()
-			return cause.note(fn(c, hosts[r]))
+	return launchRanks(ctx, n, func(ctx context.Context, r int) (*Comm, error) {
+		rc := cfg
+		rc.UDP.Addrs = []netip.Addr{hosts[r].Addr}
+		b := Bootstrap{Rank: r, NRanks: n, Root: root, Source: "hosts"}
+		if r == 0 {
+			b.listener = ln
+		}
+		var c *Comm
+		err := hosts[r].run(func() error {
+			var err error
+			c, err = New(ctx, b, rc)
+			return err
 		})
-	}
-	return cause.or(g.Wait())
+		if err != nil {
+			return nil, fmt.Errorf("rank %d on %v: %w", r, hosts[r].Addr, err)
+		}
+		return c, nil
+	}, func(c *Comm, r int) error { return fn(c, hosts[r]) })
 }

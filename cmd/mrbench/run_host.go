@@ -67,22 +67,24 @@ func (l *hostLauncher) applyCPUShare(ncpu int, userProcs bool) {
 		runtime.GOMAXPROCS(procs)
 		notes = append(notes, fmt.Sprintf("GOMAXPROCS %d", procs))
 	}
+	hint := ""
 	if !spin {
 		l.noSpin = true
 		notes = append(notes, "no event-loop spinning")
+		if ncpu > 1 {
+			// Pinned, they spin and yield the CPU instead
+			// (collectives' fitSpin), which measured faster
+			// (docs/results.md); on one CPU, pinned or not, they
+			// share it alike.
+			hint = " (ranks pinned to cores run faster" + pinHint(l.boot.Source) + ")"
+		}
 	}
 	if len(notes) > 0 {
 		cpus := fmt.Sprintf("%d CPUs", ncpu)
 		if ncpu == 1 {
 			cpus = "1 CPU"
 		}
-		l.share = fmt.Sprintf("; %d ranks share this host's %s: %s per rank", l.boot.LocalSize, cpus, strings.Join(notes, ", "))
-	}
-	if !spin && ncpu > 1 {
-		// Pinned, they spin and yield the CPU instead (collectives'
-		// fitSpin), which measured faster (docs/results.md); on one
-		// CPU, pinned or not, they share it alike.
-		l.share += " (ranks pinned to cores run faster" + pinHint(l.boot.Source) + ")"
+		l.share = fmt.Sprintf("; %d ranks share this host's %s: %s per rank%s", l.boot.LocalSize, cpus, strings.Join(notes, ", "), hint)
 	}
 }
 
