@@ -266,6 +266,13 @@ func (c *rcclComm) Collective(ctx context.Context, k call, send, recv []byte) er
 				return err
 			}
 		}
+		// In place, the input is in recv (send is empty): its scratch
+		// twin must hold it before the call reads it there.
+		if k.InPlace && len(recv) > 0 {
+			if err := c.l.rt.Memcpy(dr, uintptr(unsafe.Pointer(&recv[0])), len(recv), gpu.HostToDevice); err != nil {
+				return err
+			}
+		}
 	}
 	if k.InPlace {
 		ds = dr // NCCL's in-place layouts, offsets below
