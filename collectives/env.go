@@ -35,6 +35,9 @@ import (
 // sets both and PyTorch's env:// initialisation needs both, so either
 // half alone is a mistake, refused rather than read as a single-host job
 // (METAROCE_ROOT, when set, takes precedence and the pair is not read).
+// A variable set to "" counts as unset, in every family above: a job
+// script's `export RANK=$RANK` in a shell that has none, or an env file's
+// `METAROCE_RANK=` that clears a value, says nothing about the layout.
 // These errors come before any rank listens or dials. It reports false
 // when no launcher is found.
 func BootstrapFromEnv() (Bootstrap, bool, error) {
@@ -72,7 +75,14 @@ func RootPort(job string) int {
 	return DefaultRootPort + int(h%RootPortSpan)
 }
 
-func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
+func bootstrapFrom(lookup func(string) (string, bool)) (Bootstrap, bool, error) {
+	// An empty variable is an unset one (BootstrapFromEnv), here and in
+	// everything that reads the environment after this: the rank, the
+	// local rank and size, the node count, the rendezvous and the job.
+	get := func(k string) (string, bool) {
+		v, ok := lookup(k)
+		return v, ok && v != ""
+	}
 	// paired marks the schemes whose rank and rank count are only ever
 	// set together: our own variables, and Open MPI's, which mpirun sets
 	// for every process it starts. One of them without the other is a
@@ -95,12 +105,12 @@ func bootstrapFrom(get func(string) (string, bool)) (Bootstrap, bool, error) {
 	for _, s := range schemes {
 		rs, ok1 := get(s.rank)
 		ns, ok2 := get(s.size)
-		if s.paired && (rs != "") != (ns != "") {
+		if s.paired && ok1 != ok2 {
 			have, lack, v := s.rank, s.size, rs
-			if ns != "" {
+			if ok2 {
 				have, lack, v = s.size, s.rank, ns
 			}
-			return Bootstrap{Source: s.name}, true, fmt.Errorf("collectives: %s=%q is set but %s is not: a job's layout needs both (set %s too, or unset %s)",
+			return Bootstrap{Source: s.name}, true, fmt.Errorf("collectives: %s=%q is set but %s is not (or is empty): a job's layout needs both (set %s too, or unset %s)",
 				have, v, lack, lack, have)
 		}
 		if !ok1 || !ok2 {

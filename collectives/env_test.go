@@ -187,3 +187,69 @@ func TestNewRefusesUnreachableRoot(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 }
+
+// TestBootstrapEmptyIsUnset: a launcher variable set to "" reads as unset
+// in every family (rank and rank count, local rank and local size, node
+// count, rendezvous and job), as the rendezvous variables always did: a
+// job script's `export RANK=$RANK` where the shell has none, or an env
+// file's `METAROCE_RANK=` to clear a value, neither fails the job as "not
+// a rank number" nor hides the launcher that did set its variables.
+func TestBootstrapEmptyIsUnset(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		ok   bool
+		want Bootstrap
+		err  string
+	}{
+		{name: "our pair empty", env: map[string]string{"METAROCE_RANK": "", "METAROCE_NRANKS": ""}},
+		{name: "torchrun pair empty", env: map[string]string{"RANK": "", "WORLD_SIZE": ""}},
+		{name: "open mpi pair empty", env: map[string]string{"OMPI_COMM_WORLD_RANK": "", "OMPI_COMM_WORLD_SIZE": ""}},
+		{name: "slurm pair empty", env: map[string]string{"SLURM_PROCID": "", "SLURM_NTASKS": ""}},
+		// Half a torchrun pair is no launcher, whether the other half
+		// is unset or empty.
+		{name: "torchrun rank empty", env: map[string]string{"RANK": "", "WORLD_SIZE": "2"}},
+		// An emptied pair leaves the launcher that set its own.
+		{name: "torchrun pair empty under slurm", env: map[string]string{"RANK": "", "WORLD_SIZE": "", "SLURM_PROCID": "1", "SLURM_NTASKS": "2"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1:29517", Source: "slurm"}},
+		{name: "our pair empty under open mpi", env: map[string]string{"METAROCE_RANK": "", "METAROCE_NRANKS": "", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1:29517", Source: "openmpi"}},
+		// Half a pair that is only ever set whole is refused, empty or
+		// unset alike.
+		{name: "our rank count empty", env: map[string]string{"METAROCE_RANK": "1", "METAROCE_NRANKS": ""}, ok: true,
+			err: `METAROCE_RANK="1" is set but METAROCE_NRANKS is not (or is empty)`},
+		{name: "open mpi rank empty", env: map[string]string{"OMPI_COMM_WORLD_RANK": "", "OMPI_COMM_WORLD_SIZE": "2"}, ok: true,
+			err: `OMPI_COMM_WORLD_SIZE="2" is set but OMPI_COMM_WORLD_RANK is not (or is empty)`},
+		// The local rank and size are optional.
+		{name: "local rank and size empty", env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "", "LOCAL_WORLD_SIZE": "", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "h:6", Source: "torchrun"}},
+		{name: "our local rank and size empty", env: map[string]string{"METAROCE_RANK": "1", "METAROCE_NRANKS": "2", "METAROCE_LOCAL_RANK": "", "METAROCE_LOCAL_SIZE": ""}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1:29517", Source: "metaroce"}},
+		{name: "open mpi local size empty", env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": ""}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, LocalRank: 1, Root: "127.0.0.1:29517", Source: "openmpi"}},
+		{name: "slurm local id and tasks per node empty", env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "", "SLURM_NTASKS_PER_NODE": ""}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1:29517", Source: "slurm"}},
+		// An empty step node count gives way to the job's, which says
+		// the job spans hosts and so needs a rendezvous address.
+		{name: "slurm step nodes empty", env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_STEP_NUM_NODES": "", "SLURM_NNODES": "2"}, ok: true,
+			err: "span several hosts"},
+		{name: "metaroce root empty", env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "METAROCE_ROOT": "", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "h:6", Source: "torchrun"}},
+		{name: "job empty", env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "METAROCE_JOB": "", "SLURM_JOB_ID": "77", "SLURM_STEP_ID": "3"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 2, Root: "127.0.0.1:30893", Source: "slurm", Job: "77.3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			require.Equal(t, tc.ok, ok)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			if ok {
+				b.Vars = BootstrapVars{}
+				require.Equal(t, tc.want, b)
+			}
+		})
+	}
+}
