@@ -27,7 +27,9 @@ import (
 // by the job's identity (RootPort). Bootstrap.Vars names the variables
 // it used, and an error names the variable and value at fault: among them
 // a negative local rank, a local rank outside the host's ranks
-// (checkLocal), a rank without a rank count or the reverse
+// (checkLocal), a Slurm node count (SLURM_STEP_NUM_NODES, else
+// SLURM_NNODES, which tell whether the job spans hosts) that is no number
+// of 1 or more (slurmNodes), a rank without a rank count or the reverse
 // where both always come together (METAROCE_*, Open MPI), and a
 // rendezvous address no rank could reach (see rootFrom): METAROCE_ROOT
 // with port 0 or none, a MASTER_PORT outside 1..65534, and MASTER_ADDR
@@ -149,6 +151,12 @@ func bootstrapFrom(lookup func(string) (string, bool)) (Bootstrap, bool, error) 
 		}
 		if b.LocalSize > b.NRanks {
 			b.LocalSize = b.NRanks // a count of the allocation, not the job (checkLocal)
+		}
+		if s.name == "slurm" {
+			// Checked once here; spansHosts reads the count after.
+			if _, err := slurmNodes(get); err != nil {
+				return b, true, err
+			}
 		}
 		b.Job = jobFrom(s.name, get)
 		if b.Root, b.Vars.Root, err = rootFrom(s.name, b, get); err != nil {
@@ -395,14 +403,32 @@ func spansHosts(scheme string, b Bootstrap, get func(string) (string, bool)) boo
 		return true
 	}
 	if scheme == "slurm" {
-		for _, k := range []string{"SLURM_STEP_NUM_NODES", "SLURM_NNODES"} {
-			if v, ok := get(k); ok {
-				n, err := strconv.Atoi(v)
-				return err == nil && n > 1
-			}
-		}
+		n, _ := slurmNodes(get) // refused by bootstrapFrom when not a count
+		return n > 1
 	}
 	return false
+}
+
+// slurmNodes returns the node count of a Slurm job step: its own
+// (SLURM_STEP_NUM_NODES, which srun sets) when set, else the job's
+// (SLURM_NNODES, set in a batch or salloc shell too), else 0 (unknown).
+// Slurm writes either as a number of 1 or more; anything else is refused,
+// naming the variable, where it used to read as one node: a job across
+// hosts would then rendezvous on 127.0.0.1, and each host's ranks wait
+// for the others until the timeout.
+func slurmNodes(get func(string) (string, bool)) (int, error) {
+	for _, k := range []string{"SLURM_STEP_NUM_NODES", "SLURM_NNODES"} {
+		v, ok := get(k)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("collectives: %s=%q is not a node count: Slurm sets it to the number of nodes, 1 or more, which says whether the job spans hosts (set it to that number, or unset it for a job on one host)", k, v)
+		}
+		return n, nil
+	}
+	return 0, nil
 }
 
 // jobFrom returns the job's identity: METAROCE_JOB when set, else what

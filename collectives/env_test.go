@@ -253,3 +253,43 @@ func TestBootstrapEmptyIsUnset(t *testing.T) {
 		})
 	}
 }
+
+// TestBootstrapSlurmNodeCount: a Slurm node count that is no number of 1
+// or more is refused, naming the variable, where it used to read as one
+// node: a job across hosts would then rendezvous on 127.0.0.1 and wait
+// for ranks that never come. The step's count takes precedence over the
+// job's, which is not read when the step's is set.
+func TestBootstrapSlurmNodeCount(t *testing.T) {
+	slurm := func(kv ...string) map[string]string {
+		m := map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		err  string // "" for none
+	}{
+		{"job nodes not a number", slurm("SLURM_NNODES", "two"), `SLURM_NNODES="two" is not a node count`},
+		{"step nodes not a number", slurm("SLURM_STEP_NUM_NODES", "2 ", "SLURM_NNODES", "2"), `SLURM_STEP_NUM_NODES="2 " is not a node count`},
+		{"job nodes zero", slurm("SLURM_NNODES", "0"), `SLURM_NNODES="0" is not a node count`},
+		{"step nodes negative", slurm("SLURM_STEP_NUM_NODES", "-1"), `SLURM_STEP_NUM_NODES="-1" is not a node count`},
+		{"step nodes win", slurm("SLURM_STEP_NUM_NODES", "1", "SLURM_NNODES", "x"), ""},
+		{"one node", slurm("SLURM_NNODES", "1"), ""},
+		{"two nodes", slurm("SLURM_NNODES", "2"), "span several hosts"},
+		// Read under Slurm alone.
+		{"torchrun", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "5", "SLURM_NNODES": "x"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			require.True(t, ok)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}
