@@ -14,9 +14,11 @@ import (
 // host has online, whatever this process's own affinity (runtime.NumCPU
 // counts only the CPUs it may run on), or fewer where the process's
 // cgroup confines it to a cpuset, as a container started with
-// --cpuset-cpus or a Slurm job's allocation does: every rank of the
-// container or job shares those. runtime.NumCPU where the kernel says
-// neither.
+// --cpuset-cpus or a Slurm job's allocation does, or limits it to a CPU
+// quota, as a Kubernetes CPU limit or docker --cpus does (cgroupQuotaCPUs:
+// the quota's CPUs, rounded up): every rank of the container or job
+// shares those. The least of the three counts; runtime.NumCPU where the
+// kernel says none of them.
 func HostCPUs() int { return hostCPUs(os.ReadFile) }
 
 // hostCPUs is HostCPUs reading files with read.
@@ -25,8 +27,10 @@ func hostCPUs(read func(string) ([]byte, error)) int {
 	if n < 1 {
 		n = runtime.NumCPU()
 	}
-	if c := cgroupCPUs(read); c > 0 && c < n {
-		n = c
+	for _, c := range []int{cgroupCPUs(read), cgroupQuotaCPUs(read)} {
+		if c > 0 && c < n {
+			n = c
+		}
 	}
 	return n
 }
@@ -86,6 +90,123 @@ func nearestCPUList(read func(string) ([]byte, error), mount, dir, file string) 
 	}
 }
 
+// cgroupQuotaCPUs returns the CPUs' worth of time that the CFS quota of
+// this process's cgroup allows, or 0 where it finds none. A pod with a CPU
+// limit of 2 on a node of 64 CPUs may run on all 64, but only for 2 CPUs'
+// time in each period: 4 ranks spinning there are throttled as on 2 CPUs.
+// The quota counts as quota/period CPUs rounded up, at least 1: a limit of
+// 2.5 keeps 3 ranks running for most of each period. /proc/self/cgroup
+// names the process's cgroup in each hierarchy, as for the cpuset
+// (cgroupCPUs): under cgroup v2 the cgroup's cpu.max gives "quota period",
+// or "max period" for none; under v1, the hierarchy whose controllers
+// include cpu (mounted at /sys/fs/cgroup/cpu,cpuacct, or
+// /sys/fs/cgroup/cpu) gives cpu.cfs_quota_us, -1 for none, over
+// cpu.cfs_period_us. Every cgroup's quota bounds its whole subtree, so the
+// tightest one on the way from the process's cgroup to the root counts
+// (tightestQuota); that walk also finds a container's quota at the root of
+// a hierarchy mounted at its own cgroup.
+func cgroupQuotaCPUs(read func(string) ([]byte, error)) int {
+	b, err := read("/proc/self/cgroup")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		id, rest, ok := strings.Cut(line, ":")
+		ctrls, dir, ok2 := strings.Cut(rest, ":")
+		if !ok || !ok2 {
+			continue
+		}
+		var mounts []string
+		var quota func(read func(string) ([]byte, error), dir string) int
+		switch {
+		case id == "0" && ctrls == "":
+			mounts, quota = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}, cpuMaxCPUs
+		case slices.Contains(strings.Split(ctrls, ","), "cpu"):
+			mounts, quota = []string{"/sys/fs/cgroup/" + ctrls, "/sys/fs/cgroup/cpu"}, cfsQuotaCPUs
+		}
+		for _, m := range mounts {
+			if q := tightestQuota(read, m, dir, quota); q > 0 && (n == 0 || q < n) {
+				n = q
+			}
+		}
+	}
+	return n
+}
+
+// tightestQuota returns the least of the CPUs that quota reads in the
+// cgroup dir of the hierarchy mounted at mount and in each of its
+// ancestors, or 0 where none has a quota.
+func tightestQuota(read func(string) ([]byte, error), mount, dir string, quota func(func(string) ([]byte, error), string) int) int {
+	n := 0
+	for dir = path.Clean("/" + dir); ; dir = path.Dir(dir) {
+		if q := quota(read, path.Join(mount, dir)); q > 0 && (n == 0 || q < n) {
+			n = q
+		}
+		if dir == "/" {
+			return n
+		}
+	}
+}
+
+// cpuMaxCPUs reads the cgroup v2 quota of the cgroup at dir, cpu.max
+// (quota and period in microseconds: "200000 100000" is 200 ms of CPU
+// time every 100 ms), as CPUs
+// (quotaCPUs), or returns 0 where it has none ("max 100000") or the file
+// cannot be read or parsed.
+func cpuMaxCPUs(read func(string) ([]byte, error), dir string) int {
+	b, err := read(path.Join(dir, "cpu.max"))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	q, err1 := strconv.ParseInt(f[0], 10, 64)
+	p, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return quotaCPUs(q, p)
+}
+
+// cfsQuotaCPUs reads the cgroup v1 quota of the cgroup at dir,
+// cpu.cfs_quota_us over cpu.cfs_period_us (both in microseconds), as
+// CPUs (quotaCPUs), or returns 0 where it has none (-1) or either file
+// cannot be read or parsed.
+func cfsQuotaCPUs(read func(string) ([]byte, error), dir string) int {
+	num := func(file string) int64 {
+		b, err := read(path.Join(dir, file))
+		if err != nil {
+			return 0
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	q := num("cpu.cfs_quota_us")
+	if q <= 0 {
+		return 0
+	}
+	return quotaCPUs(q, num("cpu.cfs_period_us"))
+}
+
+// quotaCPUs is the CPUs that a quota of CPU time per period keeps busy,
+// rounded up, or 0 when either is not positive (no quota).
+func quotaCPUs(quota, period int64) int {
+	if quota <= 0 || period <= 0 {
+		return 0
+	}
+	n := quota / period
+	if quota%period != 0 {
+		n++
+	}
+	return int(n)
+}
+
 // cpuListFile counts the CPUs of the kernel CPU list in file, or returns
 // 0 when it cannot be read or parsed.
 func cpuListFile(read func(string) ([]byte, error), file string) int {
@@ -127,8 +248,8 @@ func countCPUList(s string) (int, error) {
 // WaitSpin) to a host whose CPUs the launcher says this host's ranks
 // outnumber (see Bootstrap.CPUShare), and returns what it changed for the
 // log ("" when nothing). host is the CPUs this host's ranks share
-// (HostCPUs: its online CPUs, or its container's or job's cpuset), allowed
-// the CPUs this process may run on.
+// (HostCPUs: its online CPUs, or its container's or job's cpuset or CPU
+// quota), allowed the CPUs this process may run on.
 //
 //   - A launcher's ranks that may run on every CPU stop spinning: a
 //     spinning rank would take the CPU that the rank with work needs, and

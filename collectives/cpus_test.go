@@ -86,6 +86,75 @@ func TestHostCPUs(t *testing.T) {
 	require.GreaterOrEqual(t, HostCPUs(), 1)
 }
 
+// TestHostCPUsQuota: a CFS CPU quota (a Kubernetes CPU limit, docker
+// --cpus) counts as its CPUs, rounded up, where it allows fewer than the
+// host has online or the cpuset holds: cgroup v2's cpu.max and cgroup v1's
+// cpu.cfs_quota_us over cpu.cfs_period_us, of the process's cgroup or of
+// any ancestor (each bounds its subtree), or, where the hierarchy is
+// mounted at the container's own cgroup, at the mount's root. No quota
+// ("max", -1) or files that do not parse leave the other counts.
+func TestHostCPUsQuota(t *testing.T) {
+	const (
+		online = "/sys/devices/system/cpu/online"
+		pod    = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice"
+		ctr    = pod + "/cri-containerd-abc.scope"
+	)
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  int
+	}{
+		{"v2 container", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpu.max": "200000 100000\n"}, 2},
+		{"v2 rounds up", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpu.max": "250000 100000\n"}, 3},
+		{"v2 below one CPU", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpu.max": "50000 100000\n"}, 1},
+		{"v2 no quota", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpu.max": "max 100000\n"}, 64},
+		{"v2 quota above online", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpu.max": "12800000 100000\n"}, 64},
+		// Without a cgroup namespace the pod's and the container's
+		// cgroups are both seen: the tighter one counts.
+		{"v2 pod", map[string]string{online: "0-63", "/proc/self/cgroup": "0::" + ctr + "\n",
+			"/sys/fs/cgroup" + pod + "/cpu.max": "400000 100000", "/sys/fs/cgroup" + ctr + "/cpu.max": "200000 100000"}, 2},
+		{"v2 ancestor's quota", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/batch.slice/job.scope\n",
+			"/sys/fs/cgroup/batch.slice/cpu.max": "300000 100000", "/sys/fs/cgroup/batch.slice/job.scope/cpu.max": "max 100000"}, 3},
+		{"v2 quota within a cpuset", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpuset.cpus.effective": "0-3", "/sys/fs/cgroup/cpu.max": "200000 100000"}, 2},
+		{"v2 cpuset within a quota", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpuset.cpus.effective": "0-1", "/sys/fs/cgroup/cpu.max": "400000 100000"}, 2},
+		{"v1", map[string]string{online: "0-63", "/proc/self/cgroup": "5:cpuset:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n",
+			"/sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "200000\n", "/sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000\n"}, 2},
+		{"v1 mounted as cpu", map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpuacct,cpu:/docker/abc\n",
+			"/sys/fs/cgroup/cpu/docker/abc/cpu.cfs_quota_us": "350000", "/sys/fs/cgroup/cpu/docker/abc/cpu.cfs_period_us": "100000"}, 4},
+		// A v1 container's hierarchy is mounted at its own cgroup,
+		// which /proc/self/cgroup names by its host path.
+		{"v1 container", map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu,cpuacct:/docker/abc\n0::/\n",
+			"/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "150000", "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000"}, 2},
+		{"v1 no quota", map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu,cpuacct:/\n",
+			"/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "-1", "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000"}, 64},
+		{"v1 beside v2", map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu,cpuacct:/box\n0::/box\n",
+			"/sys/fs/cgroup/cpu,cpuacct/box/cpu.cfs_quota_us": "100000", "/sys/fs/cgroup/cpu,cpuacct/box/cpu.cfs_period_us": "100000"}, 1},
+		{"v1 period missing", map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu,cpuacct:/\n",
+			"/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "200000"}, 64},
+		{"cpu.max garbage", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpu.max": "lots"}, 64},
+		{"cpu.max period zero", map[string]string{online: "0-63", "/proc/self/cgroup": "0::/\n",
+			"/sys/fs/cgroup/cpu.max": "200000 0"}, 64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			read := func(name string) ([]byte, error) {
+				if v, ok := c.files[name]; ok {
+					return []byte(v), nil
+				}
+				return nil, errors.New("no such file")
+			}
+			require.Equal(t, c.want, hostCPUs(read))
+		})
+	}
+}
+
 // TestFitSpin: spinning goes off where the launcher's ranks outnumber the
 // host's CPUs and the process may run on all of them, and yields the CPU
 // to the other processes where the launcher pinned it to fewer; only on
