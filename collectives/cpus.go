@@ -254,8 +254,9 @@ func countCPUList(s string) (int, error) {
 //   - A launcher's ranks that may run on every CPU stop spinning: a
 //     spinning rank would take the CPU that the rank with work needs, and
 //     the kernel cannot tell them apart.
-//   - A launcher's ranks pinned to fewer CPUs (each to one, say) still
-//     share them, since they outnumber the host's CPUs: they keep spinning
+//   - A launcher's ranks confined to fewer CPUs (pinned each to one by
+//     the launcher, say, or run under taskset) still share them, since
+//     they outnumber the host's CPUs: they keep spinning
 //     but give the CPU to the other processes after every empty poll
 //     (udp.Config.YieldCPU), as Open MPI's ranks do when oversubscribed.
 //     Pinned, a rank stays on one CPU and its buffers in that CPU's cache,
@@ -281,7 +282,7 @@ func fitSpin(cfg *Config, b Bootstrap, host, allowed int) string {
 		if allowed < host {
 			return fmt.Sprintf("%d ranks share this process's %s: event-loop spinning off", b.LocalSize, cpuCount(allowed))
 		}
-		return fmt.Sprintf("%d ranks share this host's %s: event-loop spinning off", b.LocalSize, cpuCount(host))
+		return fmt.Sprintf("%d ranks share the %s available to this process: event-loop spinning off", b.LocalSize, cpuCount(host))
 	}
 	if b.LocalSize <= max(host, 1) {
 		return ""
@@ -291,10 +292,10 @@ func fitSpin(cfg *Config, b Bootstrap, host, allowed int) string {
 			return ""
 		}
 		cfg.UDP.YieldCPU = true
-		return fmt.Sprintf("%d ranks share this host's %s, this one pinned to %d: spinning yields the CPU to the other ranks", b.LocalSize, cpuCount(host), allowed)
+		return fmt.Sprintf("%d ranks on this host share %s, this one confined to %s: spinning yields the CPU to the other ranks", b.LocalSize, cpuCount(host), cpuCount(allowed))
 	}
 	cfg.UDP.Spin, cfg.UDP.WaitSpin = -1, -1
-	return fmt.Sprintf("%d ranks share this host's %s: event-loop spinning off", b.LocalSize, cpuCount(host))
+	return fmt.Sprintf("%d ranks on this host share %s: event-loop spinning off", b.LocalSize, cpuCount(host))
 }
 
 // cpuCount says "1 CPU" or "n CPUs".

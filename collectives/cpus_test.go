@@ -176,12 +176,14 @@ func TestFitSpin(t *testing.T) {
 		says           string
 	}{
 		{name: "oversubscribed", local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE, want: noSpin,
-			says: "4 ranks share this host's 2 CPUs: event-loop spinning off"},
+			says: "4 ranks on this host share 2 CPUs: event-loop spinning off"},
 		{name: "a CPU per rank", local: 2, host: 2, allowed: 2, transport: TransportMetaRoCE},
 		{name: "no launcher size", local: 0, host: 2, allowed: 2, transport: TransportMetaRoCE},
 		{name: "pinned, a CPU each", local: 2, host: 2, allowed: 1, transport: TransportMetaRoCE},
 		{name: "pinned, sharing", local: 4, host: 2, allowed: 1, transport: TransportMetaRoCE, want: yieldCPU,
-			says: "4 ranks share this host's 2 CPUs, this one pinned to 1: spinning yields the CPU to the other ranks"},
+			says: "4 ranks on this host share 2 CPUs, this one confined to 1 CPU: spinning yields the CPU to the other ranks"},
+		{name: "confined to several", local: 8, host: 4, allowed: 2, transport: TransportMetaRoCE, want: yieldCPU,
+			says: "8 ranks on this host share 4 CPUs, this one confined to 2 CPUs: spinning yields the CPU to the other ranks"},
 		{name: "pinned, user yield", local: 4, host: 2, allowed: 1, transport: TransportMetaRoCE, yield: true},
 		{name: "tcp", local: 4, host: 2, allowed: 2, transport: TransportTCP},
 		{name: "tcp, pinned", local: 4, host: 2, allowed: 1, transport: TransportTCP},
@@ -192,7 +194,7 @@ func TestFitSpin(t *testing.T) {
 		// inProcessSpinPerCPU ranks per CPU, and never yield the CPU.
 		{name: "in process, 2 per CPU", source: sourceLocal, local: 4, host: 2, allowed: 2, transport: TransportMetaRoCE},
 		{name: "in process, more", source: sourceLocal, local: 5, host: 2, allowed: 2, transport: TransportMetaRoCE, want: noSpin,
-			says: "5 ranks share this host's 2 CPUs: event-loop spinning off"},
+			says: "5 ranks share the 2 CPUs available to this process: event-loop spinning off"},
 		{name: "in process under a cpuset", source: sourceLocal, local: 5, host: 64, allowed: 2, transport: TransportMetaRoCE, want: noSpin,
 			says: "5 ranks share this process's 2 CPUs: event-loop spinning off"},
 		{name: "in process, pinned, within", source: sourceLocal, local: 4, host: 64, allowed: 2, transport: TransportMetaRoCE},
@@ -276,6 +278,6 @@ func TestLocalRanksBeyondSpinLimitSayWhy(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, lines, n)
 	for _, l := range lines {
-		require.Contains(t, l, fmt.Sprintf("; %d ranks share this host's %d CPUs: event-loop spinning off", n, host))
+		require.Contains(t, l, fmt.Sprintf("; %d ranks share the %d CPUs available to this process: event-loop spinning off", n, host))
 	}
 }
