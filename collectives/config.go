@@ -129,7 +129,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.Channels > 64 {
-		return c, fmt.Errorf("collectives: %d channels, at most 64", c.Channels)
+		return c, fmt.Errorf("collectives: %d channels (Config.Channels), want 1 to 64, or 0 for the default", c.Channels)
 	}
 	if c.ChunkBytes == 0 {
 		c.ChunkBytes = sched.DefaultChunkBytes

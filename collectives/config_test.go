@@ -49,8 +49,8 @@ func TestConfigChunkDefault(t *testing.T) {
 	assert.ErrorContains(t, err, "all-to-all messages in flight")
 }
 
-// TestConfigNegativeRefused: a negative channel count, chunk or timeout is
-// an error naming the field, not the default in disguise (a timeout of -1
+// TestConfigNegativeRefused: a negative channel count, chunk or timeout,
+// or more channels than 64, is an error naming the field, not the default in disguise (a timeout of -1
 // read as 60 s broke a communicator whose caller meant "none").
 func TestConfigNegativeRefused(t *testing.T) {
 	for _, tc := range []struct {
@@ -62,6 +62,8 @@ func TestConfigNegativeRefused(t *testing.T) {
 		{Config{Timeout: -time.Second}, "Config.Timeout"},
 		{Config{Transport: TransportTCP, Timeout: -1}, "Config.Timeout"},
 		{Config{GroupSize: -2}, "group size"},
+		// Too many is named as well, with the bound.
+		{Config{Channels: 65}, "65 channels (Config.Channels), want 1 to 64"},
 	} {
 		_, err := tc.cfg.withDefaults()
 		assert.ErrorContains(t, err, tc.want, "%+v", tc.cfg)
