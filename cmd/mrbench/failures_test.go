@@ -133,13 +133,21 @@ func TestPlotWithoutPlottableRowRefusedFirst(t *testing.T) {
 }
 
 // TestLossHeaderOnTCPTable: --loss only drops MetaRoCE datagrams, and the
-// TCP table's header says that it ran without loss.
+// TCP table's header says that it ran without loss; so does --json, whose
+// params record no loss and no seed (the command keeps --loss as typed),
+// and the report still validates.
 func TestLossHeaderOnTCPTable(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "r.json")
 	code, out, errs := runMrbench(t, "-np", "2", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0",
-		"--transport", "tcp", "--loss", "0.2")
+		"--transport", "tcp", "--loss", "0.2", "--json", p)
 	require.Equal(t, 0, code, errs)
 	assert.NotContains(t, out, "# loss: driver drops each MetaRoCE datagram")
 	assert.Contains(t, out, "# loss: none (--loss drops MetaRoCE datagrams only)")
+	doc := validateReportFile(t, p)
+	params := doc["params"].(map[string]any)
+	assert.Equal(t, 0.0, params["loss"], "the TCP table dropped nothing")
+	assert.NotContains(t, params, "seed")
+	assert.Contains(t, doc["command"], "0.2", "the command as typed")
 }
 
 // TestLocalChecksBeforeConnecting: with the ranks run here, a broadcast

@@ -264,6 +264,28 @@ func TestSeedZeroDrawsAndTells(t *testing.T) {
 	assert.Zero(t, tcp.params().Seed, "nothing drops over TCP, no seed in the report")
 }
 
+// TestReportLossAsApplied: the report's loss is what MetaRoCE's driver
+// applied, 0 with its seed absent where no MetaRoCE table runs (kernel
+// TCP alone, or the rccl backend, which runs neither host transport),
+// rather than --loss as typed, which would call a lossless table lossy.
+func TestReportLossAsApplied(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		loss float64
+		seed uint64
+	}{
+		{[]string{"--transport", "metaroce"}, 0.1, 7},
+		{[]string{"--transport", "both"}, 0.1, 7},
+		{[]string{"--transport", "tcp"}, 0, 0},
+		{[]string{"--backend", "rccl"}, 0, 0},
+	} {
+		o, err := parseOptions(append([]string{"--loss", "0.1", "--seed", "7"}, tc.args...), io.Discard)
+		require.NoError(t, err, "%v", tc.args)
+		assert.Equal(t, tc.loss, o.params().Loss, "%v", tc.args)
+		assert.Equal(t, tc.seed, o.params().Seed, "%v", tc.args)
+	}
+}
+
 // TestEmptyPeerSummarySaysWhy: -v over a transport that keeps counters
 // but has no peers (one rank) says so, instead of that it keeps none.
 func TestEmptyPeerSummarySaysWhy(t *testing.T) {

@@ -106,7 +106,11 @@ func (t *Table) fail(err error) {
 	t.Status = "failed"
 }
 
-// Params are the sweep's settings as given (sizes in bytes).
+// Params are the sweep's settings as given (sizes in bytes), except Loss
+// and Seed, which are what the run applied: Loss is the probability with
+// which MetaRoCE's driver dropped each datagram, 0 where no MetaRoCE table
+// ran (--transport tcp, --backend rccl) whatever --loss said, and Seed is
+// set only with Loss above 0.
 type Params struct {
 	MinBytes   int64   `json:"min_bytes"`
 	MaxBytes   int64   `json:"max_bytes"`

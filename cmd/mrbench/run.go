@@ -385,15 +385,28 @@ func baseEnv() Env {
 	return Env{CPU: reduce.Features(), GPU: gpuSummary(), GoVersion: runtime.Version(), Version: version}
 }
 
-// params copies the sweep settings into the report.
+// params copies the sweep settings into the report. Loss is the drop
+// probability the run applied, not the flag as typed: --loss drops
+// MetaRoCE's datagrams only, so a run without a MetaRoCE table
+// (--transport tcp, --backend rccl) records 0, as its header says ("loss:
+// none"), and no seed; the report's command keeps the flag as typed.
 func (o *options) params() Params {
 	p := Params{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepFactor: o.StepFactor, StepBytes: o.StepBytes,
 		Iters: o.Iters, Warmup: o.Warmup, Check: o.Check, Average: o.Average, Blocking: o.Blocking,
-		Root: o.Root, Channels: o.Channels, ChunkBytes: o.ChunkBytes, A2AFlight: o.AllToAllInFlight, GroupSize: o.GroupSize, Loss: o.Loss, TimeoutS: o.Timeout.Seconds()}
-	if o.Loss > 0 && slices.Contains(o.Transports, transportMetaRoCE) {
+		Root: o.Root, Channels: o.Channels, ChunkBytes: o.ChunkBytes, A2AFlight: o.AllToAllInFlight, GroupSize: o.GroupSize, TimeoutS: o.Timeout.Seconds()}
+	if o.dropsMetaRoCE() {
+		p.Loss = o.Loss
 		p.Seed = o.Seed // what the drops of MetaRoCE's driver follow
 	}
 	return p
+}
+
+// dropsMetaRoCE reports whether --loss drops anything in this run: it asks
+// for loss, and the host backend runs a MetaRoCE table, whose driver is
+// the only one that drops (the rccl backend runs neither of the host
+// transports).
+func (o *options) dropsMetaRoCE() bool {
+	return o.Loss > 0 && o.Backend == backendHost && slices.Contains(o.Transports, transportMetaRoCE)
 }
 
 // averageNames explains the -a modes in the header.
