@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -64,8 +65,15 @@ func neutralList(vs []int) string {
 }
 
 // secondsFlag is a duration that also takes a bare number of seconds, as
-// nccl-tests' -T/--timeout does.
+// nccl-tests' -T/--timeout does, and must be above zero. nccl-tests reads
+// -T 0 as "no limit"; here the deadline is also what ends a wait for a
+// rank that stopped or never started, and without one such a run would
+// hang, so 0 (or a number of seconds too small to make a nanosecond) is
+// refused with the value as typed, and a long deadline is the way out.
 type secondsFlag struct{ p *time.Duration }
+
+// errNoTimeout explains why secondsFlag takes no deadline of 0 or less.
+var errNoTimeout = errors.New("want a deadline above 0: a duration (30s, 2m) or seconds; there is no 0 for no limit, as a rank that stopped would then hang the run: give a long one, such as 1h")
 
 func (f secondsFlag) String() string {
 	if f.p == nil {
@@ -84,12 +92,19 @@ func (f secondsFlag) Set(s string) error {
 		if math.IsNaN(v) || math.Abs(v) >= maxSeconds {
 			return fmt.Errorf("want a number of seconds below %.0f, or a duration (30s, 2m)", maxSeconds)
 		}
-		*f.p = time.Duration(v * float64(time.Second))
+		d := time.Duration(v * float64(time.Second))
+		if d <= 0 {
+			return errNoTimeout
+		}
+		*f.p = d
 		return nil
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil {
 		return fmt.Errorf("want a duration (30s, 2m) or seconds")
+	}
+	if d <= 0 {
+		return errNoTimeout
 	}
 	*f.p = d
 	return nil

@@ -171,7 +171,7 @@ func parseOptions(args []string, stdout io.Writer) (*options, error) {
 		fs.BoolVar(&o.Verbose, n, false, "print per-peer and per-path counters after each table")
 	}
 	for _, n := range []string{"T", "timeout"} {
-		fs.Var(secondsFlag{&o.Timeout}, n, "deadline of each collective and of connection setup: a duration (30s, 2m) or seconds")
+		fs.Var(secondsFlag{&o.Timeout}, n, "deadline of each collective and of connection setup, above 0 (no 0 for no limit): a duration (30s, 2m) or seconds")
 	}
 	checkCompat := registerCompat(fs)
 	strVar(&backend, backendHost, "host (collectives over MetaRoCE/TCP) or rccl (RCCL/NCCL on GPU buffers)", "backend")
@@ -249,9 +249,6 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	}
 	if o.Seed == 0 {
 		o.Seed, o.SeedDrawn = drawSeed(), true
-	}
-	if o.Timeout <= 0 {
-		bad("--timeout %v: must be positive", o.Timeout)
 	}
 	if o.Root < 0 {
 		bad("-r %d: the root must be >= 0", o.Root)

@@ -170,8 +170,12 @@ func TestStepFactorValues(t *testing.T) {
 // TestTimeoutValues: -T takes a duration or a bare number of seconds; a
 // number that no time.Duration holds (NaN, Inf, beyond about 292 years) is
 // refused with the value as given, rather than wrapped around to a
-// negative duration that the error then names in its place.
+// negative duration that the error then names in its place. So is a
+// deadline of 0 or less, which nccl-tests' users may type for "no limit":
+// the error names the value as typed (not "0s" for 1e-10), says there is
+// no such thing here, and gives the way out.
 func TestTimeoutValues(t *testing.T) {
+	const noZero = "want a deadline above 0: a duration (30s, 2m) or seconds; there is no 0 for no limit, as a rank that stopped would then hang the run: give a long one, such as 1h"
 	for _, tc := range []struct {
 		v    string
 		want time.Duration
@@ -181,7 +185,12 @@ func TestTimeoutValues(t *testing.T) {
 		{"2.5", 2500 * time.Millisecond, ""},
 		{"2m", 2 * time.Minute, ""},
 		{"1e9", 1e9 * time.Second, ""},
-		{"-1", 0, "--timeout -1s: must be positive"},
+		{"1ns", time.Nanosecond, ""},
+		{"-1", 0, `invalid value "-1" for flag -T: ` + noZero},
+		{"0", 0, `invalid value "0" for flag -T: ` + noZero},
+		{"0s", 0, `invalid value "0s" for flag -T: ` + noZero},
+		{"-5m", 0, `invalid value "-5m" for flag -T: ` + noZero},
+		{"1e-10", 0, `invalid value "1e-10" for flag -T: ` + noZero},
 		{"1e30", 0, `invalid value "1e30" for flag -T: want a number of seconds below`},
 		{"NaN", 0, `invalid value "NaN" for flag -T: want a number of seconds below`},
 		{"inf", 0, `invalid value "inf" for flag -T: want a number of seconds below`},
@@ -197,6 +206,9 @@ func TestTimeoutValues(t *testing.T) {
 		require.NoError(t, err, "-T %s", tc.v)
 		assert.Equal(t, tc.want, o.Timeout, "-T %s", tc.v)
 	}
+	_, err := parseOptions([]string{"--timeout", "0"}, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `invalid value "0" for flag --timeout: want a deadline above 0`, "the flag as typed")
 }
 
 // TestPipelineFlags: --chunk and --a2a-inflight reach the collectives'
