@@ -205,8 +205,8 @@ func TestSimFlagsBeforeScenario(t *testing.T) {
 
 // TestHelpOnStdoutErrorsOneLine: -h, asked for, prints on stdout and exits
 // 0, for mrbench and its simulator alike; a bad flag or value prints one
-// line on stderr that names the flag as typed and where the flags are
-// listed, not the whole usage, and exits 2.
+// line on stderr that names the flag as typed, what it takes, and where
+// the flags are listed, not the whole usage, and exits 2.
 func TestHelpOnStdoutErrorsOneLine(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"sim", "-h"}, {"sim", "loss", "-h"}} {
 		code, out, errs := runMrbench(t, args...)
@@ -223,6 +223,16 @@ func TestHelpOnStdoutErrorsOneLine(t *testing.T) {
 		{[]string{"-b", "10X"}, `mrbench: invalid value "10X" for flag -b: `},
 		{[]string{"sim", "--bogus", "loss"}, "mrbench sim: unknown flag --bogus (mrbench sim -h lists the flags)"},
 		{[]string{"sim", "loss", "--seed", "x"}, `mrbench sim: invalid value "x" for flag --seed: `},
+		// What a flag takes, where the flag package says "parse error".
+		{[]string{"-n", "1.5"}, `mrbench: invalid value "1.5" for flag -n: want a whole number (mrbench -h lists the flags)`},
+		{[]string{"--seed", "-1"}, `mrbench: invalid value "-1" for flag --seed: want a whole number, 0 or more (mrbench -h lists the flags)`},
+		{[]string{"--loss", "1%"}, `mrbench: invalid value "1%" for flag --loss: want a number (mrbench -h lists the flags)`},
+		{[]string{"--netlab=maybe"}, `mrbench: invalid value "maybe" for flag --netlab: want true or false (or the flag alone, for true) (mrbench -h lists the flags)`},
+		{[]string{"--np", "two for flag -x: y"}, `mrbench: invalid value "two for flag -x: y" for flag --np: want a whole number (mrbench -h lists the flags)`},
+		{[]string{"-n", "99999999999999999999"}, `mrbench: invalid value "99999999999999999999" for flag -n: value out of range (mrbench -h lists the flags)`},
+		{[]string{"-np", "2", "--timeout"}, "mrbench: flag --timeout needs a value (mrbench -h lists the flags)"},
+		{[]string{"sim", "loss", "--smoke=x"}, `mrbench sim: invalid value "x" for flag --smoke: want true or false`},
+		{[]string{"sim", "loss", "--mtu", "1.5K"}, `mrbench sim: invalid value "1.5K" for flag --mtu: want a whole number (mrbench sim -h lists the flags)`},
 	} {
 		code, out, errs := runMrbench(t, tc.args...)
 		assert.Equal(t, exitUsage, code, tc.args)
