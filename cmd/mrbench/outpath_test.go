@@ -51,6 +51,47 @@ func TestSimOutputPathsCheckedFirst(t *testing.T) {
 	assert.Empty(t, out)
 }
 
+// TestSimFurtherPlotsCheckedFirst: mrbench sim --plot NAME.png writes a
+// scenario's further plots to NAME-2.png, NAME-3.png, ... (incast draws
+// two). A directory at one of those names, or a --json or --csv file named
+// like one, which the plot would overwrite once written, is a usage error
+// before the scenario runs, not a failed write or a lost file after it.
+func TestSimFurtherPlotsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "f-2.png"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "f-2.png"), filepath.Join(dir, "f-3.png")))
+	code, out, errs := runMrbench(t, "sim", "incast", "--smoke", "--plot", filepath.Join(dir, "f.png"))
+	require.Equal(t, exitUsage, code, errs)
+	assert.Contains(t, errs, filepath.Join(dir, "f-2.png")+", where a scenario's plot 2 goes, is a directory")
+	assert.Contains(t, errs, filepath.Join(dir, "f-3.png")+", where a scenario's plot 3 goes, is a directory")
+	assert.Empty(t, out, "nothing may run")
+
+	jp := filepath.Join(dir, "g-2.png")
+	code, out, errs = runMrbench(t, "sim", "incast", "--smoke", "--plot", filepath.Join(dir, "g.png"), "--json", jp)
+	require.Equal(t, exitUsage, code, errs)
+	assert.Contains(t, errs, `--json "`+jp+`": --plot "`+filepath.Join(dir, "g.png")+`" writes a scenario's plot 2 to that file`)
+	assert.Empty(t, out, "nothing may run")
+	assert.NoFileExists(t, jp)
+
+	// Files that only look alike are no plot's, and the run writes both
+	// of incast's plots.
+	hp := filepath.Join(dir, "h.png")
+	code, _, errs = runMrbench(t, "sim", "incast", "--smoke", "--plot", hp,
+		"--json", filepath.Join(dir, "h-02.png"), "--csv", filepath.Join(dir, "h-1.png"))
+	require.Equal(t, exitOK, code, errs)
+	assert.FileExists(t, hp)
+	assert.FileExists(t, filepath.Join(dir, "h-2.png"))
+	assert.NoFileExists(t, filepath.Join(dir, "h-3.png"))
+	for _, tc := range []struct {
+		base string
+		want int
+	}{{"h-2.png", 2}, {"h-17.png", 17}, {"h-1.png", 0}, {"h-02.png", 0}, {"h-2.svg", 0}, {"h-x.png", 0}, {"h-.png", 0}, {"h.png", 0}, {"hh-2.png", 0}} {
+		i, ok := furtherPlot(hp, tc.base)
+		assert.Equal(t, tc.want != 0, ok, tc.base)
+		assert.Equal(t, tc.want, i, tc.base)
+	}
+}
+
 // TestWriteFileAtomic: the file is replaced whole, with the usual mode,
 // and no temporary file stays beside it.
 func TestWriteFileAtomic(t *testing.T) {

@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,6 +82,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := checkOutputs(map[string]string{"json": jsonPath, "csv": csvPath, "plot": plotPath}); err != nil {
+		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		return exitUsage
+	}
+	if err := checkFurtherPlots(plotPath, map[string]string{"json": jsonPath, "csv": csvPath}); err != nil {
 		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
 		return exitUsage
 	}
@@ -196,16 +203,90 @@ func writeSimFiles(res *scenarios.Result, jsonPath, csvPath, plotPath string) er
 		}
 	}
 	if plotPath != "" {
-		stem := strings.TrimSuffix(plotPath, filepath.Ext(plotPath))
 		for i := range res.Plots {
-			p := plotPath
-			if i > 0 {
-				p = fmt.Sprintf("%s-%d%s", stem, i+1, filepath.Ext(plotPath))
-			}
-			if err := res.WritePNG(i, p); err != nil {
-				return err
+			if err := res.WritePNG(i, simPlotPath(plotPath, i)); err != nil {
+				return fmt.Errorf("plot: %w", err)
 			}
 		}
 	}
 	return nil
+}
+
+// simPlotPath is the file of a scenario's plot i (from 0) under --plot
+// path: path itself, then NAME-2.png, NAME-3.png, ... beside it, NAME
+// being path without its extension.
+func simPlotPath(path string, i int) string {
+	if i == 0 {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), i+1, ext)
+}
+
+// furtherPlot reports which of --plot path's further plots (2 or more)
+// the file named base in path's directory would be, by simPlotPath's
+// pattern, or 0 and false: a scenario's count of plots is known only once
+// it has run, so every name of the pattern counts.
+func furtherPlot(path, base string) (int, bool) {
+	ext := filepath.Ext(path)
+	stem := strings.TrimSuffix(filepath.Base(path), ext) + "-"
+	k, ok := strings.CutPrefix(base, stem)
+	if !ok {
+		return 0, false
+	}
+	if k, ok = strings.CutSuffix(k, ext); !ok || k == "" || k[0] == '0' || strings.Trim(k, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(k)
+	if err != nil || n < 2 {
+		return 0, false
+	}
+	return n, true
+}
+
+// checkFurtherPlots verifies, before the scenario runs, that the further
+// plots of --plot path (NAME-2.png, ...; checkOutputs has checked path and
+// its directory) can be written, whichever of them the scenario draws: no
+// directory stands at one of their names, and no other output (flag →
+// path) is one of them, which the plot would overwrite after it was
+// written. Finding either after a run of minutes lost its plot or, for a
+// --json or --csv named like a plot, the file itself.
+func checkFurtherPlots(path string, others map[string]string) error {
+	if path == "" {
+		return nil
+	}
+	absPlot, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("--plot %q: %w", path, err)
+	}
+	dir := filepath.Dir(absPlot)
+	var errs []error
+	for _, flag := range slices.Sorted(maps.Keys(others)) {
+		p := others[flag]
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil || filepath.Dir(abs) != dir {
+			continue // checkOutputs named an error
+		}
+		if i, ok := furtherPlot(absPlot, filepath.Base(abs)); ok {
+			errs = append(errs, fmt.Errorf("--%s %q: --plot %q writes a scenario's plot %d to that file (its further plots go to NAME-2.png, NAME-3.png, ... beside it): name another file", flag, p, path, i))
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("--plot %q: %w", path, err)
+	}
+	for _, e := range entries {
+		i, ok := furtherPlot(absPlot, e.Name())
+		if !ok {
+			continue
+		}
+		// Stat follows a link, to a directory as WritePNG would.
+		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err == nil && fi.IsDir() {
+			errs = append(errs, fmt.Errorf("--plot %q: %s, where a scenario's plot %d goes, is a directory: move it, or name another plot file", path, filepath.Join(filepath.Dir(path), e.Name()), i))
+		}
+	}
+	return errors.Join(errs...)
 }
