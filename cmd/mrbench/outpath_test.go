@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,6 +50,31 @@ func TestSimOutputPathsCheckedFirst(t *testing.T) {
 	require.Equal(t, exitUsage, code, errs)
 	assert.Contains(t, errs, "does not exist")
 	assert.Empty(t, out)
+}
+
+// TestEveryOutputErrorMarked: several output files that cannot be
+// written are each named on a line of their own, every line marked as
+// mrbench's (or mrbench sim's), none left bare under the first.
+func TestEveryOutputErrorMarked(t *testing.T) {
+	no := filepath.Join(t.TempDir(), "no")
+	for _, tc := range []struct {
+		args   []string
+		prefix string
+	}{
+		{[]string{"-np", "2", "--transport", "tcp"}, "mrbench: "},
+		{[]string{"sim", "loss", "--smoke"}, "mrbench sim: "},
+	} {
+		args := append(tc.args, "--json", filepath.Join(no, "r.json"), "--csv", filepath.Join(no, "r.csv"))
+		code, out, errs := runMrbench(t, args...)
+		require.Equal(t, exitUsage, code, errs)
+		assert.Empty(t, out)
+		lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
+		require.Len(t, lines, 2, errs)
+		for _, line := range lines {
+			assert.True(t, strings.HasPrefix(line, tc.prefix), "%q", line)
+			assert.Contains(t, line, "directory "+no+" does not exist")
+		}
+	}
 }
 
 // TestSimFurtherPlotsCheckedFirst: mrbench sim --plot NAME.png writes a

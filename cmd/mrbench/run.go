@@ -74,6 +74,18 @@ func interrupted(ctx context.Context) bool { return errors.Is(ctx.Err(), context
 // variable so that tests see them at once.
 var rendezvousProgressEvery = collectives.DefaultProgressEvery
 
+// printError writes err to w, each of its lines (errors.Join puts one
+// problem on each, such as every output file that cannot be written)
+// marked with the command's name, so that none reads as another
+// program's; it returns the lines.
+func printError(w io.Writer, cmd string, err error) []string {
+	lines := strings.Split(err.Error(), "\n")
+	for _, line := range lines {
+		fmt.Fprintf(w, "%s: %s\n", cmd, line)
+	}
+	return lines
+}
+
 // run is mrbench without the process around it: it parses args, runs the
 // tables, writes stdout and stderr, and returns the exit code. A run that
 // the context's cancellation (a signal) cut short exits with
@@ -98,17 +110,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if err != nil {
 		// Every flag found wrong, one line each, each marked as ours.
-		lines := strings.Split(err.Error(), "\n")
-		for _, line := range lines {
-			fmt.Fprintf(stderr, "mrbench: %s\n", line)
-		}
+		lines := printError(stderr, "mrbench", err)
 		tellRefusal(ctx, refusedFlag, strings.Join(lines, "; "), 0, stderr)
 		return exitUsage
 	}
 	// refuse reports err, found before the first table, and tells the
 	// other ranks of a launched job (tellRefusal).
 	refuse := func(err error, code int) int {
-		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		printError(stderr, "mrbench", err)
 		tellRefusal(ctx, refusedFlag, err.Error(), o.Timeout, stderr)
 		return code
 	}
@@ -240,7 +249,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code // a rank other than 0 of a launched job: rank 0 writes files
 	}
 	if err := writeFiles(o, rep); err != nil {
-		fmt.Fprintf(stderr, "mrbench: %v\n", err)
+		printError(stderr, "mrbench", err)
 		code = exitFail
 	}
 	return code

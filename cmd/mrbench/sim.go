@@ -52,7 +52,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == flag.ErrHelp {
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		printError(stderr, "mrbench sim", err)
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
@@ -64,7 +64,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == flag.ErrHelp {
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		printError(stderr, "mrbench sim", err)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
@@ -82,15 +82,15 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := checkOutputs(map[string]string{"json": jsonPath, "csv": csvPath, "plot": plotPath}); err != nil {
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		printError(stderr, "mrbench sim", err)
 		return exitUsage
 	}
 	if err := checkFurtherPlots(plotPath, map[string]string{"json": jsonPath, "csv": csvPath}); err != nil {
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		printError(stderr, "mrbench sim", err)
 		return exitUsage
 	}
 	if err := parseSimRows(&opts, sizes, losses, ops); err != nil {
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		printError(stderr, "mrbench sim", err)
 		return exitUsage
 	}
 	if verbose {
@@ -118,18 +118,18 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	if o.err != nil {
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", o.err)
+		printError(stderr, "mrbench sim", o.err)
 		if errors.Is(o.err, scenarios.ErrUsage) {
 			return exitUsage
 		}
 		return exitFail
 	}
 	if err := o.res.WriteText(stdout); err != nil {
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		printError(stderr, "mrbench sim", err)
 		return exitFail
 	}
 	if err := writeSimFiles(o.res, jsonPath, csvPath, plotPath); err != nil {
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", err)
+		printError(stderr, "mrbench sim", err)
 		return exitFail
 	}
 	if !verbose {
