@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -307,4 +308,22 @@ func TestEmptyPeerSummarySaysWhy(t *testing.T) {
 	b.Reset()
 	writePeerSummary(&b, transportTCP, nil)
 	assert.Equal(t, "# tcp: no per-peer counters (the transport keeps none)\n#\n", b.String())
+}
+
+// TestTimingNote: the header's timing line reads right for every -a: rank
+// 0's own mean for -a 0 (not "rank 0 of each rank's mean"), and every
+// rank's mean combined for the others.
+func TestTimingNote(t *testing.T) {
+	for a, want := range []string{
+		"rank 0's mean over 5 iterations after 1 warm-up; ",
+		"average over ranks of each rank's mean over 5 iterations after 1 warm-up; ",
+		"minimum over ranks of each rank's mean over 5 iterations after 1 warm-up; ",
+		"maximum over ranks of each rank's mean over 5 iterations after 1 warm-up; ",
+	} {
+		o, err := parseOptions([]string{"-a", strconv.Itoa(a), "-n", "5", "-w", "1"}, io.Discard)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		writeHeader(&b, o, &Env{}, transportTCP, "tcp", "", nil)
+		assert.Contains(t, b.String(), "\n# timing: "+want, "-a %d", a)
+	}
 }

@@ -418,8 +418,11 @@ func (o *options) dropsMetaRoCE() bool {
 	return o.Loss > 0 && o.Backend == backendHost && slices.Contains(o.Transports, transportMetaRoCE)
 }
 
-// averageNames explains the -a modes in the header.
-var averageNames = [...]string{"rank 0", "average over ranks", "minimum over ranks", "maximum over ranks"}
+// averageNames explains the -a modes in the header's timing line, where
+// "over N iterations" follows: -a 0 reports rank 0's own mean, the others
+// combine every rank's.
+var averageNames = [...]string{"rank 0's mean", "average over ranks of each rank's mean",
+	"minimum over ranks of each rank's mean", "maximum over ranks of each rank's mean"}
 
 // checkRanks checks what depends on the job's rank count n before any
 // connection: a broadcast root that is no rank, a group size that does not
@@ -558,9 +561,15 @@ func writeHeader(w io.Writer, o *options, env *Env, transport, describe, datapat
 	}
 	fmt.Fprintf(w, "# cpu: %s\n", env.CPU)
 	fmt.Fprintf(w, "# gpu: %s\n", env.GPU)
-	fmt.Fprintf(w, "# timing: %s of each rank's mean over %d iterations after %d warm-up; %s\n",
-		averageNames[o.Average], o.Iters, o.Warmup, blockingNote(o))
+	fmt.Fprintf(w, "# timing: %s\n", timingNote(o))
 	fmt.Fprintf(w, "#\n")
+}
+
+// timingNote is the header's timing line: how the reported time combines
+// the ranks (-a), over how many iterations, and what a collective's time
+// includes (-z).
+func timingNote(o *options) string {
+	return fmt.Sprintf("%s over %d iterations after %d warm-up; %s", averageNames[o.Average], o.Iters, o.Warmup, blockingNote(o))
 }
 
 func blockingNote(o *options) string {
