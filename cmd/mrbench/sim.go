@@ -167,13 +167,18 @@ func parseSimRows(o *scenarios.Options, sizes, losses, ops string) error {
 }
 
 // parseList parses the comma-separated value of flag with parse; an empty
-// value is nil (the default), and an error names the flag.
+// value is nil (the default), and an error names the flag. An empty item
+// (a stray or doubled comma) is refused here, alike for every flag, rather
+// than read as whatever parse makes of "" (an operation named "").
 func parseList[T any](flag, value string, parse func(string) (T, error)) ([]T, error) {
 	if value == "" {
 		return nil, nil
 	}
 	var out []T
 	for _, f := range strings.Split(value, ",") {
+		if strings.TrimSpace(f) == "" {
+			return nil, fmt.Errorf("%s %q: an empty item between commas", flag, value)
+		}
 		v, err := parse(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", flag, err)

@@ -91,8 +91,9 @@ func TestSimBadValues(t *testing.T) {
 	}
 }
 
-// TestSimCollectiveRowsUsage: a bad or repeated size, loss or operation, or a row flag
-// given to another scenario, is a usage error that names the flag's value.
+// TestSimCollectiveRowsUsage: a bad, empty or repeated size, loss or
+// operation, or a row flag given to another scenario, is a usage error
+// that names the flag's value.
 func TestSimCollectiveRowsUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -109,6 +110,9 @@ func TestSimCollectiveRowsUsage(t *testing.T) {
 		{[]string{"collective", "--sizes", "1M,4M,1024K"}, "collective size 1048576 given twice"},
 		{[]string{"collective", "--losses", "0.1,0.10"}, "collective loss 0.1% given twice"},
 		{[]string{"collective", "--ops", "alltoall,alltoall"}, `operation "alltoall" given twice`},
+		{[]string{"collective", "--ops", "allreduce,"}, `--ops "allreduce,": an empty item between commas`},
+		{[]string{"collective", "--losses", "0,,1"}, `--losses "0,,1": an empty item between commas`},
+		{[]string{"collective", "--sizes", " ,1M"}, `--sizes " ,1M": an empty item between commas`},
 		{[]string{"loss", "--sizes", "1M"}, `not "loss"`},
 		{[]string{"incast", "--ops", "allreduce"}, `not "incast"`},
 	} {
