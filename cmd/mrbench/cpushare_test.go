@@ -16,7 +16,7 @@ func TestApplyCPUShare(t *testing.T) {
 	l := &hostLauncher{o: &options{}, boot: &collectives.Bootstrap{NRanks: 4, LocalSize: 4, Source: "openmpi"}}
 	l.applyCPUShare(2, true)
 	require.True(t, l.noSpin)
-	require.Equal(t, "; 4 ranks share this host's 2 CPUs: no event-loop spinning per rank (ranks pinned to cores run faster: mpirun --bind-to core:overload-allowed)", l.share)
+	require.Equal(t, "; 4 ranks on this host share 2 CPUs: no event-loop spinning per rank (ranks pinned to cores run faster: mpirun --bind-to core:overload-allowed)", l.share)
 	for source, hint := range map[string]string{"slurm": ": srun --cpu-bind=cores", "torchrun": "", "env": ""} {
 		l := &hostLauncher{o: &options{}, boot: &collectives.Bootstrap{NRanks: 4, LocalSize: 4, Source: source}}
 		l.applyCPUShare(2, true)
@@ -28,7 +28,7 @@ func TestApplyCPUShare(t *testing.T) {
 
 	l = &hostLauncher{o: &options{}, boot: &collectives.Bootstrap{NRanks: 2, LocalSize: 2, Source: "openmpi"}}
 	l.applyCPUShare(1, true)
-	require.Equal(t, "; 2 ranks share this host's 1 CPU: no event-loop spinning per rank", l.share)
+	require.Equal(t, "; 2 ranks on this host share 1 CPU: no event-loop spinning per rank", l.share)
 
 	l = &hostLauncher{o: &options{}, boot: &collectives.Bootstrap{NRanks: 4, LocalSize: 2}}
 	l.applyCPUShare(64, true)

@@ -84,7 +84,7 @@ func (l *hostLauncher) applyCPUShare(ncpu int, userProcs bool) {
 		if ncpu == 1 {
 			cpus = "1 CPU"
 		}
-		l.share = fmt.Sprintf("; %d ranks share this host's %s: %s per rank%s", l.boot.LocalSize, cpus, strings.Join(notes, ", "), hint)
+		l.share = fmt.Sprintf("; %d ranks on this host share %s: %s per rank%s", l.boot.LocalSize, cpus, strings.Join(notes, ", "), hint)
 	}
 }
 
