@@ -68,3 +68,37 @@ func TestLoopExitErrorsNamePeer(t *testing.T) {
 	requireEndpointClosedFor(t, err, late, "receive after the exit")
 	requireEndpointClosedFor(t, late.ReleaseFlow(1), late, "flow release after the exit")
 }
+
+// TestLoopExitAnswersQueuedAbort: a flow abort queued behind the event
+// loop's last turn is answered by the loop's exit, after the requests it
+// waits for have failed, as every other queued command is. The exit used
+// to skip an abort's callback: the caller learnt that its requests were
+// done only from the endpoint's end, and a caller waiting on the callback
+// alone (as AbortFlow's contract allows) waited for ever.
+func TestLoopExitAnswersQueuedAbort(t *testing.T) {
+	p := newPair(t, Config{Seed: 63, Addrs: lo, Core: transport.Config{HandshakeRetry: 10 * transport.Millisecond}})
+	e := p.ea
+	// A receive the core holds: the abort's answer promises it is done.
+	recv, err := p.a.Recv(1, [][]byte{make([]byte, 100)}, []uint32{0})
+	require.NoError(t, err)
+	onLoop(t, e, func() {}) // a turn has posted it
+	var queued error
+	answered := make(chan bool, 1) // whether recv had finished by then
+	onLoop(t, e, func() {
+		queued = e.enqueue(command{kind: cmdAbort, conn: p.a, flow: 1, fn: func() {
+			done, _ := recv.Test()
+			answered <- done
+		}})
+		e.stopping, e.stopDeadline = true, 0
+	})
+	<-e.done
+	require.NoError(t, queued)
+	select {
+	case done := <-answered:
+		require.True(t, done, "the abort was answered before its flow's receive failed")
+	default:
+		t.Fatal("the loop exited without answering the queued abort")
+	}
+	_, err = recv.Test()
+	requireEndpointClosedFor(t, err, p.a, "posted receive")
+}

@@ -306,7 +306,10 @@ func (e *Endpoint) nextWake() transport.Time {
 // the drive lock, and marks the endpoint dead so that no caller runs a turn
 // on the released sockets afterwards. Every failure names its peer
 // (PeerError around ErrEndpointClosed), commands that never reached the
-// core included, like every other request's failure.
+// core included, like every other request's failure. Every queued command
+// is answered: the callback of a queued flow abort or function runs too,
+// last, once every request has failed, since an abort's callback promises
+// that the flow's requests are done (Conn.AbortFlow).
 func (e *Endpoint) exit() {
 	e.drive.Lock()
 	defer e.drive.Unlock()
@@ -326,8 +329,6 @@ func (e *Endpoint) exit() {
 			cmd.conn.err = peerErr(cmd.conn.remote, ErrEndpointClosed)
 			close(cmd.conn.closed)
 			cmd.conn.dialed <- cmd.conn.err
-		case cmd.kind == cmdFunc:
-			cmd.fn()
 		}
 	}
 	for _, r := range e.sendOps {
@@ -341,6 +342,11 @@ func (e *Endpoint) exit() {
 	for id, c := range e.conns {
 		e.connGone(c, peerErr(c.remote, ErrEndpointClosed))
 		delete(e.conns, id)
+	}
+	for i := range left {
+		if cmd := &left[i]; cmd.fn != nil && (cmd.kind == cmdFunc || cmd.kind == cmdAbort) {
+			cmd.fn()
+		}
 	}
 	e.release()
 	close(e.done)
