@@ -155,3 +155,93 @@ func TestTagMismatch(t *testing.T) {
 	require.ErrorIs(t, sr.Wait(ctx), transport.ErrTagMismatch)
 	require.ErrorIs(t, rr.Wait(ctx), transport.ErrTagMismatch)
 }
+
+// guardedBufs returns n receive buffers of size bytes each, cut from one
+// array with guard bytes around every buffer, all filled with fill, and a
+// check that every byte outside the buffers still holds fill.
+func guardedBufs(t *testing.T, n, size int, fill byte) ([][]byte, func()) {
+	const guard = 64
+	mem := bytes.Repeat([]byte{fill}, guard+n*(size+guard))
+	bufs := make([][]byte, n)
+	for i := range bufs {
+		off := guard + i*(size+guard)
+		bufs[i] = mem[off : off+size : off+size]
+	}
+	check := func() {
+		t.Helper()
+		for i := 0; i <= n; i++ {
+			off := i * (size + guard)
+			require.Equal(t, bytes.Repeat([]byte{fill}, guard), mem[off:off+guard], "guard bytes before buffer %d written", i)
+		}
+	}
+	return bufs, check
+}
+
+// TestGroupedReceiveOneBufferFails: a grouped receive one of whose buffers
+// fails (the peer's message for it is too large) completes once the other
+// buffers have their messages, with the failure and the peer's addresses
+// as its error and the others' sizes; the failed buffer and the bytes
+// around every buffer are left untouched. A group that waits for a
+// message that never comes is ended by AbortFlow, with every buffer
+// accounted for.
+func TestGroupedReceiveOneBufferFails(t *testing.T) {
+	const size, fill = 1000, 0xAA
+	tags := []uint32{4, 5, 6}
+	t.Run("others filled", func(t *testing.T) {
+		p := newPair(t, Config{})
+		ctx := testCtx(t)
+		bufs, check := guardedBufs(t, len(tags), size, fill)
+		rr, err := p.b.Recv(1, bufs, tags)
+		require.NoError(t, err)
+		big, err := p.a.Send(1, pattern(5000, 1), tags[1])
+		require.NoError(t, err)
+		require.ErrorIs(t, big.Wait(ctx), transport.ErrMessageTooLarge)
+		for i, n := range []int{size, 0, 700} {
+			if i == 1 {
+				continue
+			}
+			sr, err := p.a.Send(1, pattern(n, byte(i)), tags[i])
+			require.NoError(t, err)
+			require.NoError(t, sr.Wait(ctx))
+		}
+		err = rr.Wait(ctx)
+		require.ErrorIs(t, err, transport.ErrMessageTooLarge)
+		var pe *PeerError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, p.b.RemoteAddrs(), pe.Peer)
+		require.Equal(t, []int{size, 0, 700}, rr.Sizes())
+		require.Equal(t, pattern(size, 0), bufs[0])
+		require.Equal(t, bytes.Repeat([]byte{fill}, size), bufs[1], "the failed buffer was written")
+		require.Equal(t, pattern(700, 2), bufs[2][:700])
+		require.Equal(t, bytes.Repeat([]byte{fill}, size-700), bufs[2][700:])
+		check()
+		transfer(t, p.a, p.b, 1, pattern(300, 3))
+	})
+	t.Run("aborted", func(t *testing.T) {
+		p := newPair(t, Config{})
+		ctx := testCtx(t)
+		bufs, check := guardedBufs(t, len(tags), size, fill)
+		rr, err := p.b.Recv(1, bufs, tags)
+		require.NoError(t, err)
+		big, err := p.a.Send(1, pattern(5000, 1), tags[1])
+		require.NoError(t, err)
+		require.ErrorIs(t, big.Wait(ctx), transport.ErrMessageTooLarge)
+		sr, err := p.a.Send(1, pattern(size, 0), tags[0])
+		require.NoError(t, err)
+		require.NoError(t, sr.Wait(ctx))
+		done, _ := rr.Test()
+		require.False(t, done, "the group completed with a buffer still waiting")
+
+		p.b.AbortFlow(1)
+		done, err = rr.Test()
+		require.True(t, done, "the group is still in flight after AbortFlow returned")
+		require.ErrorIs(t, err, transport.ErrFlowAborted)
+		require.ErrorContains(t, err, p.b.RemoteAddrs()[0].String())
+		late, err := p.a.Send(1, pattern(700, 2), tags[2])
+		require.NoError(t, err)
+		require.ErrorIs(t, late.Wait(ctx), transport.ErrFlowAborted)
+		require.Equal(t, bytes.Repeat([]byte{fill}, size), bufs[1], "the failed buffer was written")
+		require.Equal(t, bytes.Repeat([]byte{fill}, size), bufs[2], "a buffer was written after its group was aborted")
+		check()
+	})
+}
