@@ -2,6 +2,7 @@ package udp
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -97,4 +98,44 @@ func (l *atomicLines) all() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.lines...)
+}
+
+// TestRefusedConnectionKeysForgotten: with a secret, the keys that the
+// sealed HELLO_ACK of a refused connection installed are forgotten when
+// the connection ends, as those of every other connection are. Those of a
+// connection refused before it had a Conn (a dialer whose HELLO carried
+// unusable plane addresses, or one dialing a closing endpoint) used to be
+// kept for ever: each refusal took one of the MaxConns places in the key
+// table, and once a peer had been refused that often the endpoint could
+// seal no HELLO_ACK or HELLO again, so that every dial to or from it timed
+// out.
+func TestRefusedConnectionKeysForgotten(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	two := []netipAddr{mustAddr("127.0.0.1"), mustAddr("127.0.0.2")}
+	const room = 2 // the connections b may hold, and hold keys for
+	b, err := Listen(Config{Addrs: two, Secret: secret, Seed: 2, Core: transport.Config{MaxConns: room}})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	a, err := Listen(Config{Addrs: lo, Secret: secret, Seed: 1, Core: transport.Config{HandshakeTimeout: transport.Second}})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	ctx := testCtx(t)
+	for i := range room + 1 {
+		c, err := a.Dial(ctx, b.Addrs()[:1])
+		requireRefused(t, c, err, b, fmt.Sprintf("dial %d", i))
+		// Wait until b's refused connection has ended and a turn has
+		// dropped what it held.
+		for ended := false; !ended; runtime.Gosched() {
+			onLoop(t, b, func() { ended = b.core.NumConns() == 0 && len(b.laterForget) == 0 })
+		}
+		var keys int
+		onLoop(t, b, func() { keys = b.auth.Conns() })
+		require.Zero(t, keys, "dial %d: b holds the keys of a connection that ended", i)
+	}
+
+	// So b still has room for a peer it takes.
+	d, err := Listen(Config{Addrs: two, Secret: secret, Seed: 3, Core: transport.Config{HandshakeTimeout: transport.Second}})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	join(t, d, b)
 }

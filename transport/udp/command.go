@@ -210,6 +210,21 @@ func (e *Endpoint) drainEvents() {
 				r.finish(nil)
 			}
 		case transport.EvClosed:
+			if e.auth != nil {
+				// Forget its keys once a transmit pass has sent
+				// everything the core owed (turnOut): the datagrams
+				// it may still owe the peer after this event (the
+				// reply to its CLOSE, the CLOSEs of a connection that
+				// gave it up) are sealed in this turn's transmit
+				// pass, or a later one where the budget put them
+				// off. Also those of a connection refused before it
+				// had a Conn (onAccepted), whose sealed HELLO_ACK
+				// installed keys all the same: kept, each such
+				// refusal took one of the key table's MaxConns
+				// places for ever, until the endpoint could seal no
+				// handshake at all.
+				e.laterForget = append(e.laterForget, uint32(ev.Conn))
+			}
 			c := e.conns[ev.Conn]
 			if c == nil {
 				continue
@@ -218,18 +233,9 @@ func (e *Endpoint) drainEvents() {
 			if ev.Final != nil {
 				c.final = ev.Final
 			}
-			// Keep the peer's addresses until a transmit pass has
-			// sent everything the core owed (turnOut): it may still
-			// owe the peer datagrams (the reply to its CLOSE, the
-			// CLOSEs of a connection that gave it up) that leave
-			// after this event.
+			// Keep the peer's addresses as long as its keys, for
+			// the same datagrams.
 			e.laterRelease = append(e.laterRelease, c.rid)
-			if e.auth != nil {
-				// Its keys too: those datagrams are sealed in this
-				// turn's transmit pass, or a later one where the
-				// budget put them off.
-				e.laterForget = append(e.laterForget, uint32(ev.Conn))
-			}
 			err := ev.Err
 			if err == nil {
 				err = transport.ErrClosed

@@ -28,8 +28,9 @@ type Endpoint struct {
 	// datagrams (laterWait); they are released after a transmit pass
 	// that sent everything the core had due (turnOut).
 	laterRelease []transport.RemoteID
-	// laterForget holds the connections, closed as laterRelease's,
-	// whose keys the authenticator forgets with laterRelease.
+	// laterForget holds the connections closed as laterRelease's, and
+	// those refused before they had a Conn, whose keys the
+	// authenticator forgets with laterRelease.
 	laterForget []uint32
 	// laterWait counts the turns in a row whose transmit pass left
 	// datagrams in the core while laterRelease or laterForget waited
