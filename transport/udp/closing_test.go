@@ -137,3 +137,44 @@ func TestConfigReportsCoreDefaults(t *testing.T) {
 	require.Equal(t, want.MaxConns, got.MaxConns)
 	require.Equal(t, want.CC, got.CC)
 }
+
+// TestCloseDuringLargeSendTellsPeer: a connection closed, from either side,
+// right after a large send was queued on it (its DATA leaving, a
+// goroutine waiting on it) sends its CLOSE: the peer's connection ends
+// with ErrPeerClosed, long before the idle timeout that a lost CLOSE
+// would leave it to.
+func TestCloseDuringLargeSendTellsPeer(t *testing.T) {
+	for _, closer := range []string{"sender", "receiver"} {
+		t.Run(closer, func(t *testing.T) {
+			p := newPair(t, Config{Core: transport.Config{IdleTimeout: transport.Time(10 * testTimeout)}})
+			ctx := testCtx(t)
+			msg := pattern(16<<20, 1)
+			rr, err := p.b.Recv(1, [][]byte{make([]byte, len(msg))}, []uint32{0})
+			require.NoError(t, err)
+			sr, err := p.a.Send(1, msg, 0)
+			require.NoError(t, err)
+			waited := make(chan error, 1)
+			go func() { waited <- sr.Wait(ctx) }()
+			c, peer := p.a, p.b
+			if closer == "receiver" {
+				c, peer = p.b, p.a
+			}
+			require.NoError(t, c.Close())
+			// Both requests end, failed by the close (or, on a host
+			// slow to run this goroutine, done before it).
+			for _, err := range []error{<-waited, rr.Wait(ctx)} {
+				if err != nil {
+					require.ErrorIs(t, err, transport.ErrClosed)
+				}
+			}
+			select {
+			case <-peer.closed:
+			case <-ctx.Done():
+				t.Fatal("the peer's connection did not end")
+			}
+			err = peer.closedErr()
+			require.ErrorIs(t, err, transport.ErrPeerClosed, "the peer did not learn of the close from its CLOSE")
+			require.ErrorContains(t, err, peer.RemoteAddrs()[0].String())
+		})
+	}
+}
