@@ -16,11 +16,12 @@ import "github.com/metaroce/metaroce/transport/udp"
 // (its sends that this side delivered complete, docs/spec.md §3.4). The
 // abort releases the flow (peer.dataFlow: no other comm ever uses it, and
 // a connection that outlives many comms must not keep them all), and the
-// comm's reference on p is dropped.
-func drain(p *peer, flow uint32, inflight []*udp.Request) {
+// comm's reference on p, with its connect record (f.connected), is dropped.
+func drain(f *flowEnd, inflight []*udp.Request) {
+	p, flow := f.p, f.flow
 	if len(inflight) > 0 {
 		p.d.logf("NET/MetaRoCE : udpnet: comm on flow %d to peer %s closed with %d request(s) in flight: aborting them", flow, p.name, len(inflight))
 	}
 	p.conn.AbortFlow(flow)
-	p.d.release(p)
+	p.d.release(p, f.connected)
 }

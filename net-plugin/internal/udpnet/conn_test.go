@@ -358,3 +358,75 @@ func TestPeerCommCloseFailsPendingRequests(t *testing.T) {
 	}
 	require.False(t, rc.p.dead, "closing the comms closed the shared connection")
 }
+
+// TestConnectRecordsStayBounded: a connection that outlives many comms
+// (a job that creates and destroys sub-communicators) keeps a record only
+// of the send comms open on it, not of every connect it ever carried.
+func TestConnectRecordsStayBounded(t *testing.T) {
+	a, b := newBackend(t, 31), newBackend(t, 32)
+	keep, _ := connect(t, a, b) // keeps the shared connection alive
+	for range 20 {
+		sc, rc := connect(t, a, b)
+		require.Same(t, keep.p, sc.p, "the comms should share one connection")
+		require.NoError(t, sc.Close())
+		require.NoError(t, rc.Close())
+	}
+	d := a.devs[0]
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	require.Len(t, keep.p.flows, 1, "the connection records connects of closed comms")
+}
+
+// dialOnce dials handle from sb and polls the connect to its end.
+func dialOnce(t *testing.T, sb *Backend, handle []byte) (backend.SendConn, error) {
+	t.Helper()
+	d, err := sb.Dial(0, handle)
+	require.NoError(t, err)
+	var sc backend.SendConn
+	backendtest.PollUntil(t, "connect", func() bool {
+		sc, err = d.Step()
+		return sc != nil || err != nil
+	})
+	return sc, err
+}
+
+// TestUsedHandleRefused: a listen handle takes one connect. A second
+// connect with it over the same connection is refused while the first
+// comm is open (here, as invalid usage), and after that comm closed too,
+// with its listener still open or closed (by the listener, as a stale
+// handle): closing a comm forgets its connect, but not the listener's
+// record of which connections it accepted.
+func TestUsedHandleRefused(t *testing.T) {
+	a, b := newBackend(t, 33), newBackend(t, 34)
+	keep, _ := connect(t, a, b) // keeps the shared connection alive
+	l, err := b.Listen(0)
+	require.NoError(t, err)
+	h := append([]byte(nil), l.Handle()...)
+	sc, err := dialOnce(t, a, h)
+	require.NoError(t, err)
+	var rc backend.RecvConn
+	backendtest.PollUntil(t, "accept", func() bool {
+		rc, err = l.Accept()
+		require.NoError(t, err)
+		return rc != nil
+	})
+	require.Same(t, keep.p, sc.(*sendConn).p)
+
+	_, err = dialOnce(t, a, h)
+	require.ErrorIs(t, err, backend.ErrInvalidUsage, "second connect while the first comm is open")
+	require.ErrorContains(t, err, "each listen handle takes one connect")
+
+	require.NoError(t, sc.Close())
+	require.NoError(t, rc.Close())
+	_, err = dialOnce(t, a, h)
+	require.ErrorIs(t, err, backend.ErrRemote, "connect with a used handle, its listener open")
+	require.ErrorContains(t, err, "refused flow")
+	again, err := l.Accept()
+	require.NoError(t, err)
+	require.Nil(t, again, "the listener queued a refused connect")
+
+	require.NoError(t, l.Close())
+	_, err = dialOnce(t, a, h)
+	require.ErrorIs(t, err, backend.ErrRemote, "connect with a used handle, its listener closed")
+	require.ErrorContains(t, err, "refused flow")
+}

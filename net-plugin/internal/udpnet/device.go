@@ -123,9 +123,17 @@ type peer struct {
 	dialed bool
 
 	// Guarded by d.mu.
-	refs  int
-	dead  bool
-	flows map[uint32]bool // flows we connected over it
+	refs int
+	dead bool
+	// flows holds, for every send comm of this side open on the
+	// connection, the peer's listener flow it connected to: a second
+	// connect with the handle of an open comm then fails here with a clear
+	// error. A comm's entry goes when it closes (release), so that a
+	// connection outliving many comms holds only the open ones. Once the
+	// entry is gone the listener still refuses the handle: its flow ids
+	// are never reused, a closed listener is refused by flow and nonce,
+	// and an open one accepts each connection only once (listener.from).
+	flows map[uint32]bool
 }
 
 // dataFlow is the flow a comm uses on p's connection, from the flow its
@@ -321,8 +329,13 @@ func (d *device) acquire(ctx context.Context, remote []netip.AddrPort) (*peer, e
 }
 
 // release drops one reference; the last one closes the connection.
-func (d *device) release(p *peer) {
+// connected is the listener flow of a closing send comm (flowEnd.connected),
+// whose record in p.flows goes with its reference; 0 for anything else.
+func (d *device) release(p *peer, connected uint32) {
 	d.mu.Lock()
+	if connected != 0 {
+		delete(p.flows, connected)
+	}
 	p.refs--
 	last := p.refs == 0 && !p.dead
 	if last {

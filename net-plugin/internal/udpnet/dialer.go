@@ -51,10 +51,10 @@ func (dl *dialer) run(ctx context.Context) {
 		}
 		retry, err := d.announce(ctx, p, dl.h)
 		if err == nil {
-			dl.sc = newSendConn(p, p.dataFlow(dl.h.Flow, false))
+			dl.sc = newSendConn(p, dl.h.Flow)
 			return
 		}
-		d.release(p)
+		d.release(p, 0)
 		if !retry || attempt == maxAttempts || ctx.Err() != nil {
 			dl.err = dialErr(dl.h, ctx, err)
 			return

@@ -22,6 +22,10 @@ type slot struct {
 type flowEnd struct {
 	p    *peer
 	flow uint32
+	// connected is, for a send comm, the peer's listener flow it
+	// connected to (its entry in p.flows, dropped when it closes); 0 for
+	// a receive comm.
+	connected uint32
 
 	mu      sync.Mutex
 	closed  bool
@@ -112,12 +116,12 @@ func (f *flowEnd) Close() error {
 	f.closed = true
 	if f.aborted {
 		f.mu.Unlock()
-		f.p.d.release(f.p) // the abort released the flow
+		f.p.d.release(f.p, f.connected) // the abort released the flow
 		return nil
 	}
 	inflight := f.inflight()
 	f.mu.Unlock()
-	drain(f.p, f.flow, inflight)
+	drain(f, inflight)
 	return nil
 }
 

@@ -20,14 +20,17 @@ type sendConn struct {
 	reqs [MaxSendRequests]sendReq
 }
 
-func newSendConn(p *peer, flow uint32) *sendConn {
+// newSendConn returns the send comm connected to the peer's listener flow
+// listenFlow over p's connection.
+func newSendConn(p *peer, listenFlow uint32) *sendConn {
 	s := &sendConn{}
 	slots := make([]*slot, len(s.reqs))
 	for i := range s.reqs {
 		s.reqs[i].c = s
 		slots[i] = &s.reqs[i].slot
 	}
-	s.init(p, flow, slots)
+	s.init(p, p.dataFlow(listenFlow, false), slots)
+	s.connected = listenFlow
 	return s
 }
 
