@@ -430,3 +430,28 @@ func TestUsedHandleRefused(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrRemote, "connect with a used handle, its listener closed")
 	require.ErrorContains(t, err, "refused flow")
 }
+
+// TestLocalAbortIsNotRemote: a request failed by its own comm's Abort
+// (deregMr of memory in use: NCCL's teardown of an aborted comm) reports
+// an internal error that says the abort was here, as a request posted after
+// it does and as the tcp backend reports; the peer's request on the flow
+// fails as a remote error.
+func TestLocalAbortIsNotRemote(t *testing.T) {
+	sc, rc := connect(t, newBackend(t, 35), newBackend(t, 36))
+	r, err := rc.Irecv([][]byte{make([]byte, 10)}, []int32{1})
+	require.NoError(t, err)
+	rc.Abort()
+	_, err = r.Test(nil)
+	require.ErrorIs(t, err, backend.ErrInternal, "the receive of the aborted comm")
+	require.NotErrorIs(t, err, backend.ErrRemote)
+	require.ErrorContains(t, err, "aborted here")
+
+	s, err := sc.Isend([]byte("late"), 1)
+	require.NoError(t, err)
+	backendtest.PollUntil(t, "failed send", func() bool {
+		_, err = s.Test(nil)
+		return err != nil
+	})
+	require.ErrorIs(t, err, backend.ErrRemote, "the peer's send")
+	require.ErrorContains(t, err, "peer aborted flow")
+}

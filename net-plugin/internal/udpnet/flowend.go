@@ -1,10 +1,12 @@
 package udpnet
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+	"github.com/metaroce/metaroce/transport"
 	"github.com/metaroce/metaroce/transport/udp"
 )
 
@@ -86,6 +88,21 @@ func (f *flowEnd) usable(what string) error {
 		return fmt.Errorf("udpnet: %s on comm to %s, aborted when its memory was deregistered with requests in flight: %w", what, f.p.name, backend.ErrInternal)
 	}
 	return nil
+}
+
+// reqErr is the error of a failed request of the comm; the caller holds mu.
+// A request that this side's own abort failed (Abort: deregMr of memory in
+// use, which NCCL does only when it tears an aborted comm down; or Close
+// with requests in flight) is reported as an internal error, as requests
+// posted after the abort are (usable) and as the tcp backend reports it:
+// the peer did nothing wrong. Any other abort of the flow is the peer's
+// (opErr). A request the peer's abort failed just before this side's own
+// is reported as this side's: both ends were aborting the comm.
+func (f *flowEnd) reqErr(op string, err error) error {
+	if errors.Is(err, transport.ErrFlowAborted) && (f.aborted || f.closed) {
+		return fmt.Errorf("udpnet: %s on flow %d with peer %s: aborted here, as the comm's memory was deregistered or the comm closed with requests in flight: %v: %w", op, f.flow, f.p.name, err, backend.ErrInternal)
+	}
+	return opErr(op, f.p, f.flow, err)
 }
 
 // Abort aborts the comm's flow (see drain): its requests fail, and once

@@ -74,9 +74,12 @@ func (q *recvReq) Test(sizes []int) (bool, error) {
 		return false, nil
 	}
 	r.put(&q.slot)
+	if err != nil {
+		err = r.reqErr("receive", err)
+	}
 	r.mu.Unlock()
 	if err != nil {
-		return false, opErr("receive", r.p, r.flow, err)
+		return false, err
 	}
 	copy(sizes, u.Sizes())
 	return true, nil

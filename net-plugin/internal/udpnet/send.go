@@ -71,9 +71,12 @@ func (q *sendReq) Test(sizes []int) (bool, error) {
 	}
 	size := q.size
 	s.put(&q.slot)
+	if err != nil {
+		err = s.reqErr("send", err)
+	}
 	s.mu.Unlock()
 	if err != nil {
-		return false, opErr("send", s.p, s.flow, err)
+		return false, err
 	}
 	if len(sizes) > 0 {
 		sizes[0] = size
