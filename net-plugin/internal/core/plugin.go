@@ -589,12 +589,22 @@ func (p *Plugin) Irecv(comm Handle, bufs [][]byte, tags []int32) (Handle, error)
 	return p.track(q)
 }
 
+// track gives the request q a handle. A comm closed while q was being
+// posted (an abort, on another thread) has already forgotten its requests
+// (forget) and aborted the backend's, so q's entry would stay in the table
+// for good: once the entry is in, the comm is looked up again, and if it
+// is gone the entry goes too and the call fails. Close removes the comm
+// before it forgets its requests, so one of the two always sees the other.
 func (p *Plugin) track(q req) (Handle, error) {
 	h, ok := p.reqs.add(q)
 	if !ok {
 		// The backend request stays in flight; completing it is impossible
 		// without a handle, so report the exhaustion as fatal.
 		return 0, fmt.Errorf("more than %d requests in flight: %w", maxReqs, backend.ErrInternal)
+	}
+	if !p.isComm(q.comm) {
+		p.reqs.remove(h)
+		return 0, internalf("comm %#x closed while a request was being posted on it", uint64(q.comm))
 	}
 	return h, nil
 }
