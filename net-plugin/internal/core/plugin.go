@@ -389,7 +389,26 @@ func (p *Plugin) Connect(ctx Handle, dev int, handle []byte) (Handle, error) {
 		pd.d.Abort()
 		return 0, err
 	}
+	return p.handOut(ctx, sc)
+}
+
+// handOut gives the send comm sc of a connect started under ctx a handle.
+// Finalize aborts the connects of its context, but one whose last Step has
+// already taken its comm is beyond that abort: were its context finalized
+// meanwhile (on another thread), the comm would be handed out under a
+// context that no longer exists, holding its connection for good. The
+// check and the handle are made under p.mu, as Finalize's removal of the
+// context is, so the comm is either handed out before the finalize or
+// closed here. A legacy connect (ctx 0) has no context to lose.
+func (p *Plugin) handOut(ctx Handle, sc backend.SendConn) (Handle, error) {
+	p.mu.Lock()
+	if _, live := p.ctxs.get(ctx); ctx != 0 && !live {
+		p.mu.Unlock()
+		_ = sc.Close()
+		return 0, internalf("connect under context %#x completed after the context was finalized: its connection is closed", uint64(ctx))
+	}
 	h, ok := p.sends.add(sc)
+	p.mu.Unlock()
 	if !ok {
 		_ = sc.Close()
 		return 0, fmt.Errorf("more than %d send connections: %w", maxComms, backend.ErrInternal)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,4 +72,75 @@ func TestRequestRacingCloseIsNotKept(t *testing.T) {
 			require.Zero(t, p.reqs.len(), "a request of a closed comm is kept")
 		})
 	}
+}
+
+// gatedDialer is a connect whose Step, once entered, reports it on entered
+// and waits for proceed, then returns its send comm, as a dialer whose
+// connection completed does; like the udp backend's, an Abort after Step
+// took the result leaves the comm to Step's caller.
+type gatedDialer struct {
+	entered, proceed chan struct{}
+	sc               *closeCounter
+}
+
+func (d *gatedDialer) Step() (backend.SendConn, error) {
+	d.entered <- struct{}{}
+	<-d.proceed
+	return d.sc, nil
+}
+
+func (d *gatedDialer) Abort() {}
+
+// closeCounter is a send comm that counts its Closes.
+type closeCounter struct {
+	nopBackend
+	closes int
+}
+
+func (c *closeCounter) Close() error { c.closes++; return nil }
+
+// dialGated is a backend whose connects are gatedDialer d.
+type dialGated struct {
+	nopBackend
+	d *gatedDialer
+}
+
+func (b *dialGated) Dial(int, []byte) (backend.Dialer, error) { return b.d, nil }
+
+// TestConnectCompletingAfterFinalize: a connect whose context is finalized
+// while its last step is under way (finalize aborts the connects of its
+// context, but this one has its comm already) fails, and its comm is
+// closed rather than handed out under a context that no longer exists.
+func TestConnectCompletingAfterFinalize(t *testing.T) {
+	d := &gatedDialer{entered: make(chan struct{}), proceed: make(chan struct{}), sc: &closeCounter{}}
+	b := &dialGated{d: d}
+	name := "test-" + strings.ToLower(t.Name()) // METAROCE_BACKEND is matched in lower case
+	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
+	t.Cleanup(func() { delete(Backends, name) })
+	p := New(envMap(map[string]string{"METAROCE_BACKEND": name}))
+	ctx, err := p.Init(12, 1)
+	require.NoError(t, err)
+	live, err := p.Init(12, 2) // another communicator keeps the plugin up
+	require.NoError(t, err)
+
+	type result struct {
+		h   Handle
+		err error
+	}
+	out := make(chan result)
+	go func() {
+		var r result
+		r.h, r.err = p.Connect(ctx, 0, make([]byte, backend.HandleSize))
+		out <- r
+	}()
+	<-d.entered
+	require.NoError(t, p.Finalize(ctx))
+	close(d.proceed)
+	r := <-out
+	require.ErrorIs(t, r.err, backend.ErrInternal)
+	require.ErrorContains(t, r.err, "finalized")
+	require.Zero(t, r.h)
+	require.Equal(t, 1, d.sc.closes, "the comm of the finalized context's connect was not closed")
+	require.Zero(t, p.Live(), "the comm of the finalized context's connect is still held")
+	require.NoError(t, p.Finalize(live))
 }
