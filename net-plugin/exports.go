@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"fmt"
 	"sync"
 	"unsafe"
 
@@ -201,8 +202,21 @@ func metaroce_net_irecv(comm C.uintptr_t, n C.int, data *unsafe.Pointer, sizes *
 	if req != nil {
 		*req = 0
 	}
-	if n < 1 || n > backend.MaxRecvs || data == nil || sizes == nil || tags == nil || req == nil {
+	if n < 1 || n > backend.MaxRecvs {
 		return ret("irecv", core.ErrBadGroup(int(n), backend.MaxRecvs))
+	}
+	nullArray := func(name string) C.ncclResult_t {
+		return ret("irecv", core.ErrNilArgument(fmt.Sprintf("%s (an array of n = %d entries)", name, int(n))))
+	}
+	switch {
+	case data == nil:
+		return nullArray("data")
+	case sizes == nil:
+		return nullArray("sizes")
+	case tags == nil:
+		return nullArray("tags")
+	case req == nil:
+		return nullArray("request")
 	}
 	ptrs := unsafe.Slice(data, int(n))
 	szs := unsafe.Slice(sizes, int(n))
@@ -211,7 +225,7 @@ func metaroce_net_irecv(comm C.uintptr_t, n C.int, data *unsafe.Pointer, sizes *
 	var tg [backend.MaxRecvs]int32
 	for i := range int(n) {
 		if ptrs[i] == nil && szs[i] != 0 {
-			return ret("irecv", core.ErrNilArgument("data[i]"))
+			return ret("irecv", core.ErrNilArgument(fmt.Sprintf("data[%d] (buffer of %d bytes)", i, uint64(szs[i]))))
 		}
 		bufs[i] = bytesAt(ptrs[i], uintptr(min(uint64(szs[i]), backend.MaxMessage)))
 		tg[i] = int32(tgs[i])

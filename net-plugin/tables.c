@@ -191,9 +191,12 @@ static ncclResult_t irecv_v12(void* comm, int n, void** data, size_t* sizes, int
 static ncclResult_t irecv_v9(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** request) {
   return irecv_v12(comm, n, data, sizes, tags, mhandles, NULL, request);
 }
+/* irecv_int converts ABI v6..v8's int sizes to size_t. A group size out of
+ * range or a NULL sizes array goes to the Go side unconverted (sizes NULL),
+ * which refuses it naming what is wrong, without reading the array. */
 static ncclResult_t irecv_int(void* comm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request) {
   size_t s[NCCL_NET_MAX_DEVS_PER_NIC_V12];
-  if (n < 1 || n > (int)(sizeof(s) / sizeof(s[0]))) { if (request) *request = NULL; return metaroce_net_irecv(H(comm), n, data, NULL, tags, NULL); }
+  if (n < 1 || n > (int)(sizeof(s) / sizeof(s[0])) || sizes == NULL) { if (request) *request = NULL; return metaroce_net_irecv(H(comm), n, data, NULL, tags, NULL); }
   for (int i = 0; i < n; i++) {
     if (sizes[i] < 0) { if (request) *request = NULL; return metaroce_net_bad_int_size("irecv", sizes[i]); }
     s[i] = (size_t)sizes[i];

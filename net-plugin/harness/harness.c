@@ -503,6 +503,16 @@ static void run_garbage(void) {
   (void)last_error(msg, sizeof msg);
   printf("RESULT garbage-irecv-size rc=%d msg=%s\n", (int)r, msg);
   if (r == ncclSuccess || req != NULL) die("irecv of SIZE_MAX bytes on a garbage comm accepted");
+  /* A NULL sizes array with a valid group size is refused naming the
+   * array (ABI <= v8 converts the int sizes first: it must not read it). */
+  msg[0] = 0;
+  req = (void*)NCCL_NET_OPTIONAL_RECV_COMPLETION;
+  if (ver >= 10) r = T12->irecv((void*)0x77, 1, data, NULL, tags, mhs, NULL, &req);
+  else if (ver == 9) r = T9->irecv((void*)0x77, 1, data, NULL, tags, mhs, &req);
+  else r = T8->irecv((void*)0x77, 1, data, NULL, tags, mhs, &req);
+  (void)last_error(msg, sizeof msg);
+  printf("RESULT garbage-irecv-null rc=%d msg=%s\n", (int)r, msg);
+  if (r == ncclSuccess || req != NULL) die("irecv with NULL sizes accepted");
   if (ver <= 7) {
     void* mh = (void*)0x1;
     msg[0] = 0;

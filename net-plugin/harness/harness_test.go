@@ -265,6 +265,9 @@ func TestGarbageHandles(t *testing.T) {
 				t.Fatalf("%s v%s: %v\n%s\n%s", be, v, err, out, errOut)
 			}
 			checkImpossibleSizes(t, be+" v"+v, v == "6", out)
+			if !strings.Contains(out, "RESULT garbage-irecv-null rc=3 ") || !strings.Contains(out, "NULL sizes") {
+				t.Errorf("%s v%s: irecv with a NULL sizes array: want ncclInternalError (3) naming NULL sizes\n%s\n%s", be, v, out, errOut)
+			}
 		}
 	}
 }
