@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 )
 
@@ -270,6 +272,33 @@ func loopbackPlugins(t *testing.T, be string) (rp, sp *Plugin, rctx, sctx Handle
 	return rp, sp, rctx, sctx
 }
 
+// stuckConnect returns a receiving and a sending plugin over backend be
+// (contexts rctx, sctx) and a listen handle of the receiver's whose
+// connect from the sender stays in progress by construction, until
+// METAROCE_TIMEOUT_MS (30 s): a connect to a live listener may complete
+// within the first connect call, since both backends take a connection
+// in before NCCL's accept asks for it. Over udp the two plugins
+// authenticate with different METAROCE_SECRETs, so the receiver drops the
+// sender's HELLOs without answering; over tcp the listener is closed, and
+// the connect retries the refusal until its deadline.
+func stuckConnect(t *testing.T, be string) (rp, sp *Plugin, rctx, sctx Handle, handle []byte) {
+	t.Helper()
+	env := func(secret string) LookupEnv {
+		return envMap(map[string]string{"METAROCE_IFNAMES": "=lo", "METAROCE_BACKEND": be, "METAROCE_SECRET": secret})
+	}
+	rp, sp = New(env("receiving-plugin-secret")), New(env("sending-plugin-secret"))
+	var err error
+	rctx, err = rp.Init(12, 1)
+	require.NoError(t, err)
+	sctx, err = sp.Init(12, 2)
+	require.NoError(t, err)
+	handle = make([]byte, backend.HandleSize)
+	lc, err := rp.Listen(rctx, 0, handle)
+	require.NoError(t, err)
+	require.NoError(t, rp.CloseListen(lc))
+	return rp, sp, rctx, sctx, handle
+}
+
 func twoPlugins(t *testing.T, be string) {
 	rp, sp, rctx, sctx := loopbackPlugins(t, be)
 	if n, _ := rp.Devices(); n != 1 {
@@ -372,28 +401,10 @@ func twoPlugins(t *testing.T, be string) {
 func TestFinalizeAbortsAbandonedConnects(t *testing.T) {
 	for _, be := range []string{"udp", "tcp"} {
 		t.Run(be, func(t *testing.T) {
-			rp, sp, rctx, sctx := loopbackPlugins(t, be)
-			handle := make([]byte, backend.HandleSize)
-			lc, err := rp.Listen(rctx, 0, handle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The udp listener never accepts: the connect stays in
-			// progress. The tcp listener answers a hello without an
-			// accept (as the kernel completes a handshake into the
-			// backlog), so a connect to it may complete at once; one to
-			// a closed listener's port retries the refusal until its
-			// deadline, in progress all along.
-			listening := true
-			if be == "tcp" {
-				if err := rp.CloseListen(lc); err != nil {
-					t.Fatal(err)
-				}
-				listening = false
-			}
+			rp, sp, rctx, sctx, handle := stuckConnect(t, be)
 			sc, err := sp.Connect(sctx, 0, handle)
 			if err != nil || sc != 0 {
-				t.Fatalf("connect to a listener that never accepts: %#x, %v; want in progress", sc, err)
+				t.Fatalf("connect that cannot complete: %#x, %v; want in progress", sc, err)
 			}
 			if sp.Live() != 1 {
 				t.Fatalf("live handles with one connect in progress: %d", sp.Live())
@@ -403,11 +414,6 @@ func TestFinalizeAbortsAbandonedConnects(t *testing.T) {
 			}
 			if n := sp.Live(); n != 0 {
 				t.Fatalf("%d handles live after the last finalize", n)
-			}
-			if listening {
-				if err := rp.CloseListen(lc); err != nil {
-					t.Fatal(err)
-				}
 			}
 			if err := rp.Finalize(rctx); err != nil {
 				t.Fatal(err)
