@@ -455,3 +455,29 @@ func TestLocalAbortIsNotRemote(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrRemote, "the peer's send")
 	require.ErrorContains(t, err, "peer aborted flow")
 }
+
+// TestListenerClosedBeforeAccept: a listener closed with a connect that
+// its side took in (the dialer's connect completed) but NCCL never
+// accepted, as on an aborted setup, fails that comm's sends at the dialer
+// instead of leaving them waiting for a receive that will never be posted,
+// also while other comms keep the shared connection open.
+func TestListenerClosedBeforeAccept(t *testing.T) {
+	a, b := newBackend(t, 37), newBackend(t, 38)
+	connect(t, a, b) // keeps the shared connection alive
+	l, err := b.Listen(0)
+	require.NoError(t, err)
+	sc, err := dialOnce(t, a, l.Handle())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sc.Close() })
+	require.NoError(t, l.Close())
+	s, err := sc.Isend([]byte("never received"), 1)
+	if err == nil {
+		require.NotNil(t, s)
+		backendtest.PollUntil(t, "failed send", func() bool {
+			_, err = s.Test(nil)
+			return err != nil
+		})
+	}
+	require.ErrorIs(t, err, backend.ErrRemote)
+	require.ErrorContains(t, err, "peer aborted flow")
+}

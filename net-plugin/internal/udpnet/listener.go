@@ -52,7 +52,7 @@ func (l *listener) Accept() (backend.RecvConn, error) {
 }
 
 // Close stops listening and drops flows that were announced but not
-// accepted.
+// accepted (dropUnaccepted).
 func (l *listener) Close() error {
 	d := l.d
 	d.mu.Lock()
@@ -66,7 +66,7 @@ func (l *listener) Close() error {
 	l.ready = nil
 	d.mu.Unlock()
 	for _, c := range pending {
-		_ = c.Close()
+		c.dropUnaccepted()
 	}
 	return nil
 }

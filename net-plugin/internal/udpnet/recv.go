@@ -30,6 +30,22 @@ func newRecvConn(p *peer, flow uint32) *recvConn {
 	return r
 }
 
+// dropUnaccepted ends a comm that its listener took in but that was never
+// accepted (the listener closed first, as on an aborted setup). The
+// dialer's connect completed, so its side holds a send comm on the flow;
+// the flow is aborted rather than released, which tells the dialer's side
+// (a NACK FLOW_ABORTED): released, it would post no receive, and the
+// dialer's sends would wait for one for ever, since the shared connection
+// may live on with other comms.
+func (r *recvConn) dropUnaccepted() {
+	r.p.d.logf("NET/MetaRoCE : udpnet: comm on flow %d from peer %s was connected but never accepted before its listener closed: aborting its flow", r.flow, r.p.name)
+	r.mu.Lock()
+	r.aborted = true
+	r.mu.Unlock()
+	r.p.conn.AbortFlow(r.flow)
+	_ = r.Close()
+}
+
 // Irecv posts a grouped receive on the comm's flow; (nil, nil) when every
 // slot is busy.
 func (r *recvConn) Irecv(bufs [][]byte, tags []int32) (backend.Request, error) {
