@@ -282,6 +282,22 @@ func TestBootstrapFromEnv(t *testing.T) {
 		// may be the one with 2.
 		{env: map[string]string{"SLURM_PROCID": "9", "SLURM_NTASKS": "10", "SLURM_NTASKS_PER_NODE": "4(x2),2", "METAROCE_ROOT": "n0:7000"}, ok: true,
 			want: Bootstrap{Rank: 9, NRanks: 10, Root: "n0:7000", Source: "slurm"}},
+		// The step's own layout, where srun gives it, wins over the
+		// count asked for: srun -n 4 over 4 nodes of an allocation with
+		// --ntasks-per-node=4 places one task on each, not 4.
+		{env: map[string]string{"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "4", "SLURM_STEP_TASKS_PER_NODE": "1(x4)", "SLURM_NODEID": "2", "SLURM_STEP_NUM_NODES": "4", "METAROCE_ROOT": "n0:7000"}, ok: true,
+			want: Bootstrap{Rank: 2, NRanks: 4, LocalSize: 1, Root: "n0:7000", Source: "slurm"}},
+		// A list is read at this node's index, repeats expanded.
+		{env: map[string]string{"SLURM_PROCID": "9", "SLURM_NTASKS": "10", "SLURM_NTASKS_PER_NODE": "4(x2),2", "SLURM_STEP_TASKS_PER_NODE": "4(x2),2", "SLURM_NODEID": "2", "METAROCE_ROOT": "n0:7000"}, ok: true,
+			want: Bootstrap{Rank: 9, NRanks: 10, LocalSize: 2, Root: "n0:7000", Source: "slurm"}},
+		{env: map[string]string{"SLURM_PROCID": "5", "SLURM_NTASKS": "10", "SLURM_STEP_TASKS_PER_NODE": "4(x2),2", "SLURM_NODEID": "1", "METAROCE_ROOT": "n0:7000"}, ok: true,
+			want: Bootstrap{Rank: 5, NRanks: 10, LocalSize: 4, Root: "n0:7000", Source: "slurm"}},
+		// A layout that does not parse, or no entry for this node,
+		// falls back to the count asked for.
+		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "4", "SLURM_STEP_TASKS_PER_NODE": "4(y2)", "SLURM_NODEID": "0"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 4, LocalSize: 4, Root: "127.0.0.1:29517", Source: "slurm"}},
+		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "4", "SLURM_STEP_TASKS_PER_NODE": "4", "SLURM_NODEID": "1"}, ok: true,
+			want: Bootstrap{Rank: 1, NRanks: 4, LocalSize: 4, Root: "127.0.0.1:29517", Source: "slurm"}},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "65535"}, ok: true, err: "not a port in 1..65534"},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "0"}, ok: true, err: "not a port"},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, ok: true,

@@ -16,8 +16,9 @@ import (
 // (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
 // MASTER_PORT); Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
 // OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE); Slurm
-// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE). The
-// local rank and size are optional. The job's identity (Bootstrap.Job)
+// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and the step's own
+// SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID, else SLURM_NTASKS_PER_NODE:
+// slurmStepLocalSize). The local rank and size are optional. The job's identity (Bootstrap.Job)
 // comes from METAROCE_JOB under any launcher, else from the launcher whose
 // variables are set: torchrun's TORCHELASTIC_RUN_ID, Open MPI's
 // OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE), Slurm's
@@ -141,7 +142,9 @@ func bootstrapFrom(lookup func(string) (string, bool)) (Bootstrap, bool, error) 
 			}
 		}
 		ls, haveLocalSize := get(s.localSize)
-		if haveLocalSize {
+		if n, ok := slurmStepLocalSize(s.name, get); ok {
+			b.LocalSize = n // the step's own layout, exact (slurmStepLocalSize)
+		} else if haveLocalSize {
 			if b.LocalSize, err = parseLocalSize(s.name, ls); err != nil {
 				return b, true, fmt.Errorf("collectives: %s=%q is not a rank count", s.localSize, ls)
 			}
@@ -393,6 +396,49 @@ func parseLocalSize(scheme, s string) (int, error) {
 		err = fmt.Errorf("%d ranks", n)
 	}
 	return n, err
+}
+
+// slurmStepLocalSize returns the tasks of this Slurm job step on this node,
+// from the step's own layout, which srun gives each task:
+// SLURM_STEP_TASKS_PER_NODE lists the step's tasks per node, in node
+// order, as "4", "4(x2)" (4 on each of 2 nodes) or a list of those ("4(x2),2"),
+// and SLURM_NODEID is this node's index among them. SLURM_NTASKS_PER_NODE
+// is the count asked for, which an srun inside the allocation inherits even
+// where its own tasks sit otherwise: srun -n 4 in an allocation of 4 nodes
+// with --ntasks-per-node=4 places one task per node, but reads as 4 on this
+// host. ok is false outside Slurm, where either variable is missing, and
+// where they do not parse or this node is beyond the list: then the
+// requested count is read as before (parseLocalSize).
+func slurmStepLocalSize(scheme string, get func(string) (string, bool)) (n int, ok bool) {
+	if scheme != "slurm" {
+		return 0, false
+	}
+	list, ok1 := get("SLURM_STEP_TASKS_PER_NODE")
+	id, ok2 := get("SLURM_NODEID")
+	node, err := strconv.Atoi(id)
+	if !ok1 || !ok2 || err != nil || node < 0 {
+		return 0, false
+	}
+	for _, item := range strings.Split(list, ",") {
+		count, times := item, "1"
+		if i := strings.IndexByte(item, '('); i > 0 {
+			rep, ok := strings.CutPrefix(item[i:], "(x")
+			if !ok || !strings.HasSuffix(rep, ")") {
+				return 0, false
+			}
+			count, times = item[:i], strings.TrimSuffix(rep, ")")
+		}
+		c, err1 := strconv.Atoi(count)
+		m, err2 := strconv.Atoi(times)
+		if err1 != nil || err2 != nil || c < 1 || m < 1 {
+			return 0, false
+		}
+		if node < m {
+			return c, true
+		}
+		node -= m
+	}
+	return 0, false
 }
 
 // spansHosts reports whether the launcher says the job runs on more than
