@@ -11,9 +11,9 @@ PEERSFLAGS ?=
 
 .PHONY: plugin harness install all build test vet unit race fuzz bench run help clean conformance conformance-iut bench-peers soak mpirun-check figures-core
 
-all: build ## Build every package and command
+all: build ## The same as build
 
-build: ## Build every Go package, mrbench, mrconform, the net plugin and its harness into build/
+build: ## Build every Go package, mrbench, mrconform, mrpeer, the net plugin and its harness into build/
 	$(GO) build ./...
 	@mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/mrbench ./cmd/mrbench
