@@ -1,6 +1,9 @@
 // Package rccl binds RCCL (AMD) and NCCL (NVIDIA) through dlopen, for
 // mrbench's rccl backend: the benchmark drives the vendor library directly,
-// with or without the metaroce network plugin underneath.
+// over the library's own transports. The metaroce network plugin cannot run
+// underneath: it is a Go c-shared library, and a Go program such as mrbench
+// cannot load a second Go runtime, so mrbench sets NCCL_NET_PLUGIN=none
+// (measure the plugin from PyTorch or nccl-tests instead).
 //
 // The two libraries share one C API (RCCL keeps NCCL's names), so one binding
 // serves both. The library is found through METAROCE_RCCL_LIB, else in
