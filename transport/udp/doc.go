@@ -29,13 +29,16 @@
 // # Caller-runs
 //
 // A loop turn runs under the endpoint's drive lock, and so may a user
-// goroutine: Send and Recv queue their command and, when the lock is free,
-// run the turn themselves (apply, read the listening sockets, transmit)
-// instead of waking the loop; Request.Wait keeps running turns while they
-// make progress, for up to Config.WaitSpin without any, before it blocks.
-// On a 2-vCPU host the hand-off to a sleeping loop and the channel wake-up
-// back cost 50–120 µs per hop; a waiter that reads its own answer pays
-// neither. While a goroutine spins in Wait the loop parks off the poller, so
+// goroutine: Send and Recv queue their command and, when the lock is free
+// or freed within 10 µs, apply it themselves instead of waking the loop. A
+// Recv runs the whole turn (apply, read the listening sockets, transmit); a
+// Send applies and transmits and leaves the sockets to the loop or a
+// waiter, since in a ping-pong that read finds nothing. Request.Wait keeps
+// running turns while they make progress, for up to Config.WaitSpin
+// without any, before it blocks. On a small, busy host the hand-off to a
+// sleeping loop and the channel wake-up back each cost a thread wake-up,
+// tens to hundreds of microseconds; a waiter that reads its own answer pays
+// neither (docs/results.md, UDP datapath). While a goroutine spins in Wait the loop parks off the poller, so
 // datagrams for it wake no thread, and a waiter whose request completes in
 // the reading half of a turn returns at once, leaving the rest (the
 // acknowledgement it owes, typically) to the loop it wakes. Commands that
