@@ -3,7 +3,8 @@
 // (Config.Socks); message k of a connection travels whole on socket k mod
 // Socks behind a 16-byte header carrying its size and tag; one goroutine per
 // socket and side moves the bytes straight between the socket and the
-// caller's buffers.
+// caller's buffers, except that Isend writes a message of at most 16 KiB
+// itself when its socket has nothing queued (inlineMax).
 //
 // Both ends derive the socket of every message from its index alone, so no
 // per-message negotiation is needed, and grouped receives are matched by

@@ -3,9 +3,9 @@
 //
 // Mapping:
 //
-//   - One udp.Endpoint per plugin device. The device aggregates every
-//     selected interface as one plane, so a connection sprays over all of
-//     them. The endpoint is opened on first use.
+//   - One udp.Endpoint per plugin device. Every selected interface is one
+//     plane of the device, so a connection sprays over all of them. The
+//     endpoint is opened on first use.
 //   - One MetaRoCE connection per (local device, remote endpoint), shared by
 //     every NCCL comm between the two and reference counted: it closes when
 //     the last comm on it closes. Connections are used in both directions, so
