@@ -99,3 +99,27 @@ exec sleep 300`)
 		require.Contains(t, output(), "stopping the ranks")
 	})
 }
+
+// TestBadMRBENCHRefusedFirst: an MRBENCH that names no executable file is
+// refused (exit 2, naming it) before the preflight starts any rank, rather
+// than replaced by whatever mrbench PATH holds once the preflight's
+// minutes are spent.
+func TestBadMRBENCHRefusedFirst(t *testing.T) {
+	bash := lookBash(t)
+	bin := toolDir(t, "cat", "head", "mkdir", "sed", "sleep", "tail", "timeout")
+	stub(t, bin, "nvidia-smi", `echo "GPU 0: Stub GPU (UUID: GPU-0)"`)
+	stub(t, bin, "python3", `[ "$1" = -c ] && exit 0
+echo $$ >>"$PIDS"
+exit 0`)
+	stub(t, bin, "mrbench", `exit 0`)
+	pids := filepath.Join(t.TempDir(), "pids")
+	cmd := exec.Command(bash, script)
+	cmd.Env = []string{"PATH=" + bin, "OUT_DIR=" + t.TempDir(), "PIDS=" + pids, "MRBENCH=/nonexistent/mrbench",
+		"METAROCE_RCCL_LIB=/stub/libnccl.so.2", "METAROCE_CUDART_LIB=/stub/libcudart.so.12"}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	require.Equal(t, 2, ee.ExitCode(), "%s", out)
+	require.Contains(t, string(out), "MRBENCH=/nonexistent/mrbench is not an executable file")
+	require.NoFileExists(t, pids, "a rank started before the check refused MRBENCH")
+}

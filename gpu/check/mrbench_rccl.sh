@@ -138,6 +138,19 @@ run_pair() {
 	return $rc
 }
 
+# The mrbench binary, found before the preflight's minutes rather than
+# after them. A binary named by MRBENCH must run; only the default falls back
+# to PATH.
+if [ "$TORCH_ONLY" = 0 ]; then
+	if [ -n "${MRBENCH:-}" ]; then
+		[ -x "$MRBENCH" ] || die "MRBENCH=$MRBENCH is not an executable file"
+	else
+		MRBENCH=build/mrbench
+		[ -x "$MRBENCH" ] || MRBENCH=$(command -v mrbench || true)
+		[ -n "$MRBENCH" ] || die "mrbench not found: build it (make build, which writes build/mrbench) or set MRBENCH"
+	fi
+fi
+
 mkdir -p "$OUT_DIR"
 
 # Preflight: PyTorch's own NCCL all-reduce across the two fake hosts.
@@ -157,9 +170,6 @@ cat "$OUT_DIR"/preflight-rank0.log
 [ "$TORCH_ONLY" = 1 ] && exit 0
 
 # mrbench with the rccl backend.
-MRBENCH=${MRBENCH:-build/mrbench}
-[ -x "$MRBENCH" ] || MRBENCH=$(command -v mrbench || true)
-[ -n "$MRBENCH" ] || die "mrbench not found: build it (go build ./cmd/mrbench) or set MRBENCH"
 read -r -a EXTRA <<<"${MRBENCH_ARGS:--b 4K -e 64M -f 4 --op allreduce -c 1}"
 # Each rank re-reads the extra arguments from the environment, because an
 # array does not cross into the child shell.
