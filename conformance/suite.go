@@ -62,15 +62,15 @@ func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
 		// Once the run's time is over a case would wait no time and
 		// fail with what it did not see (no HELLO_ACK), which blames
 		// the IUT for a run given too little time.
-		if err := ctx.Err(); err != nil {
-			rs = append(rs, Result{Case: c, Verdict: Fail, Evidence: outOfTime("not run: the run's time ran out before this case", err)})
+		if ctx.Err() != nil {
+			rs = append(rs, Result{Case: c, Verdict: Fail, Evidence: "not run: " + runEnded(ctx, "before this case")})
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, caseTimeout)
 		v, ev := c.Run(cctx, env)
 		cancel()
-		if err := ctx.Err(); v == Fail && err != nil {
-			ev += "; " + outOfTime("the run's time ran out during this case, which may be why it failed", err)
+		if v == Fail && ctx.Err() != nil {
+			ev += "; " + runEnded(ctx, "during this case, which may be why it failed")
 		}
 		if v == Fail && ctl != nil {
 			// What the case waited for may have been lost with the
@@ -92,8 +92,14 @@ func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
 	return rs
 }
 
-// outOfTime is the evidence of a case the end of the run prevented or cut
-// short, with what to do about it.
-func outOfTime(what string, err error) string {
-	return fmt.Sprintf("%s (%v); give the run more time", what, err)
+// runEnded says how the run ended (ctx is done), when: its time ran out,
+// with what to do about it, or it was stopped, with the cause ctx was
+// cancelled with (a signal, for mrconform). A stopped run is not one given
+// too little time, and saying so would send its user after the wrong fix.
+func runEnded(ctx context.Context, when string) string {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return fmt.Sprintf("the run's time ran out %s (%v); give the run more time", when, cause)
+	}
+	return fmt.Sprintf("the run was stopped %s (%v)", when, cause)
 }

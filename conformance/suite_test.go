@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -14,11 +15,11 @@ import (
 // what a case sees when it waits no time, "setup: no HELLO_ACK", which
 // blamed the IUT for a --timeout too short.
 func TestRunOutOfTime(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	ran := []string{}
 	cut := &Case{ID: "cut", Level: Mandatory, Run: func(context.Context, *Env) (Verdict, string) {
 		ran = append(ran, "cut")
-		cancel() // the run's time ends while this case waits
+		cancel(context.DeadlineExceeded) // the run's time ends while this case waits
 		return Fail, "setup: no HELLO_ACK"
 	}}
 	after := &Case{ID: "after", Level: Mandatory, Run: func(context.Context, *Env) (Verdict, string) {
@@ -35,4 +36,30 @@ func TestRunOutOfTime(t *testing.T) {
 	require.Equal(t, Fail, rs[1].Verdict, "a mandatory case not run is not a pass")
 	require.True(t, strings.HasPrefix(rs[1].Evidence, "not run: the run's time ran out before this case"), rs[1].Evidence)
 	require.NotContains(t, rs[1].Evidence, "HELLO_ACK")
+}
+
+// TestRunStopped: a run stopped from outside (mrconform on SIGINT or
+// SIGTERM) fails the cases it did not reach as not run and names the
+// cause; neither they nor the case it cut short tell the user to give the
+// run more time, as they did, since more time would not have helped.
+func TestRunStopped(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	interrupted := errors.New("interrupt signal received")
+	cut := &Case{ID: "cut", Level: Mandatory, Run: func(context.Context, *Env) (Verdict, string) {
+		cancel(interrupted)
+		return Fail, "setup: no HELLO_ACK"
+	}}
+	after := &Case{ID: "after", Level: Mandatory, Run: func(context.Context, *Env) (Verdict, string) {
+		t.Error("a case started after the run was stopped")
+		return Pass, ""
+	}}
+	rs := Run(ctx, AddrIUT(netip.MustParseAddrPort("127.0.0.1:9")), []*Case{cut, after}, 1)
+	require.Len(t, rs, 2)
+	require.Equal(t, Fail, rs[0].Verdict)
+	require.Equal(t, "setup: no HELLO_ACK; the run was stopped during this case, which may be why it failed (interrupt signal received)", rs[0].Evidence)
+	require.Equal(t, Fail, rs[1].Verdict)
+	require.Equal(t, "not run: the run was stopped before this case (interrupt signal received)", rs[1].Evidence)
+	for _, r := range rs {
+		require.NotContains(t, r.Evidence, "more time", r.Case.ID)
+	}
 }
