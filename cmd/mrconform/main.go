@@ -10,7 +10,10 @@
 // runs (unknown flags, not exactly one of --self, --iut and --addr, a bad
 // address (port 0 or no address included), format or case id, a case
 // named twice in --cases, a non-positive --timeout, an --iut program that
-// does not exist, a --junit file that cannot be created). -h prints the usage and exits 0.
+// does not exist, a --junit file that cannot be created); 130 when SIGINT,
+// SIGTERM or SIGHUP stopped the run (the reports, the JUnit file included,
+// are still written: the cases run before the signal with their verdicts,
+// the others failed as not run). -h prints the usage and exits 0.
 //
 //	mrconform --self                     judge this module's UDP datapath, in-process
 //	mrconform --iut "build/mrpeer"       judge a process speaking the control contract
@@ -32,26 +35,39 @@ import (
 
 	"github.com/metaroce/metaroce/conformance"
 	"github.com/metaroce/metaroce/conformance/udpiut"
+	"github.com/metaroce/metaroce/internal/interrupt"
 )
 
 // Exit statuses (see the package documentation).
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK          = 0
+	exitFail        = 1
+	exitUsage       = 2
+	exitInterrupted = 130 // as a shell reports a command ended by SIGINT (128 + 2)
 )
 
 // usageTail follows the flag list in -h output.
 const usageTail = `
 Exit status: 0 every mandatory case passed; 1 a mandatory case failed, the
 IUT could not be brought up, or the JUnit report could not be written;
-2 bad usage, found before anything runs.
+2 bad usage, found before anything runs; 130 stopped by SIGINT, SIGTERM or
+SIGHUP (the reports still cover the cases run before it).
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// A signal stops the run rather than the process, so that the reports
+	// are written (the JUnit file, created before the run, would be left
+	// empty) and the IUT process is asked to quit.
+	ctx, stop := interrupt.Context(context.Background())
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
-// run is main without the process: it returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+// run is main without the process: it returns the exit status. ctx ending
+// (a signal, in main) stops the run; the cases it did not reach fail as
+// not run.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mrconform", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -134,11 +150,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer junitFile.Close()
 	}
 
+	stopped := ctx
 	report := func(rs []conformance.Result) int {
-		return writeReports(rs, formats, stdout, stderr, *junit, junitFile)
+		code := writeReports(rs, formats, stdout, stderr, *junit, junitFile)
+		if stopped.Err() != nil {
+			fmt.Fprintf(stderr, "mrconform: stopped (%v); the reports cover the cases run before it\n", context.Cause(stopped))
+			return exitInterrupted
+		}
+		return code
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	var iut conformance.IUT
 	switch {

@@ -1,16 +1,113 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/xml"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/metaroce/metaroce/conformance"
+	"github.com/metaroce/metaroce/conformance/control"
 	"github.com/stretchr/testify/require"
 )
+
+// mainArgsEnv, when set in the environment of this test binary, makes it
+// run mrconform's main with these arguments (one a line) instead of the
+// tests, so that a test can signal a real mrconform process.
+const mainArgsEnv = "MRCONFORM_TEST_MAIN_ARGS"
+
+// signalsParent, as the only argument of this test binary, makes it an IUT
+// process that answers listen and then sends SIGTERM to the process that
+// started it (see signalsParentIUT).
+const signalsParent = "iut-signals-parent"
+
+func TestMain(m *testing.M) {
+	// The IUT first: it inherits the environment of the mrconform that
+	// starts it.
+	if len(os.Args) == 2 && os.Args[1] == signalsParent {
+		os.Exit(signalsParentIUT())
+	}
+	if a, ok := os.LookupEnv(mainArgsEnv); ok {
+		os.Args = append([]string{"mrconform"}, strings.Split(a, "\n")...)
+		main()
+		return // main exits
+	}
+	os.Exit(m.Run())
+}
+
+// signalsParentIUT speaks the control contract without a datapath: listen
+// is answered with an address where nothing listens, after which the
+// process that started it (mrconform) gets SIGTERM, as from kill or a CI
+// job's timeout; quit is answered and ends it, anything else is answered
+// ok.
+func signalsParentIUT() int {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		req, err := control.ParseRequest(sc.Text())
+		rep := control.Reply{OK: true}
+		if err != nil {
+			rep = control.Fail(err)
+		} else if req.Cmd == control.CmdListen {
+			rep.Addr = "127.0.0.1:9"
+		}
+		os.Stdout.Write(append(rep.Format(), '\n'))
+		switch {
+		case err == nil && req.Cmd == control.CmdListen:
+			syscall.Kill(os.Getppid(), syscall.SIGTERM)
+		case err == nil && req.Cmd == control.CmdQuit:
+			return 0
+		}
+	}
+	return 0
+}
+
+// TestSignalStillReports runs mrconform as a process and sends it SIGTERM
+// once its IUT is up: it exits with the interrupted status having written
+// every report, the JUnit file with every case selected, each failed as
+// cut short or not run, and says so. The signal killed it: no report on
+// stdout, and the JUnit file it had created before the run left empty.
+func TestSignalStillReports(t *testing.T) {
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join([]string{
+		"--iut", os.Args[0] + " " + signalsParent, "--cases", "handshake,sack", "--format", "tap", "--junit", junit, "--timeout", "60s"}, "\n"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill() // our own child
+		<-exited
+		t.Fatalf("mrconform did not end within 2 minutes; stderr:\n%s", errb.String())
+	}
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "%v; stderr:\n%s", err, errb.String())
+	require.Equal(t, exitInterrupted, ee.ExitCode(), "%v; stderr:\n%s", err, errb.String())
+	require.Contains(t, errb.String(), "mrconform: stopped (terminated signal received); the reports cover the cases run before it")
+	require.Contains(t, out.String(), "1..2\n")
+	require.Contains(t, out.String(), "not ok 2 - sack")
+	x, err := os.ReadFile(junit)
+	require.NoError(t, err)
+	var s struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	require.NoError(t, xml.Unmarshal(x, &s), "%q", x)
+	require.Equal(t, 2, s.Tests)
+	require.Equal(t, 2, s.Failures, "a case the signal cut short or prevented is no pass")
+}
 
 // TestUsage: every mistake in the command line is found before anything
 // runs and exits 2, never 1, which would blame the implementation.
@@ -25,19 +122,19 @@ func TestUsage(t *testing.T) {
 		// A case named twice would run and be reported twice.
 		{"--self", "--cases", "sack,sack"}, {"--self", "--cases", "handshake,sack,handshake"}} {
 		var out, errb bytes.Buffer
-		require.Equal(t, exitUsage, run(args, &out, &errb), "%v", args)
+		require.Equal(t, exitUsage, run(context.Background(), args, &out, &errb), "%v", args)
 		require.NotEmpty(t, errb.String(), "%v", args)
 		require.Empty(t, out.String(), "%v: nothing ran", args)
 	}
 	var out, errb bytes.Buffer
-	require.Equal(t, exitUsage, run([]string{"--self", "--cases", "sack,reorder,sack"}, &out, &errb))
+	require.Equal(t, exitUsage, run(context.Background(), []string{"--self", "--cases", "sack,reorder,sack"}, &out, &errb))
 	require.Contains(t, errb.String(), `case "sack" named twice`)
 }
 
 func TestHelpExitsZero(t *testing.T) {
 	for _, h := range []string{"-h", "--help"} {
 		var out, errb bytes.Buffer
-		require.Equal(t, exitOK, run([]string{h}, &out, &errb), h)
+		require.Equal(t, exitOK, run(context.Background(), []string{h}, &out, &errb), h)
 		require.Contains(t, errb.String(), "Exit status:", h)
 	}
 }
@@ -46,7 +143,7 @@ func TestHelpExitsZero(t *testing.T) {
 // control contract is a failure of the IUT (1), not bad usage.
 func TestIUTThatDoesNotAnswer(t *testing.T) {
 	var out, errb bytes.Buffer
-	require.Equal(t, exitFail, run([]string{"--iut", "false", "--timeout", "30s"}, &out, &errb))
+	require.Equal(t, exitFail, run(context.Background(), []string{"--iut", "false", "--timeout", "30s"}, &out, &errb))
 	require.Contains(t, errb.String(), "starting the IUT")
 }
 
@@ -57,7 +154,7 @@ func TestIUTThatDoesNotAnswer(t *testing.T) {
 func TestJUnitWhenIUTDoesNotStart(t *testing.T) {
 	junit := filepath.Join(t.TempDir(), "report.xml")
 	var out, errb bytes.Buffer
-	code := run([]string{"--iut", "false", "--timeout", "30s", "--cases", "handshake,sack", "--junit", junit}, &out, &errb)
+	code := run(context.Background(), []string{"--iut", "false", "--timeout", "30s", "--cases", "handshake,sack", "--junit", junit}, &out, &errb)
 	require.Equal(t, exitFail, code)
 	require.Contains(t, errb.String(), "starting the IUT")
 	x, err := os.ReadFile(junit)
@@ -89,14 +186,14 @@ func TestJUnitWriteError(t *testing.T) {
 		t.Skip("no /dev/full to fail writes:", err)
 	}
 	var out, errb bytes.Buffer
-	code := run([]string{"--addr", "127.0.0.1:9", "--timeout", "30s", "--cases", "handshake", "--junit", "/dev/full"}, &out, &errb)
+	code := run(context.Background(), []string{"--addr", "127.0.0.1:9", "--timeout", "30s", "--cases", "handshake", "--junit", "/dev/full"}, &out, &errb)
 	require.Equal(t, exitFail, code, "stderr %s", errb.String())
 	require.Contains(t, out.String(), "not ok 1 - handshake")
 	require.Contains(t, errb.String(), "--junit /dev/full")
 
 	out.Reset()
 	errb.Reset()
-	code = run([]string{"--self", "--timeout", "60s", "--cases", "handshake", "--junit", "/dev/full"}, &out, &errb)
+	code = run(context.Background(), []string{"--self", "--timeout", "60s", "--cases", "handshake", "--junit", "/dev/full"}, &out, &errb)
 	require.Contains(t, out.String(), "ok 1 - handshake")
 	require.NotContains(t, out.String(), "not ok")
 	require.Equal(t, exitFail, code, "the cases passed but the report was lost; stderr %s", errb.String())
@@ -107,7 +204,7 @@ func TestJUnitWriteError(t *testing.T) {
 // cases fail (exit 1) and the cases that need control are skipped.
 func TestAddrOnly(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run([]string{"--addr", "127.0.0.1:9", "--timeout", "30s", "--cases", "handshake,sack"}, &out, &errb)
+	code := run(context.Background(), []string{"--addr", "127.0.0.1:9", "--timeout", "30s", "--cases", "handshake,sack"}, &out, &errb)
 	require.Equal(t, exitFail, code)
 	require.Contains(t, out.String(), "not ok 1 - handshake")
 	require.Contains(t, out.String(), "# SKIP")
@@ -127,7 +224,7 @@ func TestProcessIUT(t *testing.T) {
 	require.NoError(t, build.Run())
 	junit := filepath.Join(dir, "report.xml")
 	var out, errb bytes.Buffer
-	code := run([]string{"--iut", bin + " --seed 5", "--timeout", "90s", "--format", "tap,human", "--junit", junit}, &out, &errb)
+	code := run(context.Background(), []string{"--iut", bin + " --seed 5", "--timeout", "90s", "--format", "tap,human", "--junit", junit}, &out, &errb)
 	t.Log("\n" + out.String())
 	require.Contains(t, out.String(), "TAP version 13")
 	require.Contains(t, out.String(), "CASE")
