@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"os/exec"
 	"sync"
 	"time"
@@ -27,8 +28,15 @@ const pollCompletions = 5 * time.Millisecond
 // back to pollCompletions.
 const pollRefusedMax = 200 * time.Millisecond
 
-// processQuit bounds the wait for an IUT process to exit after quit.
+// processQuit bounds the wait for an IUT process to exit after quit, and
+// for its stderr to be copied after it exited (a child it started may hold
+// that open).
 const processQuit = 3 * time.Second
+
+// exitWait bounds the wait for an IUT process to be reaped once it closed
+// its stdout or stdin: a process that does so is almost always exiting, and
+// its exit status is what the control channel's error should name.
+const exitWait = time.Second
 
 // listenWait bounds the wait for the reply to the first request, listen:
 // an IUT process that never answers (one that does not flush its stdout,
@@ -56,9 +64,13 @@ const acceptWait = 5 * time.Second
 type ProcessIUT struct {
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
-	lines    chan []byte // reply lines, closed when stdout ends
-	readErr  error       // why the lines ended early, set before lines closes
-	maxLine  int         // longest reply line, bytes
+	stdout   *os.File      // the read end of the process's stdout, closed by Close
+	lines    chan []byte   // reply lines, closed when stdout ends
+	readErr  error         // why the lines ended early, set before lines closes
+	exited   chan struct{} // closed once the process was reaped
+	exitErr  error         // cmd.Wait's result, set before exited closes
+	done     chan struct{} // closed when Close is done: nobody reads lines any more
+	maxLine  int           // longest reply line, bytes
 	pollWait func(time.Duration) <-chan time.Time
 	addr     netip.AddrPort
 	comps    chan Completion
@@ -89,23 +101,39 @@ func startProcess(ctx context.Context, argv []string, stderr io.Writer, lim proc
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = stderr
+	cmd.WaitDelay = processQuit
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
+	// A pipe of our own rather than StdoutPipe, which Wait closes: the
+	// process is reaped as soon as it exits, so that its exit status can
+	// explain a broken control channel, while its last replies are still
+	// read.
+	out, outW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		in.Close()
+		return nil, fmt.Errorf("conformance: IUT stdout pipe: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = outW
+	err = cmd.Start()
+	outW.Close() // the process has its copy
+	if err != nil {
+		in.Close()
+		out.Close()
 		return nil, fmt.Errorf("conformance: start IUT %q: %w", argv[0], err)
 	}
-	p := &ProcessIUT{cmd: cmd, stdin: in, lines: make(chan []byte, 4), maxLine: maxLine, pollWait: lim.pollWait,
-		comps: make(chan Completion, 256), stop: make(chan struct{})}
+	p := &ProcessIUT{cmd: cmd, stdin: in, stdout: out, lines: make(chan []byte, 4), exited: make(chan struct{}),
+		done: make(chan struct{}), maxLine: maxLine, pollWait: lim.pollWait, comps: make(chan Completion, 256), stop: make(chan struct{})}
 	if p.pollWait == nil {
 		p.pollWait = time.After
 	}
 	go func() {
+		p.exitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	go func() {
+		defer close(p.lines)
 		sc := bufio.NewScanner(out)
 		// A token may be as long as the buffer's capacity or max,
 		// whichever is larger; the line proper excludes its newline.
@@ -113,14 +141,15 @@ func startProcess(ctx context.Context, argv []string, stderr io.Writer, lim proc
 		for sc.Scan() {
 			if len(sc.Bytes()) > maxLine {
 				p.readErr = bufio.ErrTooLong
-				break
+				return
 			}
-			p.lines <- append([]byte(nil), sc.Bytes()...)
+			select {
+			case p.lines <- append([]byte(nil), sc.Bytes()...):
+			case <-p.done:
+				return
+			}
 		}
-		if p.readErr == nil {
-			p.readErr = sc.Err()
-		}
-		close(p.lines)
+		p.readErr = sc.Err()
 	}()
 	lctx, cancel := context.WithTimeout(ctx, lim.listenWait)
 	rep, err := p.request(lctx, control.Request{Cmd: control.CmdListen, IP: "127.0.0.1"})
@@ -150,6 +179,9 @@ func (p *ProcessIUT) request(ctx context.Context, r control.Request) (control.Re
 		return control.Reply{}, err
 	}
 	if _, err := io.WriteString(p.stdin, r.String()+"\n"); err != nil {
+		if exit := p.exitStatus(ctx); exit != "" {
+			return control.Reply{}, p.fail(fmt.Errorf("conformance: the IUT process exited (%s) before %q could be sent to it", exit, r.Cmd))
+		}
 		return control.Reply{}, p.fail(fmt.Errorf("conformance: IUT stdin: %w", err))
 	}
 	if _, ok := ctx.Deadline(); !ok {
@@ -166,7 +198,10 @@ func (p *ProcessIUT) request(ctx context.Context, r control.Request) (control.Re
 			case p.readErr != nil:
 				return control.Reply{}, p.fail(fmt.Errorf("conformance: reading the IUT's stdout: %w", p.readErr))
 			}
-			return control.Reply{}, p.fail(errors.New("conformance: IUT closed its stdout"))
+			if exit := p.exitStatus(ctx); exit != "" {
+				return control.Reply{}, p.fail(fmt.Errorf("conformance: the IUT process exited (%s) before answering %q", exit, r.Cmd))
+			}
+			return control.Reply{}, p.fail(fmt.Errorf("conformance: IUT closed its stdout, still running, before answering %q", r.Cmd))
 		}
 		rep, err := control.ParseReply(line)
 		if err != nil {
@@ -179,6 +214,25 @@ func (p *ProcessIUT) request(ctx context.Context, r control.Request) (control.Re
 	case <-ctx.Done():
 		return control.Reply{}, p.fail(fmt.Errorf("conformance: IUT did not answer %q: %w", r.Cmd, ctx.Err()))
 	}
+}
+
+// exitStatus waits up to exitWait, and no longer than ctx, for the process
+// to be reaped and says how it ended ("exit status 3", "signal: killed");
+// "" when it is still running.
+func (p *ProcessIUT) exitStatus(ctx context.Context) string {
+	t := time.NewTimer(exitWait)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+		return ""
+	case <-ctx.Done():
+		return ""
+	}
+	if p.exitErr == nil {
+		return "exit status 0"
+	}
+	return p.exitErr.Error()
 }
 
 // fail marks the control channel broken with err, unless it already is,
@@ -319,20 +373,28 @@ func (p *ProcessIUT) close() error {
 	defer cancel()
 	p.request(ctx, control.Request{Cmd: control.CmdQuit})
 	p.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
+	defer p.release()
 	select {
-	case err := <-done:
-		return err
+	case <-p.exited:
+		return p.exitErr
 	case <-time.After(processQuit):
 		p.cmd.Process.Kill()
-		<-done
+		<-p.exited
 		return errors.New("conformance: IUT did not exit after quit; killed")
 	}
 }
 
+// kill ends a process that did not start as an IUT.
 func (p *ProcessIUT) kill() {
 	p.stdin.Close()
 	p.cmd.Process.Kill()
-	p.cmd.Wait()
+	<-p.exited
+	p.release()
+}
+
+// release ends the reading of the process's stdout once the process is
+// gone: a child it started may still hold the pipe open.
+func (p *ProcessIUT) release() {
+	close(p.done)
+	p.stdout.Close()
 }

@@ -36,7 +36,11 @@ func TestMain(m *testing.M) {
 //	crash    exits at the first request after listen
 //	silent   reads its requests and never answers
 //	late     refuses completions until accept, then reports one receive
+//	exit     exits with status 1 before reading anything
 func helperIUT(mode string) int {
+	if mode == "exit" {
+		return 1
+	}
 	sc := bufio.NewScanner(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
 	reply := func(r control.Reply) {
@@ -150,8 +154,12 @@ func TestCrashNamed(t *testing.T) {
 	p, err := startHelper(t, "crash", defaultLimits)
 	require.NoError(t, err)
 	err = p.PostRecv(context.Background(), 1, []uint64{16}, []uint32{1})
-	require.ErrorContains(t, err, "IUT")
-	require.Error(t, p.ControlErr())
+	// Whichever request met the crash (the poller's completions, most
+	// likely), the channel's error says that the process exited, and how:
+	// it said the IUT closed its stdout, or named the broken pipe to its
+	// stdin, as if the process might still be there.
+	require.ErrorContains(t, err, "the IUT process exited (exit status 3) before")
+	require.ErrorContains(t, p.ControlErr(), "the IUT process exited (exit status 3) before")
 	// Cases that need a connection fail at once, naming the channel, not
 	// after a handshake with a process that is gone.
 	rs := Run(context.Background(), p, []*Case{{ID: "close", Level: Mandatory, Run: caseClose}}, 1)
@@ -160,6 +168,14 @@ func TestCrashNamed(t *testing.T) {
 	require.NotContains(t, rs[0].Evidence, "HELLO_ACK")
 	require.ErrorContains(t, p.Close(), "exit status 3")
 	require.ErrorContains(t, p.Close(), "exit status 3", "Close again reports the same")
+}
+
+// TestExitBeforeListen: a program that exits at once fails to start as an
+// IUT with its exit status named, not as an IUT that closed its stdout.
+func TestExitBeforeListen(t *testing.T) {
+	_, err := startHelper(t, "exit", defaultLimits)
+	require.ErrorContains(t, err, "the IUT process exited (exit status 1) before")
+	require.ErrorContains(t, err, `"listen"`)
 }
 
 // TestControlErrorInEvidence: a case that fails while the control channel
