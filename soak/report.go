@@ -81,6 +81,11 @@ type Report struct {
 	// deadline) before the run did: the round it cut short was not
 	// judged, and errors it caused are not counted as Unexpected.
 	Interrupted bool `json:"interrupted"`
+	// Error is why the run ended before its time other than by its
+	// context: a round that could not start (a fault that could not be
+	// injected, say). The report then covers the rounds before it; "" when
+	// no error ended the run.
+	Error string `json:"error"`
 }
 
 // MarshalJSON writes the report in the form Report describes. Lists that
@@ -127,6 +132,7 @@ func (r *Report) problems() []string {
 	}
 	add(r.Ops == 0 && r.PluginMessages == 0, "nothing was checked (no operation or plugin message verified)")
 	add(r.Interrupted, "interrupted")
+	add(r.Error != "", "ended by an error")
 	add(r.Corrupted > 0, "corrupted results")
 	add(r.Unexpected > 0, "unexpected errors")
 	add(r.MissedKills > 0, "missed kills")
@@ -166,6 +172,9 @@ func (r *Report) String() string {
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n  note: %s", n)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "\n  ended by an error: %s", r.Error)
 	}
 	return b.String()
 }

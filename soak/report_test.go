@@ -11,9 +11,9 @@ import (
 
 // reportJSONKeys is the documented JSON schema of Report, in key order.
 var reportJSONKeys = []string{
-	"bytes", "ce_recv", "corrupted", "ecn_marks", "elapsed_s", "fault_rounds",
-	"faults", "fds_after", "fds_before", "first_errors", "goroutines_after",
-	"goroutines_before", "healthy", "interrupted", "kill_rounds", "lost",
+	"bytes", "ce_recv", "corrupted", "ecn_marks", "elapsed_s", "error",
+	"fault_rounds", "faults", "fds_after", "fds_before", "first_errors",
+	"goroutines_after", "goroutines_before", "healthy", "interrupted", "kill_rounds", "lost",
 	"mid_round_faults", "missed_kills", "mode", "notes", "ops", "packets_sent",
 	"path_changes", "plugin_failures", "plugin_kills", "plugin_messages",
 	"plugin_missed_kills", "plugin_rounds", "plugin_surfaced", "problems",
@@ -55,6 +55,16 @@ func TestReportJSONSchema(t *testing.T) {
 		"faults":{"link loss":2},"mid_round_faults":0,"surfaced":0,"missed_kills":0,"unexpected":0,"corrupted":1,
 		"plugin_rounds":0,"plugin_messages":0,"plugin_kills":0,"plugin_surfaced":0,"plugin_missed_kills":0,"plugin_failures":0,
 		"goroutines_before":0,"goroutines_after":0,"fds_before":0,"fds_after":0,"first_errors":[],"notes":[],
-		"interrupted":false,"healthy":false,
+		"interrupted":false,"error":"","healthy":false,
 		"problems":["nothing was checked (no operation or plugin message verified)","corrupted results"]}`, string(b))
+}
+
+// TestErrorIsUnhealthy: a run that a round's error ended is not healthy,
+// however clean the rounds before it were, and its text report says the
+// error.
+func TestErrorIsUnhealthy(t *testing.T) {
+	r := &Report{Mode: "netlab", Rounds: 3, Ops: 60, Error: "soak: round 4 (clean): injecting faults: boom"}
+	require.False(t, r.Healthy())
+	require.Equal(t, []string{"ended by an error"}, r.problems())
+	require.Contains(t, r.String(), "ended by an error: soak: round 4 (clean): injecting faults: boom")
 }

@@ -155,7 +155,8 @@ func pow2(x float64) float64 { return math.Exp2(x) }
 // Run soaks for opt.Duration (or until ctx ends) and returns the report.
 // It returns an error only when the options are invalid or a round cannot
 // start at all (the lab or the plugin does not build, a fault cannot be
-// injected). When ctx ends first, the round under way stops, the report
+// injected); the report it returns with a round's error covers the rounds
+// before, and says the error (Report.Error). When ctx ends first, the round under way stops, the report
 // says Interrupted, and whatever was built (lab, plugin) is torn down
 // before Run returns.
 func Run(ctx context.Context, opt Options) (*Report, error) {
@@ -210,6 +211,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		if err != nil {
 			rep.Elapsed = time.Since(start)
 			rep.Interrupted = ctx.Err() != nil
+			rep.Error = err.Error()
 			return rep, err
 		}
 		coll++

@@ -7,7 +7,8 @@
 // wrong; 1 when a result was corrupted, a failure went unreported, an error
 // appeared without a fault that explains it, goroutines or file descriptors
 // leaked, nothing was checked (a duration too short for one round), or a
-// round could not start; 2 on bad usage, found before anything runs; 130
+// round could not start (the report of the rounds before it is printed all
+// the same, with the error); 2 on bad usage, found before anything runs; 130
 // when SIGINT, SIGTERM or SIGHUP ended the run (the report then covers the
 // rounds before it, and the namespace fabric is torn down first). -h prints
 // the usage and exits 0.
@@ -40,6 +41,7 @@
 //	goroutines_before, goroutines_after, fds_before, fds_after
 //	first_errors, notes  lists of strings (possibly empty)
 //	interrupted, healthy booleans
+//	error                why a round could not start, ending the run ("" when none)
 //	problems             why healthy is false, in words (empty when true)
 //
 //	mrsoak -duration 30m
@@ -143,29 +145,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		opt.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
 	}
-	rep, err := soak.Run(ctx, opt)
+	rep, err := soakRun(ctx, opt)
 	if err != nil {
+		// What the rounds before the error found (a corruption an hour
+		// in, say) is printed, not lost with them.
+		if rep != nil && (rep.Rounds > 0 || rep.PluginRounds > 0) {
+			writeReport(rep, *asJSON, stdout, stderr)
+		}
 		fmt.Fprintln(stderr, "mrsoak:", err)
 		if ctx.Err() != nil {
 			return exitInterrupted
 		}
 		return exitFail
 	}
-	for _, n := range rep.Notes {
-		fmt.Fprintln(stderr, "mrsoak:", n)
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(stderr, "mrsoak: writing the report:", err)
-			return exitFail
-		}
-	} else {
-		fmt.Fprintln(stdout, rep)
-		for _, e := range rep.FirstErrors {
-			fmt.Fprintln(stdout, "  error:", e)
-		}
+	if !writeReport(rep, *asJSON, stdout, stderr) {
+		return exitFail
 	}
 	switch {
 	case rep.Interrupted:
@@ -175,4 +169,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// soakRun is soak.Run; tests replace it to make a run end by an error.
+var soakRun = soak.Run
+
+// writeReport prints the report's notes on stderr and the report on
+// stdout, as JSON or text, and reports whether it could be written.
+func writeReport(rep *soak.Report, asJSON bool, stdout, stderr io.Writer) bool {
+	for _, n := range rep.Notes {
+		fmt.Fprintln(stderr, "mrsoak:", n)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(stderr, "mrsoak: writing the report:", err)
+			return false
+		}
+		return true
+	}
+	fmt.Fprintln(stdout, rep)
+	for _, e := range rep.FirstErrors {
+		fmt.Fprintln(stdout, "  error:", e)
+	}
+	return true
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/netlab"
+	"github.com/metaroce/metaroce/soak"
 	"github.com/stretchr/testify/require"
 )
 
@@ -77,7 +78,7 @@ func TestJSONKeys(t *testing.T) {
 		"faults", "mid_round_faults", "surfaced", "missed_kills", "unexpected", "corrupted",
 		"plugin_rounds", "plugin_messages", "plugin_kills", "plugin_surfaced", "plugin_missed_kills", "plugin_failures",
 		"goroutines_before", "goroutines_after", "fds_before", "fds_after", "first_errors", "notes",
-		"interrupted", "healthy", "problems"} {
+		"interrupted", "error", "healthy", "problems"} {
 		require.Contains(t, m, k)
 		delete(m, k)
 	}
@@ -100,6 +101,35 @@ func TestNothingCheckedFails(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, exitFail, run(context.Background(), []string{"-duration", "1ns"}, &out, &errb))
 	require.Contains(t, out.String(), "healthy false (nothing was checked")
+}
+
+// TestReportKeptOnError: a run that a round's error ends (a fault that
+// could not be injected, in netlab mode) still prints the report of the
+// rounds before it, as text or JSON, with the error, and fails. Only the
+// error was printed: a corruption found in the hour before was lost.
+func TestReportKeptOnError(t *testing.T) {
+	defer func(f func(context.Context, soak.Options) (*soak.Report, error)) { soakRun = f }(soakRun)
+	injecting := errors.New("soak: round 7 (clean): injecting faults: nft: no such table")
+	soakRun = func(context.Context, soak.Options) (*soak.Report, error) {
+		return &soak.Report{Mode: "netlab", Rounds: 7, Ops: 100, Corrupted: 2, FirstErrors: []string{"round 3: rank 1: boom"},
+			Error: injecting.Error()}, injecting
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, exitFail, run(context.Background(), nil, &out, &errb))
+	require.Contains(t, out.String(), "7 rounds")
+	require.Contains(t, out.String(), "corrupted results 2")
+	require.Contains(t, out.String(), "error: round 3: rank 1: boom")
+	require.Contains(t, out.String(), "ended by an error: "+injecting.Error())
+	require.Contains(t, errb.String(), "mrsoak: "+injecting.Error())
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, exitFail, run(context.Background(), []string{"-json"}, &out, &errb))
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &m), out.String())
+	require.Equal(t, float64(2), m["corrupted"])
+	require.Equal(t, false, m["healthy"])
+	require.Equal(t, injecting.Error(), m["error"])
 }
 
 func TestShortRun(t *testing.T) {
