@@ -90,7 +90,7 @@ func rateHintFresh(ctx context.Context, e *Env) (Verdict, string, int) {
 	paths := len(p.facts(flow, nil).paths)
 	ev := fmt.Sprintf("fresh hint (on the RECV_READY, the send already queued; first DATA %s after the RECV_READY left): %s",
 		sinceSent(sentAt, m.start), m)
-	if v, why := m.judge(); v != Pass {
+	if v, why := judgeFresh(m); v != Pass {
 		return v, ev + ": " + why, paths
 	}
 	return Pass, ev, paths
@@ -167,14 +167,33 @@ func rateHintStaleOnce(ctx context.Context, e *Env, paths int) (Verdict, string,
 	return Pass, ev, seen
 }
 
+// minMeasured is the least payload a rate-hint check must measure past its
+// allowance to judge the rate, bytes: a quarter of the segments it sizes
+// its message for.
+const minMeasured = hintedSegments / 4 * segment
+
+// judgeFresh judges the measure of the fresh check. Its message is sized so
+// that a sender keeping to the tester's max_dgram sends some 40 segments
+// past the allowance; too little measured (a sender whose DATA are larger
+// than the max_dgram lets them be) proves nothing about its pacing and
+// fails, naming the largest DATA, rather than passing on a rate of 0 or on
+// a single gap.
+func judgeFresh(m paceSpan) (Verdict, string) {
+	if m.measured < minMeasured {
+		return Fail, fmt.Sprintf("%d B past the allowance is too little to judge the rate (at least %d B); the largest DATA carried %d B, the tester's max_dgram allows %d",
+			m.measured, minMeasured, m.largest, segment)
+	}
+	return m.judge()
+}
+
 // judgeStale judges the measure of a stale check whose message was sized
 // for paths restart windows and whose IUT sent on seen paths. Too little
 // measured past the allowance is no evidence of pacing: it is a Skip,
 // never a Pass.
 func judgeStale(m paceSpan, seen, paths int) (Verdict, string) {
-	if m.measured < hintedSegments/4*segment {
+	if m.measured < minMeasured {
 		return Skip, fmt.Sprintf("the IUT's restart used %d paths, the message was sized for %d: %d B past the allowance is too little to judge the rate (at least %d B)",
-			seen, paths, m.measured, hintedSegments/4*segment)
+			seen, paths, m.measured, minMeasured)
 	}
 	return m.judge()
 }
@@ -235,6 +254,7 @@ type paceSpan struct {
 	// firstMs is the payload that arrived within 1 ms of the first DATA:
 	// an unpaced burst shows here.
 	firstMs int
+	largest int // the largest payload of one DATA, bytes
 }
 
 // measurePace measures the DATA of flow past the first allow bytes.
@@ -254,6 +274,7 @@ func (p *peer) measurePace(flow uint32, allow int) paceSpan {
 			continue
 		}
 		placed[d.off] = true
+		m.largest = max(m.largest, len(d.payload))
 		if start.IsZero() {
 			start = d.at
 		}

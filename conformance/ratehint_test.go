@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,5 +38,28 @@ func TestJudgeStaleTooLittle(t *testing.T) {
 	require.Equal(t, Pass, v, why)
 	burst := paceSpan{measured: hintedSegments * segment, span: time.Millisecond}
 	v, _ = judgeStale(burst, 4, 4)
+	require.Equal(t, Fail, v)
+}
+
+// TestJudgeFreshTooLittle: the fresh check fails when too little was
+// measured past its allowance to judge a rate, saying so; it passed on
+// nothing measured (a rate of 0), as for a sender whose DATA, larger than
+// the tester's max_dgram allows, carried the message in two datagrams.
+func TestJudgeFreshTooLittle(t *testing.T) {
+	for _, m := range []paceSpan{
+		{largest: 40000}, // nothing after the first measured DATA
+		{measured: 6000, span: time.Second, largest: 20000},           // one gap, paced
+		{measured: minMeasured - 1, span: time.Second, largest: 5000}, // just short
+	} {
+		v, why := judgeFresh(m)
+		require.Equal(t, Fail, v, "%+v", m)
+		require.Contains(t, why, "too little to judge the rate")
+		require.Contains(t, why, fmt.Sprintf("the largest DATA carried %d B, the tester's max_dgram allows %d", m.largest, segment))
+	}
+	paced := paceSpan{measured: hintedSegments * segment, span: time.Duration(float64(hintedSegments*segment) / hintBytesPerSec * float64(time.Second)), largest: segment}
+	v, why := judgeFresh(paced)
+	require.Equal(t, Pass, v, why)
+	burst := paceSpan{measured: hintedSegments * segment, span: time.Millisecond, largest: segment}
+	v, _ = judgeFresh(burst)
 	require.Equal(t, Fail, v)
 }
