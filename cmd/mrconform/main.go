@@ -9,7 +9,8 @@
 // JUnit report could not be written; 2 on bad usage, found before anything
 // runs (unknown flags, not exactly one of --self, --iut and --addr, a bad
 // address (port 0 or no address included), format or case id, a case
-// named twice in --cases, a non-positive --timeout, an --iut program that
+// named twice in --cases, --addr with --cases naming only cases that need
+// a control channel (none would run), a non-positive --timeout, an --iut program that
 // does not exist, a --junit file that cannot be created); 130 when SIGINT,
 // SIGTERM or SIGHUP stopped the run (the reports, the JUnit file included,
 // are still written: the cases run before the signal with their verdicts,
@@ -138,6 +139,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if ap.Port() == 0 || ap.Addr().IsUnspecified() {
 			return usage("--addr %q: want the IUT's address and a non-zero port, such as 192.0.2.7:4793", *addr)
 		}
+		// Every case would be skipped and the run pass having
+		// judged nothing.
+		if why := needsControl(cases); why != "" {
+			return usage("%s", why)
+		}
 	}
 	// The report file is created before the run, so that a path that
 	// cannot be written is a usage error now rather than a lost report
@@ -255,6 +261,26 @@ func selectCases(list string) ([]*conformance.Case, error) {
 		}
 	}
 	return out, nil
+}
+
+// needsControl says why cases cannot run against an IUT known only by its
+// address: every one of them needs a control channel. It is "" when at
+// least one can run.
+func needsControl(cases []*conformance.Case) string {
+	var ids, free []string
+	for _, c := range cases {
+		if !c.NeedsControl {
+			return ""
+		}
+		ids = append(ids, c.ID)
+	}
+	for _, c := range conformance.Cases() {
+		if !c.NeedsControl {
+			free = append(free, c.ID)
+		}
+	}
+	return fmt.Sprintf("--cases %s: every case named needs a control channel, which --addr has not, so none would run; give --iut COMMAND to run them, or name cases that run on an address alone: %s",
+		strings.Join(ids, ","), strings.Join(free, ", "))
 }
 
 // writeJUnit writes the JUnit report to f and closes it.

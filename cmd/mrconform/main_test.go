@@ -131,6 +131,17 @@ func TestUsage(t *testing.T) {
 	require.Contains(t, errb.String(), `case "sack" named twice`)
 }
 
+// TestAddrOnlyControlCases: --addr with --cases naming only cases that need
+// a control channel is bad usage, naming the cases and the way out: every
+// case was skipped and the run exited 0, a pass that judged nothing.
+func TestAddrOnlyControlCases(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, exitUsage, run(context.Background(), []string{"--addr", "127.0.0.1:9", "--cases", "sack,reorder"}, &out, &errb))
+	require.Empty(t, out.String(), "nothing ran")
+	require.Contains(t, errb.String(), "--cases sack,reorder: every case named needs a control channel, which --addr has not")
+	require.Contains(t, errb.String(), "give --iut COMMAND to run them, or name cases that run on an address alone: handshake, unknown-conn, not-ready, close")
+}
+
 func TestHelpExitsZero(t *testing.T) {
 	for _, h := range []string{"-h", "--help"} {
 		var out, errb bytes.Buffer
