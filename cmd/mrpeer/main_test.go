@@ -55,6 +55,37 @@ func TestScript(t *testing.T) {
 	require.Equal(t, len(script)-1, n, "one reply per request up to quit")
 }
 
+// TestErrorsNameTheAddress: an accept that times out names the address
+// the tester was to dial and how long it waited, and a second listen or a
+// failed one names its address. They read "mrpeer: accept: context
+// deadline exceeded", "mrpeer: already listening" and the datapath's
+// socket error alone.
+func TestErrorsNameTheAddress(t *testing.T) {
+	s := newServer(3, io.Discard)
+	defer s.shutdown()
+	do := func(line string) control.Reply {
+		req, err := control.ParseRequest(line)
+		require.NoError(t, err, line)
+		return s.do(req)
+	}
+	l := do("listen")
+	require.True(t, l.OK, l.Error)
+	rep := do("accept 50")
+	require.False(t, rep.OK)
+	require.Equal(t, "mrpeer: accept on "+l.Addr+": no connection within 50ms", rep.Error)
+	rep = do("listen")
+	require.Equal(t, "mrpeer: already listening on "+l.Addr, rep.Error)
+
+	// 192.0.2.1 (TEST-NET-1) is no address of this host.
+	s2 := newServer(3, io.Discard)
+	defer s2.shutdown()
+	req, err := control.ParseRequest("listen 192.0.2.1")
+	require.NoError(t, err)
+	rep = s2.do(req)
+	require.False(t, rep.OK)
+	require.True(t, strings.HasPrefix(rep.Error, "mrpeer: listen on 192.0.2.1: "), rep.Error)
+}
+
 func TestUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, exitUsage, run([]string{"--bogus"}, strings.NewReader(""), &out, &errb))

@@ -170,7 +170,7 @@ func (s *server) do(r control.Request) control.Reply {
 
 func (s *server) listen(ip string) control.Reply {
 	if s.ep != nil {
-		return control.Fail(errors.New("mrpeer: already listening"))
+		return control.Fail(fmt.Errorf("mrpeer: already listening on %v", s.ep.Addrs()[0]))
 	}
 	a := netip.MustParseAddr("127.0.0.1")
 	if ip != "" {
@@ -181,7 +181,7 @@ func (s *server) listen(ip string) control.Reply {
 	}
 	ep, err := udp.Listen(udp.Config{Addrs: []netip.Addr{a}, Seed: s.seed})
 	if err != nil {
-		return control.Fail(err)
+		return control.Fail(fmt.Errorf("mrpeer: listen on %v: %w", a, err))
 	}
 	s.ep = ep
 	return control.Reply{OK: true, Addr: ep.Addrs()[0].String()}
@@ -194,8 +194,13 @@ func (s *server) accept(d time.Duration) control.Reply {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	c, err := s.ep.Accept(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The tester reads which address it was to dial, and how long
+		// it had, rather than a context's error.
+		return control.Fail(fmt.Errorf("mrpeer: accept on %v: no connection within %v", s.ep.Addrs()[0], d))
+	}
 	if err != nil {
-		return control.Fail(fmt.Errorf("mrpeer: accept: %w", err))
+		return control.Fail(fmt.Errorf("mrpeer: accept on %v: %w", s.ep.Addrs()[0], err))
 	}
 	s.conns = append(s.conns, c)
 	return control.Reply{OK: true, Conn: uint64(len(s.conns))}
