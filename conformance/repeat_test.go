@@ -109,3 +109,26 @@ func TestUntilNoRepeats(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeReorder: an attempt of sender-reorder in which no DATA of
+// another path overtook a held one is skipped, saying that nothing was
+// reordered; it passed, claiming that DATA "delivered behind 0 later
+// DATA" caused no retransmission.
+func TestJudgeReorder(t *testing.T) {
+	f := dataFacts{packets: 24, paths: map[uint16]int{0: 6, 1: 6, 2: 6, 3: 6}}
+	v, why := judgeReorder(0, 6, 0, f, nil)
+	require.Equal(t, Skip, v, why)
+	require.Equal(t, "6 DATA of path 0 held, but no DATA of another path arrived while they were (24 DATA, 4 paths): nothing was reordered", why)
+
+	v, why = judgeReorder(0, 6, 3, f, nil)
+	require.Equal(t, Pass, v, why)
+	require.Equal(t, "6 DATA of path 0 delivered behind 3 later DATA of other paths (24 DATA, 4 paths): no retransmission", why)
+
+	rep := repeat{d: rxData{off: 1144, path: 1, psn: 7}, prev: rxData{path: 1, psn: 2}}
+	v, _ = judgeReorder(0, 6, 3, f, []repeat{rep})
+	require.Equal(t, Fail, v, "repeated content fails whatever was reordered")
+
+	v, why = judgeReorder(0, 24, 0, dataFacts{packets: 24, paths: map[uint16]int{0: 24}}, nil)
+	require.Equal(t, Skip, v)
+	require.Contains(t, why, "the IUT sent on 1 path")
+}

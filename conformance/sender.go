@@ -291,13 +291,27 @@ func senderReorderAttempt(ctx context.Context, e *Env) (Verdict, string, []repea
 	}
 	p.quiet(ctx, silence)
 	f := p.facts(flow, nil)
-	if len(f.paths) < 2 {
-		return Skip, fmt.Sprintf("the IUT sent on %d path: nothing to reorder between paths", len(f.paths)), nil
+	reps := p.repeats(flow, nil)
+	v, ev := judgeReorder(first.path, heldN, behind, f, reps)
+	return v, ev, reps
+}
+
+// judgeReorder judges an attempt of sender-reorder: heldN DATA of path
+// were held while behind DATA of other paths were delivered past them; f
+// and reps are the flow's DATA and the content they repeated. An attempt
+// in which no DATA overtook a held one reordered nothing (a sender pacing
+// its DATA further apart than the tester holds them): it is skipped,
+// saying so, since a pass would claim what was never shown.
+func judgeReorder(path uint16, heldN, behind int, f dataFacts, reps []repeat) (Verdict, string) {
+	switch {
+	case len(f.paths) < 2:
+		return Skip, fmt.Sprintf("the IUT sent on %d path: nothing to reorder between paths", len(f.paths))
+	case len(reps) > 0:
+		return Fail, fmt.Sprintf("DATA of path %d held behind later DATA of other paths, nothing lost: %s", path, describeRepeats(reps))
+	case behind == 0:
+		return Skip, fmt.Sprintf("%d DATA of path %d held, but no DATA of another path arrived while they were (%d DATA, %d paths): nothing was reordered", heldN, path, f.packets, len(f.paths))
 	}
-	if reps := p.repeats(flow, nil); len(reps) > 0 {
-		return Fail, fmt.Sprintf("DATA of path %d held behind later DATA of other paths, nothing lost: %s", first.path, describeRepeats(reps)), reps
-	}
-	return Pass, fmt.Sprintf("%d DATA of path %d delivered behind %d later DATA of other paths (%d DATA, %d paths): no retransmission", heldN, first.path, behind, f.packets, len(f.paths)), nil
+	return Pass, fmt.Sprintf("%d DATA of path %d delivered behind %d later DATA of other paths (%d DATA, %d paths): no retransmission", heldN, path, behind, f.packets, len(f.paths))
 }
 
 // tailBound is the longest a conforming sender may take to retransmit a
