@@ -241,7 +241,7 @@ func caseUnknownConn(ctx context.Context, e *Env) (Verdict, string) {
 	n := p.nacks[0]
 	switch {
 	case n.Reason != wire.NackUnknownConn:
-		return Fail, fmt.Sprintf("NACK reason %v", n.Reason)
+		return Fail, fmt.Sprintf("NACK reason %v, want %v", n.Reason, wire.NackUnknownConn)
 	case n.DstConn != 0:
 		return Fail, fmt.Sprintf("NACK dst_conn %#x, want 0", n.DstConn)
 	case n.Token != p.remoteTok:

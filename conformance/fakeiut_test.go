@@ -193,6 +193,9 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 	if h.DstConn != fakeConn {
 		if h.Op.Sequenced() {
 			nk := wire.Nack{Header: wire.Header{Token: h.Token}, Reason: wire.NackUnknownConn, Value: uint64(h.DstConn)}
+			if f.sw.unknownConnNotReady {
+				nk.Reason = wire.NackNotReady
+			}
 			f.sock.WriteToUDP(nk.Append(nil), from)
 		}
 		return

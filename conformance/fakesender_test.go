@@ -62,6 +62,9 @@ type fakeSwitches struct {
 	// tooLargeBadToken sends its NACK TOO_LARGE with a token other than
 	// the peer's (spec §2.1).
 	tooLargeBadToken bool
+	// unknownConnNotReady answers a packet for an unknown connection with
+	// a NACK of reason NOT_READY instead of UNKNOWN_CONN (spec §2.7).
+	unknownConnNotReady bool
 }
 
 const (

@@ -198,3 +198,15 @@ func TestNotReadyWrongToken(t *testing.T) {
 	require.Equal(t, conformance.Fail, r.Verdict, r.Evidence)
 	require.Contains(t, r.Evidence, "token", r.Evidence)
 }
+
+// TestUnknownConnWrongReason: a NACK of the wrong reason for DATA to an
+// unknown connection fails, and the evidence names the reason expected
+// beside the one seen. It read "NACK reason receiver not ready" alone.
+func TestUnknownConnWrongReason(t *testing.T) {
+	f, err := newFakeWith(false, fakeSwitches{unknownConnNotReady: true})
+	require.NoError(t, err)
+	defer f.Close()
+	r := runCases(t, f, "unknown-conn")["unknown-conn"]
+	require.Equal(t, conformance.Fail, r.Verdict, r.Evidence)
+	require.Equal(t, "NACK reason receiver not ready, want unknown connection", r.Evidence)
+}
