@@ -56,6 +56,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -103,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), usageTail)
 	}
-	dur := fs.Duration("duration", 10*time.Second, "how long to start new rounds (positive)")
+	dur := fs.Duration("duration", 10*time.Second, "how long to start new rounds (positive); with -rounds, only when given")
 	ranks := fs.Int("ranks", 4, fmt.Sprintf("in-process ranks (2..%d)", soak.MaxRanks))
 	seed := fs.Uint64("seed", 1, "seed of every random choice")
 	ops := fs.Int("ops", 24, "collectives per round")
@@ -111,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	useNetlab := fs.Bool("netlab", false, "run 2 ranks on a namespace fabric with nftables faults (needs root and nftables)")
 	plugin := fs.Bool("plugin", false, "add rounds that run the NCCL net plugin's C harness (needs gcc)")
 	pluginEvery := fs.Int("plugin-every", 4, "with -plugin, every how many rounds one is a plugin round (2..)")
-	rounds := fs.Int("rounds", 0, "stop after this many rounds (0: run for -duration)")
+	rounds := fs.Int("rounds", 0, "stop after this many rounds, however long they take unless -duration is given too (0: run for -duration)")
 	verbose := fs.Bool("v", false, "print one line per round")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
@@ -139,6 +140,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	check(*rounds >= 0, "rounds", *rounds, "0 (run for -duration) or more")
 	if bad {
 		return exitUsage
+	}
+	// -rounds without -duration runs that many rounds: the default
+	// duration would end it after 10 s, with however many rounds fitted,
+	// and the same seed would give another run on a slower host.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if *rounds > 0 && !given["duration"] {
+		*dur = math.MaxInt64
 	}
 	opt := soak.Options{Duration: *dur, Ranks: *ranks, Seed: *seed, OpsPerRound: *ops, MaxCount: *maxCount,
 		Netlab: *useNetlab, Plugin: *plugin, PluginEvery: *pluginEvery, MaxRounds: *rounds}

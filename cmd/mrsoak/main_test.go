@@ -132,6 +132,27 @@ func TestReportKeptOnError(t *testing.T) {
 	require.Equal(t, injecting.Error(), m["error"])
 }
 
+// TestRoundsWithoutDuration: -rounds alone runs that many rounds, not as
+// many as fit the default -duration of 10 s (-rounds 100000 ran some 370
+// and reported success); with -duration given too, both bound the run.
+func TestRoundsWithoutDuration(t *testing.T) {
+	defer func(f func(context.Context, soak.Options) (*soak.Report, error)) { soakRun = f }(soakRun)
+	var got soak.Options
+	soakRun = func(_ context.Context, opt soak.Options) (*soak.Report, error) {
+		got = opt
+		return &soak.Report{Mode: "driver", Rounds: opt.MaxRounds, Ops: 1}, nil
+	}
+	var out, errb bytes.Buffer
+	require.Equal(t, exitOK, run(context.Background(), []string{"-rounds", "100000"}, &out, &errb), errb.String())
+	require.Equal(t, 100000, got.MaxRounds)
+	require.Greater(t, got.Duration, 100*365*24*time.Hour, "no time limit but the rounds")
+
+	require.Equal(t, exitOK, run(context.Background(), []string{"-rounds", "100000", "-duration", "2m"}, &out, &errb), errb.String())
+	require.Equal(t, 2*time.Minute, got.Duration)
+	require.Equal(t, exitOK, run(context.Background(), nil, &out, &errb), errb.String())
+	require.Equal(t, 10*time.Second, got.Duration, "the default without -rounds")
+}
+
 func TestShortRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the soak for a second")
