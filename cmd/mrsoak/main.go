@@ -24,6 +24,11 @@
 //
 // A flag with a bad value is named, with the value, in the usage error.
 //
+// Progress: -v prints one line per round on stderr. Without it, a stderr
+// that is a terminal keeps one status line, redrawn each round with the
+// time run so far and that round's line, and cleared before the report;
+// logs and pipes get nothing.
+//
 // With -json the report is one JSON object on stdout (the text report
 // otherwise) with these keys, soak.Report's JSON form (its fields say
 // what each count counts):
@@ -113,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	plugin := fs.Bool("plugin", false, "add rounds that run the NCCL net plugin's C harness (needs gcc)")
 	pluginEvery := fs.Int("plugin-every", 4, "with -plugin, every how many rounds one is a plugin round (2..)")
 	rounds := fs.Int("rounds", 0, "stop after this many rounds, however long they take unless -duration is given too (0: run for -duration)")
-	verbose := fs.Bool("v", false, "print one line per round")
+	verbose := fs.Bool("v", false, "print one line per round (without it, a terminal keeps one status line: the time run and the latest round)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -151,10 +156,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opt := soak.Options{Duration: *dur, Ranks: *ranks, Seed: *seed, OpsPerRound: *ops, MaxCount: *maxCount,
 		Netlab: *useNetlab, Plugin: *plugin, PluginEvery: *pluginEvery, MaxRounds: *rounds}
+	var line *status
 	if *verbose {
 		opt.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
+	} else if line = newStatus(stderr, isTerminal(stderr), time.Now(), time.Now, *dur, given["duration"], *rounds); line != nil {
+		opt.Logf = line.logf
 	}
 	rep, err := soakRun(ctx, opt)
+	line.clear()
 	if err != nil {
 		// What the rounds before the error found (a corruption an hour
 		// in, say) is printed, not lost with them.

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// isTerminal reports whether w is a terminal (a TCGETS ioctl succeeds on
+// it). Pipes, files and test buffers are not.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// status is the one line that a run without -v keeps on a terminal's
+// stderr, so that a soak of half an hour is not silent until its report:
+// the time run so far against the duration (or the rounds against
+// -rounds) and the latest round's line, each round's line overwriting the
+// last. Logs and pipes get nothing (newStatus returns nil), so that they
+// never see carriage returns; -v prints every line instead.
+type status struct {
+	mu     sync.Mutex // rounds may log from the goroutines that run them
+	w      io.Writer
+	start  time.Time
+	now    func() time.Time
+	limit  string // "of 30m0s", "of 8 rounds", or both
+	shown  bool
+	closed bool
+}
+
+// newStatus returns the status line for a run on w that started at start
+// and ends after dur (ignored when rounds > 0 and dur was not given) or
+// rounds rounds (0: no count), or nil when w is not a terminal.
+func newStatus(w io.Writer, tty bool, start time.Time, now func() time.Time, dur time.Duration, durGiven bool, rounds int) *status {
+	if !tty {
+		return nil
+	}
+	s := &status{w: w, start: start, now: now}
+	switch {
+	case rounds > 0 && durGiven:
+		s.limit = fmt.Sprintf("of %v or %d rounds", dur, rounds)
+	case rounds > 0:
+		s.limit = fmt.Sprintf("of %d rounds", rounds)
+	default:
+		s.limit = fmt.Sprintf("of %v", dur)
+	}
+	return s
+}
+
+// logf is a soak.Options.Logf: it redraws the line with the elapsed time
+// and this line.
+func (s *status) logf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	el := s.now().Sub(s.start).Truncate(time.Second)
+	fmt.Fprintf(s.w, "\r\033[K[%v %s] %s", el, s.limit, fmt.Sprintf(format, args...))
+	s.shown = true
+}
+
+// clear removes the line, if one was drawn, before the report or an error
+// is printed, and ignores later lines.
+func (s *status) clear() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shown {
+		fmt.Fprint(s.w, "\r\033[K")
+	}
+	s.shown, s.closed = false, true
+}
