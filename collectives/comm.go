@@ -202,7 +202,9 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 // recv itself; out of place, send and recv must not overlap.
 // A call whose ctx is already done is refused before anything is sent, with
 // an error that wraps ctx.Err(), and leaves the communicator usable; a ctx
-// that ends during the call fails it and breaks the communicator.
+// that ends during the call fails it and breaks the communicator. Either
+// error wraps the context's cause too, where it was ended with one
+// (context.WithCancelCause).
 func (c *Comm) Run(ctx context.Context, cfg sched.Config, send, recv []byte) (err error) {
 	c.callMu.Lock()
 	if !c.mu.TryLock() {
@@ -337,16 +339,13 @@ func (c *Comm) run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 		// send while it writes recv: the result would be wrong silently.
 		return overlapErr(cfg.Collective, send[:p.SendBytes], recv[:p.RecvBytes])
 	}
-	if err := ctx.Err(); err != nil {
-		if cause := context.Cause(ctx); cause != err {
-			err = fmt.Errorf("%w: %w", err, cause)
-		}
+	if ctx.Err() != nil {
 		// Refused before anything is posted, as a misuse is: the call
 		// would otherwise post its first transfers and then race them
 		// against the done context, succeeding or breaking the
 		// communicator by chance, and blame the peers it was "still
 		// waiting on".
-		return notStarted{fmt.Errorf("collectives: %v on rank %d not started: the caller's context was already done (%w); nothing was sent and the communicator stays usable, while the other ranks wait for this rank's call", cfg.Collective, c.rank, err)}
+		return notStarted{fmt.Errorf("collectives: %v on rank %d not started: the caller's context was already done (%w); nothing was sent and the communicator stays usable, while the other ranks wait for this rank's call", cfg.Collective, c.rank, ctxErr(ctx))}
 	}
 	if int64(cap(c.scratch)) < p.ScratchBytes {
 		c.scratch = make([]byte, p.ScratchBytes)

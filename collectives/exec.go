@@ -312,17 +312,30 @@ func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, inflight map[int]pen
 		list = append(list, r)
 	}
 	sortInts(list)
-	var why string
+	// A deadline that passed may be a peer's fault; a cancellation is the
+	// caller's own doing, and the ranks it waited on are only named.
+	why, hint := "did not finish by the caller's deadline", "; a peer may have died or stopped calling the collective"
 	switch {
 	case errors.Is(context.Cause(ctx), errCallTimeout):
 		why = fmt.Sprintf("did not finish within the communicator's timeout of %v", c.cfg.Timeout)
 	case errors.Is(ctx.Err(), context.Canceled):
-		why = "was cancelled by the caller"
-	default:
-		why = "did not finish by the caller's deadline"
+		why, hint = "was cancelled by the caller", ""
 	}
-	return c.markBroken(fmt.Errorf("collectives: %v on rank %d %s: still waiting on ranks %v (%d transfers outstanding); a peer may have died or stopped calling the collective: %w",
-		p.Collective, p.Rank, why, list, len(inflight), ctx.Err()))
+	return c.markBroken(fmt.Errorf("collectives: %v on rank %d %s: still waiting on ranks %v (%d transfers outstanding)%s: %w",
+		p.Collective, p.Rank, why, list, len(inflight), hint, ctxErr(ctx)))
+}
+
+// ctxErr is the error of a done ctx: ctx.Err() and, where the context was
+// ended with a cause of its own (context.WithCancelCause,
+// WithDeadlineCause), that cause too, so that errors.Is finds both and the
+// message says why. The cause of the communicator's own call timeout
+// (errCallTimeout) is left out: stuckErr says it in words.
+func ctxErr(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err && !errors.Is(cause, errCallTimeout) {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
 }
 
 func sortInts(a []int) {

@@ -134,6 +134,43 @@ func TestDoneContextRefused(t *testing.T) {
 	}
 }
 
+// TestCancelDuringCallSaysWhy: a call whose context the caller cancels
+// while it waits for a peer fails with an error that says the caller
+// cancelled it and wraps the cancellation's cause, as the refusal of a call
+// whose context was already done does, and the later call's ErrBroken
+// wraps that cause too. Before, the error wrapped context.Canceled alone
+// and said that "a peer may have died", sending the user looking for a
+// dead rank.
+func TestCancelDuringCallSaysWhy(t *testing.T) {
+	why := errors.New("shutting down")
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		t.Run(tr, func(t *testing.T) {
+			var callErr, later error
+			finished := make(chan struct{})
+			err := LaunchLocal(context.Background(), 2, Config{Transport: tr, Timeout: 30 * time.Second}, func(c *Comm) error {
+				if c.Rank() == 1 {
+					<-finished // never calls: rank 0's call waits until cancelled
+					return nil
+				}
+				defer close(finished)
+				ctx, cancel := context.WithCancelCause(context.Background())
+				defer cancel(nil)
+				c.link = postHook{c.link, sync.OnceFunc(func() { cancel(why) })}
+				callErr = c.AllReduce(ctx, nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+				later = c.Barrier(context.Background())
+				return nil
+			})
+			require.NoError(t, err)
+			require.ErrorIs(t, callErr, context.Canceled)
+			require.ErrorIs(t, callErr, why)
+			require.ErrorContains(t, callErr, "cancelled by the caller")
+			require.NotContains(t, callErr.Error(), "may have died")
+			require.ErrorIs(t, later, ErrBroken)
+			require.ErrorIs(t, later, why)
+		})
+	}
+}
+
 // TestConcurrentUseClosesTheComm: a call made while another goroutine's
 // call holds the communicator fails with ErrConcurrentUse, and so do the
 // call in progress and every later one, and the other ranks' call fails
