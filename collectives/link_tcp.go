@@ -64,42 +64,103 @@ func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (lin
 			l.streams[r][ch] = newTCPStream(c, r)
 		}
 	}
-	for k := 0; k < (n-1-rank)*chans; k++ {
-		c, err := f.ln.Accept()
-		if err != nil {
-			l.close()
-			if ctx.Err() != nil {
-				err = ctx.Err() // the listener was closed because ctx ended
-			}
-			return nil, fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, missingStreams(l.streams, rank), err)
-		}
-		// The greeting is read within the setup's deadline, and the read
-		// ends when the setup does: a connection that sends nothing (a
-		// port scan, a stopped process) must not hold New past it.
-		var hello [8]byte
-		c.SetReadDeadline(time.Now().Add(f.cfg.Timeout))
-		ended := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Unix(1, 0)) })
-		_, err = io.ReadFull(c, hello[:])
-		if !ended() {
-			// The setup ended, and the deadline may be set after any
-			// reset here: the connection is of no more use.
-			err = ctx.Err()
-		}
-		if err != nil {
-			c.Close()
-			l.close()
-			return nil, fmt.Errorf("collectives: tcp: rank %d: greeting from %v: %w", rank, c.RemoteAddr(), err)
-		}
-		c.SetReadDeadline(time.Time{})
-		r, ch := int(binary.BigEndian.Uint32(hello[:])), int(binary.BigEndian.Uint32(hello[4:]))
-		if r <= rank || r >= n || ch >= chans || l.streams[r][ch] != nil {
-			c.Close()
-			l.close()
-			return nil, fmt.Errorf("collectives: tcp: rank %d: unexpected greeting (rank %d, channel %d) from %v", rank, r, ch, c.RemoteAddr())
-		}
-		l.streams[r][ch] = newTCPStream(c, r)
+	if err := f.acceptAbove(ctx, rank, l); err != nil {
+		l.close()
+		return nil, err
 	}
 	return l, nil
+}
+
+// greeting is what acceptAbove learned of one accepted connection: the
+// rank and channel its greeting named, or why it sent none. A nil c is the
+// listener's own failure.
+type greeting struct {
+	c        net.Conn
+	rank, ch int
+	err      error
+}
+
+// acceptAbove accepts the connections of the ranks above rank, one per
+// channel, into l.streams, until every one has connected or ctx ends (the
+// caller closes the listener then, and l).
+//
+// The greetings are read concurrently, and a connection whose greeting
+// does not name a stream still missing (a port scan, a health check, a
+// stray that sends nothing or something else) is closed and does not
+// count: the listener is on an ephemeral port that anything may reach.
+// Read one after another, a silent one held the setup until its deadline,
+// and one with bytes of its own failed New at once, on every rank.
+func (f *tcpFactory) acceptAbove(ctx context.Context, rank int, l *tcpLink) error {
+	n, chans := len(l.streams), l.channels
+	if rank == n-1 {
+		return nil
+	}
+	// reads ends with ctx, or when acceptAbove returns, and ends the
+	// greeting reads still in progress then (strays); quit lets their
+	// goroutines give back what they read to no one. (ctx itself is what
+	// the loop below tests: its error is set before the listener that it
+	// closes fails an Accept, while that of a context derived from it may
+	// not be yet.)
+	reads, cancel := context.WithCancel(ctx)
+	defer cancel()
+	quit := make(chan struct{})
+	defer close(quit)
+	got := make(chan greeting)
+	deliver := func(g greeting) {
+		select {
+		case got <- g:
+		case <-quit:
+			if g.c != nil {
+				g.c.Close()
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := f.ln.Accept()
+			if err != nil {
+				deliver(greeting{err: err})
+				return
+			}
+			go func() {
+				// The read ends with the setup: a connection that sends
+				// nothing must not outlive it.
+				stop := context.AfterFunc(reads, func() { c.SetReadDeadline(time.Unix(1, 0)) })
+				var hello [8]byte
+				_, err := io.ReadFull(c, hello[:])
+				if !stop() {
+					err = reads.Err() // the deadline may be set after any reset here
+				}
+				if err != nil {
+					c.Close()
+					return
+				}
+				deliver(greeting{c: c, rank: int(binary.BigEndian.Uint32(hello[:])), ch: int(binary.BigEndian.Uint32(hello[4:]))})
+			}()
+		}
+	}()
+	for left := (n - 1 - rank) * chans; left > 0; {
+		var g greeting
+		select {
+		case g = <-got:
+		case <-ctx.Done():
+			g.err = ctx.Err()
+		}
+		if g.c == nil {
+			if ctx.Err() != nil {
+				g.err = ctx.Err() // the listener was closed because ctx ended
+			}
+			return fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, missingStreams(l.streams, rank), g.err)
+		}
+		if g.rank <= rank || g.rank >= n || g.ch < 0 || g.ch >= chans || l.streams[g.rank][g.ch] != nil {
+			f.cfg.Logf("rank %d: closed a connection from %v to the TCP baseline's listener: its greeting (rank %d, channel %d) names no stream this rank waits for", rank, g.c.RemoteAddr(), g.rank, g.ch)
+			g.c.Close()
+			continue
+		}
+		l.streams[g.rank][g.ch] = newTCPStream(g.c, g.rank)
+		left--
+	}
+	return nil
 }
 
 // missingStreams lists the ranks above rank that have not connected every

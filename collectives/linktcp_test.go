@@ -91,8 +91,68 @@ func TestTCPSilentConnectionEndsWithSetup(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.ErrorContains(t, err, "greeting from")
+		require.ErrorContains(t, err, "still missing: [1]")
 	case <-time.After(time.Minute):
 		t.Fatal("the setup still waits for the silent connection's greeting after its deadline")
+	}
+}
+
+// TestTCPStrayConnectionsIgnored: connections to the TCP baseline's
+// listener that send no greeting of a stream the rank waits for (bytes of
+// another protocol, a channel the job does not have, nothing at all) are
+// closed, and the setup takes the ranks' own connections that come after
+// them. Before, the greetings were read one after another and a stray
+// failed New: at once with its bytes, at the setup deadline with none.
+func TestTCPStrayConnectionsIgnored(t *testing.T) {
+	const chans = 2
+	cfg := Config{Timeout: time.Hour, Channels: chans, Logf: t.Logf}
+	f0, err := newTCPFactory(cfg)
+	require.NoError(t, err)
+	defer f0.abort()
+	f1, err := newTCPFactory(cfg)
+	require.NoError(t, err)
+	defer f1.abort()
+	for _, junk := range [][]byte{[]byte("GET / HTTP/1.1\r\n\r\n"), {0, 0, 0, 1, 0, 0, 0, 9}, nil} {
+		stray, err := net.Dial("tcp", string(f0.blob()))
+		require.NoError(t, err)
+		defer stray.Close()
+		_, err = stray.Write(junk)
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	blobs := [][]byte{f0.blob(), f1.blob()}
+	var links [2]link
+	errs := make(chan error, 2)
+	for r, f := range []*tcpFactory{f0, f1} {
+		go func() {
+			var err error
+			links[r], err = f.connect(ctx, r, blobs)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		require.NoError(t, recv(ctx, t, errs, "the setup"))
+	}
+	defer links[0].close()
+	defer links[1].close()
+	// A message on each channel from rank 1 reaches rank 0: the streams
+	// are the ranks' own connections.
+	for ch := range chans {
+		done := make(chan struct{}, 2)
+		got := make([]byte, 5)
+		rp, err := links[0].recv(1, ch, 7, got, func() { done <- struct{}{} })
+		require.NoError(t, err)
+		sp, err := links[1].send(0, ch, 7, []byte("hello"), func() { done <- struct{}{} })
+		require.NoError(t, err)
+		for range 2 {
+			recv(ctx, t, done, "the transfer")
+		}
+		for _, p := range []pending{rp, sp} {
+			ok, err := p.Test()
+			require.True(t, ok)
+			require.NoError(t, err)
+		}
+		require.Equal(t, "hello", string(got))
 	}
 }
