@@ -287,7 +287,9 @@ func (c *Comm) run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 		return fmt.Errorf("collectives: %v: %w", cfg.Collective, ErrClosed)
 	}
 	if c.broken != nil {
-		return fmt.Errorf("collectives: %w: %w", ErrBroken, c.broken)
+		// The ranks' streams are out of step for good: say what to do,
+		// before the earlier failure that says why.
+		return fmt.Errorf("collectives: %v on rank %d: %w (close it; to go on, every rank makes a new communicator with New): %w", cfg.Collective, c.rank, ErrBroken, c.broken)
 	}
 	cfg.Rank, cfg.NRanks = c.rank, c.size
 	if cfg.Channels == 0 {

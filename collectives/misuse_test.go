@@ -171,6 +171,27 @@ func TestCancelDuringCallSaysWhy(t *testing.T) {
 	}
 }
 
+// TestBrokenCommSaysWhatToDo: a call on a communicator that an earlier
+// failure broke names itself and its rank, and says to close the
+// communicator and make a new one on every rank, before the earlier
+// failure. Before, it said only that the communicator was unusable, then
+// quoted the earlier call's error, which named another call.
+func TestBrokenCommSaysWhatToDo(t *testing.T) {
+	var later error
+	rankZeroAlone(t, func(c *Comm) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		c.link = postHook{c.link, sync.OnceFunc(cancel)}
+		first := c.AllReduce(ctx, nil, make([]byte, 64), reduce.Int32, reduce.OpSum)
+		require.ErrorIs(t, first, context.Canceled)
+		later = c.AllGather(context.Background(), nil, make([]byte, 8), reduce.Int32)
+	})
+	require.ErrorIs(t, later, ErrBroken)
+	require.ErrorIs(t, later, context.Canceled)
+	require.ErrorContains(t, later, "allgather on rank 0: ")
+	require.ErrorContains(t, later, "close it; to go on, every rank makes a new communicator with New")
+}
+
 // TestConcurrentUseClosesTheComm: a call made while another goroutine's
 // call holds the communicator fails with ErrConcurrentUse, and so do the
 // call in progress and every later one, and the other ranks' call fails
