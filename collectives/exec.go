@@ -291,12 +291,15 @@ func (c *Comm) stepErr(p *sched.Plan, s *sched.Step, err error) error {
 // abandon), so the rank named is usually not the one at fault, and its
 // own error names the cause. Without this the survivors of a dead rank
 // blamed whichever live peer gave up first: only the ranks that talk to
-// the dead one see it die.
+// the dead one see it die. The peer may also have closed before this call
+// began, having made fewer calls than this rank and closed its
+// communicator or exited without an error of its own: the hint names that
+// misuse too.
 func peerLeftHint(peer int, err error) string {
 	if !connectionLost(err) || errors.Is(err, transport.ErrPeerDead) {
 		return ""
 	}
-	return fmt.Sprintf("; rank %d closed its connections during the call: it gave the call up (its own error says why, often another rank that died or stalled) or it exited", peer)
+	return fmt.Sprintf("; rank %d closed its connections, during this call or before it: it gave a call up (its own error says why, often another rank that died or stalled), or it closed its communicator or exited, perhaps after fewer calls than this rank made", peer)
 }
 
 // stuckErr explains why a call's context ended while transfers were

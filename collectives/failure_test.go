@@ -387,12 +387,43 @@ func TestPeerLeftHint(t *testing.T) {
 	} {
 		got := peerLeftHint(3, tc.err)
 		if tc.hint {
-			require.Contains(t, got, "rank 3 closed its connections during the call", tc.name)
+			require.Contains(t, got, "rank 3 closed its connections", tc.name)
 		} else {
 			require.Empty(t, got, tc.name)
 		}
 	}
 	require.ErrorIs(t, transport.ErrPeerClosed, transport.ErrClosed)
+}
+
+// TestPeerWithFewerCalls: a rank that makes fewer calls than its peer and
+// closes its communicator without an error of its own fails the peer's
+// next call with a *PeerError naming it, wrapping ErrPeerLost, whose
+// words allow for that misuse. Before, they said the rank closed its
+// connections "during the call" and gave it up, and sent the user looking
+// for that rank's own error, which it did not have.
+func TestPeerWithFewerCalls(t *testing.T) {
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		t.Run(tr, func(t *testing.T) {
+			var second error
+			err := LaunchLocal(context.Background(), 2, Config{Transport: tr, Timeout: 30 * time.Second}, func(c *Comm) error {
+				if err := c.Barrier(context.Background()); err != nil {
+					return err
+				}
+				if c.Rank() == 1 {
+					return nil // one call where rank 0 makes two: LaunchLocal closes
+				}
+				second = c.Barrier(context.Background())
+				return nil
+			})
+			require.NoError(t, err)
+			require.ErrorIs(t, second, ErrPeerLost)
+			var pe *PeerError
+			require.ErrorAs(t, second, &pe)
+			require.Equal(t, 1, pe.Peer)
+			require.ErrorContains(t, second, "rank 1 closed its connections, during this call or before it")
+			require.ErrorContains(t, second, "fewer calls than this rank made")
+		})
+	}
 }
 
 // TestRanksDisagreeOnTheCall: ranks whose calls move the same bytes but
