@@ -307,6 +307,9 @@ func (c *Comm) run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	if cfg.Collective == sched.AllToAll && cfg.AllToAllInFlight == 0 {
 		cfg.AllToAllInFlight = c.cfg.AllToAllInFlight
 	}
+	if err := countFits(cfg, c.rank, send, recv); err != nil {
+		return err
+	}
 	// Plans are cached by the call's configuration; the automatic
 	// all-to-all window is worked out only when a plan is built.
 	p := c.plans[cfg]
@@ -355,6 +358,37 @@ func (c *Comm) run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errCallTimeout)
 	defer cancel()
 	return c.execute(ctx, p, callTag(cfg), [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
+}
+
+// countFits refuses, before its plan is built, a call of Run whose count
+// the buffers cannot hold: a plan has a step per chunk of the count, and
+// one for a count far beyond the buffers (bytes passed as elements, a
+// count of another buffer) took seconds, or at 2^32 elements minutes, to
+// build and was kept in the cache, only for the call to be refused once it
+// was there. The bound is the least any plan needs (sched.Build): every
+// rank's recv holds count elements, more for all-gather and all-to-all,
+// except in a p2p, where only the peer's recv and the root's send (in
+// place, its recv) do. The exact sizes are checked once the plan is built;
+// an invalid type or count is left to sched.Build to name.
+func countFits(cfg sched.Config, rank int, send, recv []byte) error {
+	if !cfg.DType.Valid() || cfg.Count <= 0 {
+		return nil
+	}
+	buf, what := recv, "receive"
+	if cfg.Collective == sched.P2P && rank != cfg.Peer {
+		if rank != cfg.Root {
+			return nil
+		}
+		if !cfg.InPlace {
+			buf, what = send, "send"
+		}
+	}
+	if esize := int64(cfg.DType.Size()); cfg.Count > int64(len(buf))/esize {
+		// Count × esize may overflow: the comparison divides instead.
+		return invalidf("collectives: %v of %d %v: %s buffer has %d bytes, needs at least %d elements of %d bytes (sched.Config.Count is in elements)",
+			cfg.Collective, cfg.Count, cfg.DType, what, len(buf), cfg.Count, esize)
+	}
+	return nil
 }
 
 // elems returns the elements of dt in b, refusing an invalid type and a

@@ -88,6 +88,35 @@ func TestMisuseRefused(t *testing.T) {
 	}
 }
 
+// TestRunCountBeyondBuffers: a Run whose count its buffers cannot hold by
+// far (bytes passed as elements) is refused at once, before a plan is
+// built for it. Before, the plan of 2^28 elements took a second or more to
+// build (of 2^32, minutes) and stayed in the cache, only for the call to
+// be refused once it was there.
+func TestRunCountBeyondBuffers(t *testing.T) {
+	const count = 1 << 28
+	rankZeroAlone(t, func(c *Comm) {
+		for _, tc := range []struct {
+			name       string
+			cfg        sched.Config
+			send, recv []byte
+			want       string
+		}{
+			{"allreduce", sched.Config{Collective: sched.AllReduce, Count: count, DType: reduce.Float32, Op: reduce.OpSum, InPlace: true},
+				nil, make([]byte, 64), "receive buffer has 64 bytes"},
+			{"p2p root", sched.Config{Collective: sched.P2P, Count: count, DType: reduce.Float32, Root: 0, Peer: 1},
+				make([]byte, 64), nil, "send buffer has 64 bytes"},
+			{"p2p peer", sched.Config{Collective: sched.P2P, Count: count, DType: reduce.Float32, Root: 1, Peer: 0},
+				nil, make([]byte, 64), "receive buffer has 64 bytes"},
+		} {
+			err := c.Run(context.Background(), tc.cfg, tc.send, tc.recv)
+			require.ErrorIs(t, err, ErrInvalidArgument, tc.name)
+			require.ErrorContains(t, err, tc.want, tc.name)
+			require.Empty(t, c.plans, "%s: a plan was built for a call refused for its buffers", tc.name)
+		}
+	})
+}
+
 // TestDoneContextRefused: a call made with a context that is already done
 // fails at once on the calling rank, wrapping the context's error and
 // saying so rather than blaming the peers, sends nothing, and leaves the
