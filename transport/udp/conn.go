@@ -197,14 +197,28 @@ func (c *Conn) Stats() transport.ConnStats {
 		ch <- st
 	}})
 	if err != nil {
-		return transport.ConnStats{State: "closed"}
+		return c.exitStats().Conn
 	}
 	select {
 	case st := <-ch:
 		return st
 	case <-c.ep.done:
-		return transport.ConnStats{State: "closed"}
+		return c.exitStats().Conn
 	}
+}
+
+// exitStats waits until the endpoint's loop has exited (a command was
+// refused because it is stopping, or it ended while one waited) and
+// returns c's counters as they were when the connection ended: recorded
+// by the loop before it closed done, so reading them after done needs no
+// lock. A connection the core had already forgotten reports State
+// "closed" and nothing else.
+func (c *Conn) exitStats() transport.FinalStats {
+	<-c.ep.done
+	if c.final == nil {
+		return transport.FinalStats{Conn: transport.ConnStats{State: "closed"}}
+	}
+	return *c.final
 }
 
 // PathStats returns a snapshot of the counters of every path of the
@@ -226,13 +240,13 @@ func (c *Conn) PathStats() []transport.PathStats {
 		ch <- out
 	}})
 	if err != nil {
-		return nil
+		return c.exitStats().Paths
 	}
 	select {
 	case ps := <-ch:
 		return ps
 	case <-c.ep.done:
-		return nil
+		return c.exitStats().Paths
 	}
 }
 

@@ -340,6 +340,9 @@ func (e *Endpoint) exit() {
 	clear(e.sendOps)
 	clear(e.recvOps)
 	for id, c := range e.conns {
+		if c.final == nil {
+			c.final = e.lastStats(id)
+		}
 		e.connGone(c, peerErr(c.remote, ErrEndpointClosed))
 		delete(e.conns, id)
 	}
@@ -350,6 +353,27 @@ func (e *Endpoint) exit() {
 	}
 	e.release()
 	close(e.done)
+}
+
+// lastStats records the counters of connection id, which the endpoint's
+// exit tears down while the core still holds it, as the core's EvClosed
+// does for a connection that ends on its own: Conn.Stats and
+// Conn.PathStats report them once the endpoint is closed. Nil where the
+// core no longer knows id.
+func (e *Endpoint) lastStats(id transport.ConnID) *transport.FinalStats {
+	st, ok := e.core.Stats(id)
+	if !ok {
+		return nil
+	}
+	st.State = "closed"
+	fin := &transport.FinalStats{Conn: st}
+	for i := 0; ; i++ {
+		ps, ok := e.core.PathStats(id, i)
+		if !ok {
+			return fin
+		}
+		fin.Paths = append(fin.Paths, ps)
+	}
 }
 
 // mute turns the sockets' readiness reports off (on) or back on, where they
