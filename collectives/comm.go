@@ -179,7 +179,9 @@ func (c *Comm) PeerStats() []PeerStats { return c.link.peerStats() }
 
 // Close closes every connection of the communicator. It may be called
 // from any goroutine, also while a call is in progress: that call then
-// fails, as do all later ones, with an error wrapping ErrClosed.
+// fails, as do all later ones, with an error wrapping ErrClosed. Close does
+// not wait for that call: its buffers are the caller's again once the call
+// itself has returned.
 func (c *Comm) Close() error {
 	c.closed.Store(true)
 	return c.link.close()
@@ -196,10 +198,11 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 	return fmt.Errorf("collectives: %v on rank %d: %w during the call, which failed its transfers: %w", p.Collective, p.Rank, ErrClosed, err)
 }
 
-// Run executes the collective cfg describes (Rank, NRanks, Channels,
-// ChunkBytes, GroupSize and, for all-to-all, AllToAllInFlight are filled in
-// from the communicator where zero). In place (cfg.InPlace) send is nil or
-// recv itself; out of place, send and recv must not overlap.
+// Run executes the collective cfg describes (Rank and NRanks are always
+// the communicator's; Channels, ChunkBytes, GroupSize and, for all-to-all,
+// AllToAllInFlight are filled in from it where zero). In place
+// (cfg.InPlace) send is nil or recv itself; out of place, send and recv
+// must not overlap.
 // A call whose ctx is already done is refused before anything is sent, with
 // an error that wraps ctx.Err(), and leaves the communicator usable; a ctx
 // that ends during the call fails it and breaks the communicator. Either
