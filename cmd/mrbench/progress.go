@@ -3,22 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/metaroce/metaroce/internal/term"
 )
-
-// isTerminal reports whether w is a terminal (a TCGETS ioctl succeeds on it).
-// Pipes, files and test buffers are not.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
 
 // progress is a one-line bar on a terminal's stderr. A nil *progress does
 // nothing, which is what non-terminals get, so that logs and pipes never see
@@ -36,7 +24,7 @@ const progressBarWidth = 30
 // newProgress returns a bar for total steps on w, or nil when w is not a
 // terminal or total is 0.
 func newProgress(w io.Writer, total int) *progress {
-	if total <= 0 || !isTerminal(w) {
+	if total <= 0 || !term.IsTerminal(w) {
 		return nil
 	}
 	return &progress{w: w, total: total}

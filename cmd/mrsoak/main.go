@@ -66,6 +66,7 @@ import (
 	"time"
 
 	"github.com/metaroce/metaroce/internal/interrupt"
+	"github.com/metaroce/metaroce/internal/term"
 	"github.com/metaroce/metaroce/soak"
 )
 
@@ -159,7 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var line *status
 	if *verbose {
 		opt.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
-	} else if line = newStatus(stderr, isTerminal(stderr), time.Now(), time.Now, *dur, given["duration"], *rounds); line != nil {
+	} else if line = newStatus(stderr, term.IsTerminal(stderr), time.Now(), time.Now, *dur, given["duration"], *rounds); line != nil {
 		opt.Logf = line.logf
 	}
 	rep, err := soakRun(ctx, opt)

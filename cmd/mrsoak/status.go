@@ -3,23 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// isTerminal reports whether w is a terminal (a TCGETS ioctl succeeds on
-// it). Pipes, files and test buffers are not.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
 
 // status is the one line that a run without -v keeps on a terminal's
 // stderr, so that a soak of half an hour is not silent until its report:
