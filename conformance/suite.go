@@ -49,12 +49,22 @@ func (e *Env) connect(ctx context.Context) (*peer, error) {
 // Run runs cases in order against iut and returns one result each. seed
 // makes connection ids, tokens and payloads reproducible.
 func Run(ctx context.Context, iut IUT, cases []*Case, seed uint64) []Result {
+	return RunProgress(ctx, iut, cases, seed, nil)
+}
+
+// RunProgress is Run, calling starting (when not nil) with each case and
+// its index in cases as the case is reached, before it runs or is skipped,
+// so that a caller can show how far a run of minutes has got.
+func RunProgress(ctx context.Context, iut IUT, cases []*Case, seed uint64, starting func(i int, c *Case)) []Result {
 	env := &Env{IUT: iut, Rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	rs := make([]Result, 0, len(cases))
 	_, addrOnly := iut.(AddrIUT)
 	ctl, _ := iut.(interface{ ControlErr() error })
 	refusing, _ := iut.(interface{ completionsErr() error })
-	for _, c := range cases {
+	for i, c := range cases {
+		if starting != nil {
+			starting(i, c)
+		}
 		if addrOnly && c.NeedsControl {
 			rs = append(rs, Result{Case: c, Verdict: Skip, Evidence: "needs a control channel"})
 			continue

@@ -63,3 +63,24 @@ func TestRunStopped(t *testing.T) {
 		require.NotContains(t, r.Evidence, "more time", r.Case.ID)
 	}
 }
+
+// TestRunProgressSeesEveryCase: the progress hook is called once per case,
+// in order, before the case runs, skipped and not-run cases included.
+func TestRunProgressSeesEveryCase(t *testing.T) {
+	var log []string
+	run := func(id string) *Case {
+		return &Case{ID: id, Level: Mandatory, Run: func(context.Context, *Env) (Verdict, string) {
+			log = append(log, "run "+id)
+			return Pass, ""
+		}}
+	}
+	ctl := run("ctl")
+	ctl.NeedsControl = true // skipped for an address alone
+	cases := []*Case{run("a"), ctl, run("b")}
+	rs := RunProgress(context.Background(), AddrIUT(netip.MustParseAddrPort("127.0.0.1:9")), cases, 1, func(i int, c *Case) {
+		require.Same(t, cases[i], c)
+		log = append(log, "start "+c.ID)
+	})
+	require.Len(t, rs, 3)
+	require.Equal(t, []string{"start a", "run a", "start ctl", "start b", "run b"}, log)
+}

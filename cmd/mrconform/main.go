@@ -16,6 +16,9 @@
 // are still written: the cases run before the signal with their verdicts,
 // the others failed as not run). -h prints the usage and exits 0.
 //
+// While the cases run, a stderr that is a terminal shows which case of how
+// many runs now, on one line cleared before the reports.
+//
 //	mrconform --self                     judge this module's UDP datapath, in-process
 //	mrconform --iut "build/mrpeer"       judge a process speaking the control contract
 //	mrconform --addr 10.0.0.2:4793       judge a remote IUT (cases needing control are skipped)
@@ -37,6 +40,7 @@ import (
 	"github.com/metaroce/metaroce/conformance"
 	"github.com/metaroce/metaroce/conformance/udpiut"
 	"github.com/metaroce/metaroce/internal/interrupt"
+	"github.com/metaroce/metaroce/internal/term"
 )
 
 // Exit statuses (see the package documentation).
@@ -189,7 +193,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		iut = conformance.AddrIUT(ap)
 	}
-	return report(conformance.Run(ctx, iut, cases, *seed))
+	line := newCaseLine(stderr, term.IsTerminal(stderr), len(cases))
+	rs := conformance.RunProgress(ctx, iut, cases, *seed, line.hook())
+	line.clear()
+	return report(rs)
 }
 
 // writeReports writes rs in every format on stdout and, when junitFile is
