@@ -45,31 +45,51 @@ func hostCPUs(read func(string) ([]byte, error)) int {
 // nearestCPUList). Inside a container with its own cgroup namespace the
 // paths are the container's own ("/"), and its files its cpuset.
 func cgroupCPUs(read func(string) ([]byte, error)) int {
-	b, err := read("/proc/self/cgroup")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		id, rest, ok := strings.Cut(line, ":")
-		ctrls, dir, ok2 := strings.Cut(rest, ":")
-		if !ok || !ok2 {
-			continue
-		}
+	for _, g := range ownCgroups(read) {
 		var mounts []string
 		var file string
 		switch {
-		case id == "0" && ctrls == "":
+		case g.unified():
 			mounts, file = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}, "cpuset.cpus.effective"
-		case slices.Contains(strings.Split(ctrls, ","), "cpuset"):
+		case g.has("cpuset"):
 			mounts, file = []string{"/sys/fs/cgroup/cpuset"}, "cpuset.effective_cpus"
 		}
 		for _, m := range mounts {
-			if n := nearestCPUList(read, m, dir, file); n > 0 {
+			if n := nearestCPUList(read, m, g.dir, file); n > 0 {
 				return n
 			}
 		}
 	}
 	return 0
+}
+
+// cgroupLine is one line of /proc/self/cgroup: the hierarchy's id, its
+// comma-separated controllers ("" for the unified v2 hierarchy) and this
+// process's cgroup in it.
+type cgroupLine struct{ id, ctrls, dir string }
+
+// unified reports whether the line is the cgroup v2 hierarchy's ("0::/path").
+func (g cgroupLine) unified() bool { return g.id == "0" && g.ctrls == "" }
+
+// has reports whether the v1 hierarchy of the line has controller c.
+func (g cgroupLine) has(c string) bool { return slices.Contains(strings.Split(g.ctrls, ","), c) }
+
+// ownCgroups reads /proc/self/cgroup, one entry per well-formed line; none
+// where it cannot be read.
+func ownCgroups(read func(string) ([]byte, error)) []cgroupLine {
+	b, err := read("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	var out []cgroupLine
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		id, rest, ok := strings.Cut(line, ":")
+		ctrls, dir, ok2 := strings.Cut(rest, ":")
+		if ok && ok2 {
+			out = append(out, cgroupLine{id, ctrls, dir})
+		}
+	}
+	return out
 }
 
 // nearestCPUList counts the CPUs of file in the cgroup dir of the
@@ -106,27 +126,18 @@ func nearestCPUList(read func(string) ([]byte, error), mount, dir, file string) 
 // (tightestQuota); that walk also finds a container's quota at the root of
 // a hierarchy mounted at its own cgroup.
 func cgroupQuotaCPUs(read func(string) ([]byte, error)) int {
-	b, err := read("/proc/self/cgroup")
-	if err != nil {
-		return 0
-	}
 	n := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		id, rest, ok := strings.Cut(line, ":")
-		ctrls, dir, ok2 := strings.Cut(rest, ":")
-		if !ok || !ok2 {
-			continue
-		}
+	for _, g := range ownCgroups(read) {
 		var mounts []string
 		var quota func(read func(string) ([]byte, error), dir string) int
 		switch {
-		case id == "0" && ctrls == "":
+		case g.unified():
 			mounts, quota = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}, cpuMaxCPUs
-		case slices.Contains(strings.Split(ctrls, ","), "cpu"):
-			mounts, quota = []string{"/sys/fs/cgroup/" + ctrls, "/sys/fs/cgroup/cpu"}, cfsQuotaCPUs
+		case g.has("cpu"):
+			mounts, quota = []string{"/sys/fs/cgroup/" + g.ctrls, "/sys/fs/cgroup/cpu"}, cfsQuotaCPUs
 		}
 		for _, m := range mounts {
-			if q := tightestQuota(read, m, dir, quota); q > 0 && (n == 0 || q < n) {
+			if q := tightestQuota(read, m, g.dir, quota); q > 0 && (n == 0 || q < n) {
 				n = q
 			}
 		}
