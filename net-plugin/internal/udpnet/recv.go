@@ -32,17 +32,13 @@ func newRecvConn(p *peer, flow uint32) *recvConn {
 
 // dropUnaccepted ends a comm that its listener took in but that was never
 // accepted (the listener closed first, as on an aborted setup). The
-// dialer's connect completed, so its side holds a send comm on the flow;
-// the flow is aborted rather than released, which tells the dialer's side
-// (a NACK FLOW_ABORTED): released, it would post no receive, and the
-// dialer's sends would wait for one for ever, since the shared connection
-// may live on with other comms.
+// dialer's connect completed, so its side holds a send comm on the flow,
+// and the shared connection may live on with other comms: Close aborts the
+// flow, as every close does (drain), which tells the dialer's side (a NACK
+// FLOW_ABORTED) and fails its sends instead of leaving them waiting for a
+// receive that will never be posted. It only logs why first.
 func (r *recvConn) dropUnaccepted() {
 	r.p.d.logf("NET/MetaRoCE : udpnet: comm on flow %d from peer %s was connected but never accepted before its listener closed: aborting its flow", r.flow, r.p.name)
-	r.mu.Lock()
-	r.aborted = true
-	r.mu.Unlock()
-	r.p.conn.AbortFlow(r.flow)
 	_ = r.Close()
 }
 
