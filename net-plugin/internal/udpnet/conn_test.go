@@ -333,6 +333,9 @@ func TestPeerCommCloseFailsPendingRequests(t *testing.T) {
 			require.False(t, done, "%s completed", what)
 			if err != nil {
 				require.ErrorIs(t, err, backend.ErrRemote)
+				// Nothing was in flight at the side that closed:
+				// the error must not say otherwise.
+				require.ErrorContains(t, err, "closed its end of the comm, which aborts the flow whether or not requests were in flight there")
 			}
 			return err != nil
 		})

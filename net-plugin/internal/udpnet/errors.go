@@ -22,7 +22,7 @@ func opErr(op string, p *peer, flow uint32, err error) error {
 	case errors.Is(err, udp.ErrEndpointClosed):
 		return fmt.Errorf("udpnet: %s on flow %d with peer %s: the plugin is shutting down: %v: %w", op, flow, p.name, err, backend.ErrClosed)
 	case errors.Is(err, transport.ErrFlowAborted):
-		return fmt.Errorf("udpnet: %s on flow %d with peer %s: the comm was closed at the peer with requests in flight, its memory deregistered there, or its listener closed before accepting it (an abort): %v: %w", op, flow, p.name, err, backend.ErrRemote)
+		return fmt.Errorf("udpnet: %s on flow %d with peer %s: the peer aborted the comm's flow (it closed its end of the comm, which aborts the flow whether or not requests were in flight there, deregistered memory that requests in flight still used, or closed its listener before accepting the comm): %v: %w", op, flow, p.name, err, backend.ErrRemote)
 	case errors.Is(err, transport.ErrClosed):
 		return fmt.Errorf("udpnet: %s on flow %d: the connection to peer %s was closed (the peer closed it or exited): %v: %w", op, flow, p.name, err, backend.ErrRemote)
 	}
