@@ -216,7 +216,7 @@ func metaroce_net_irecv(comm C.uintptr_t, n C.int, data *unsafe.Pointer, sizes *
 	case tags == nil:
 		return nullArray("tags")
 	case req == nil:
-		return nullArray("request")
+		return ret("irecv", core.ErrNilArgument("request (where the request handle is written)"))
 	}
 	ptrs := unsafe.Slice(data, int(n))
 	szs := unsafe.Slice(sizes, int(n))

@@ -513,6 +513,17 @@ static void run_garbage(void) {
   (void)last_error(msg, sizeof msg);
   printf("RESULT garbage-irecv-null rc=%d msg=%s\n", (int)r, msg);
   if (r == ncclSuccess || req != NULL) die("irecv with NULL sizes accepted");
+  /* A NULL request pointer is refused naming it: a receive posted without
+   * one could never be tested or completed. */
+  msg[0] = 0;
+  size_t one_size[1] = {1};
+  int one_int[1] = {1};
+  if (ver >= 10) r = T12->irecv((void*)0x77, 1, data, one_size, tags, mhs, NULL, NULL);
+  else if (ver == 9) r = T9->irecv((void*)0x77, 1, data, one_size, tags, mhs, NULL);
+  else r = T8->irecv((void*)0x77, 1, data, one_int, tags, mhs, NULL);
+  (void)last_error(msg, sizeof msg);
+  printf("RESULT garbage-irecv-nullreq rc=%d msg=%s\n", (int)r, msg);
+  if (r == ncclSuccess) die("irecv with a NULL request accepted");
   if (ver <= 7) {
     void* mh = (void*)0x1;
     msg[0] = 0;

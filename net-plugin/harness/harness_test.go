@@ -268,6 +268,9 @@ func TestGarbageHandles(t *testing.T) {
 			if !strings.Contains(out, "RESULT garbage-irecv-null rc=3 ") || !strings.Contains(out, "NULL sizes") {
 				t.Errorf("%s v%s: irecv with a NULL sizes array: want ncclInternalError (3) naming NULL sizes\n%s\n%s", be, v, out, errOut)
 			}
+			if !strings.Contains(out, "RESULT garbage-irecv-nullreq rc=3 ") || !strings.Contains(out, "NULL request") {
+				t.Errorf("%s v%s: irecv with a NULL request: want ncclInternalError (3) naming NULL request\n%s\n%s", be, v, out, errOut)
+			}
 		}
 	}
 }
