@@ -179,6 +179,9 @@ func bytesAt(p unsafe.Pointer, n uintptr) []byte {
 //export metaroce_net_isend
 func metaroce_net_isend(comm C.uintptr_t, data unsafe.Pointer, size C.size_t, tag C.int, req *C.uintptr_t) (rc C.ncclResult_t) {
 	defer guard("isend", &rc)
+	if req == nil {
+		return ret("isend", core.ErrNilArgument("request (where the request handle is written)"))
+	}
 	*req = 0
 	if uint64(size) > backend.MaxMessage {
 		return ret("isend", core.ErrSendSize(uint64(size)))

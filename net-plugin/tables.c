@@ -174,6 +174,9 @@ static ncclResult_t deregmr(void* comm, void* mhandle) { return metaroce_net_der
 
 static ncclResult_t isend_v12(void* comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
   (void)mhandle; (void)phandle;
+  /* As for irecv below: a NULL request is refused, not a send posted and
+   * its handle lost. */
+  if (request == NULL) return metaroce_net_isend(H(comm), data, size, tag, NULL);
   OUT(request, metaroce_net_isend(H(comm), data, size, tag, &h));
 }
 static ncclResult_t isend_v9(void* comm, void* data, size_t size, int tag, void* mhandle, void** request) {

@@ -524,6 +524,13 @@ static void run_garbage(void) {
   (void)last_error(msg, sizeof msg);
   printf("RESULT garbage-irecv-nullreq rc=%d msg=%s\n", (int)r, msg);
   if (r == ncclSuccess) die("irecv with a NULL request accepted");
+  msg[0] = 0;
+  if (ver >= 10) r = T12->isend((void*)0x77, one, 1, 0, NULL, NULL, NULL);
+  else if (ver == 9) r = T9->isend((void*)0x77, one, 1, 0, NULL, NULL);
+  else r = T8->isend((void*)0x77, one, 1, 0, NULL, NULL);
+  (void)last_error(msg, sizeof msg);
+  printf("RESULT garbage-isend-nullreq rc=%d msg=%s\n", (int)r, msg);
+  if (r == ncclSuccess) die("isend with a NULL request accepted");
   if (ver <= 7) {
     void* mh = (void*)0x1;
     msg[0] = 0;

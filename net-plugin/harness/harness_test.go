@@ -268,8 +268,10 @@ func TestGarbageHandles(t *testing.T) {
 			if !strings.Contains(out, "RESULT garbage-irecv-null rc=3 ") || !strings.Contains(out, "NULL sizes") {
 				t.Errorf("%s v%s: irecv with a NULL sizes array: want ncclInternalError (3) naming NULL sizes\n%s\n%s", be, v, out, errOut)
 			}
-			if !strings.Contains(out, "RESULT garbage-irecv-nullreq rc=3 ") || !strings.Contains(out, "NULL request") {
-				t.Errorf("%s v%s: irecv with a NULL request: want ncclInternalError (3) naming NULL request\n%s\n%s", be, v, out, errOut)
+			for _, op := range []string{"irecv", "isend"} {
+				if l := resultLine(out, "garbage-"+op+"-nullreq"); !strings.HasPrefix(l, "rc=3 ") || !strings.Contains(l, "NULL request") {
+					t.Errorf("%s v%s: %s with a NULL request: want ncclInternalError (3) naming NULL request, got %q\n%s\n%s", be, v, op, l, out, errOut)
+				}
 			}
 		}
 	}
@@ -329,4 +331,15 @@ func TestEnvironmentSetAfterLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resultLine returns what follows "RESULT name " on the harness's line for
+// name, or "" where it printed none.
+func resultLine(out, name string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, "RESULT "+name+" "); ok {
+			return rest
+		}
+	}
+	return ""
 }
