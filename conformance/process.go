@@ -218,16 +218,21 @@ func (p *ProcessIUT) request(ctx context.Context, r control.Request) (control.Re
 
 // exitStatus waits up to exitWait, and no longer than ctx, for the process
 // to be reaped and says how it ended ("exit status 3", "signal: killed");
-// "" when it is still running.
+// "" when it is still running. A process already reaped is named even
+// when ctx is done: a select with both ready would pick either.
 func (p *ProcessIUT) exitStatus(ctx context.Context) string {
-	t := time.NewTimer(exitWait)
-	defer t.Stop()
 	select {
 	case <-p.exited:
-	case <-t.C:
-		return ""
-	case <-ctx.Done():
-		return ""
+	default:
+		t := time.NewTimer(exitWait)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+		case <-t.C:
+			return ""
+		case <-ctx.Done():
+			return ""
+		}
 	}
 	if p.exitErr == nil {
 		return "exit status 0"

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -176,6 +177,22 @@ func TestExitBeforeListen(t *testing.T) {
 	_, err := startHelper(t, "exit", defaultLimits)
 	require.ErrorContains(t, err, "the IUT process exited (exit status 1) before")
 	require.ErrorContains(t, err, `"listen"`)
+}
+
+// TestExitStatusOnceReaped: a process already reaped is named by its exit
+// status whatever the request's context, done or not: the wait for the
+// reaping is bounded by the context, but what is known already is said.
+// With both ready the choice between them was Go's random select, so a
+// request whose context had ended reported "still running" by chance.
+func TestExitStatusOnceReaped(t *testing.T) {
+	p := &ProcessIUT{exited: make(chan struct{}), exitErr: errors.New("exit status 3")}
+	close(p.exited)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 64 {
+		require.Equal(t, "exit status 3", p.exitStatus(done))
+	}
+	require.Equal(t, "exit status 3", p.exitStatus(context.Background()))
 }
 
 // TestControlErrorInEvidence: a case that fails while the control channel
