@@ -1,6 +1,7 @@
 package check
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -100,9 +101,11 @@ exec sleep 300`)
 	})
 }
 
-// TestBadMRBENCHRefusedFirst: an MRBENCH that names no executable file is
-// refused (exit 2, naming it) before the preflight starts any rank, rather
-// than replaced by whatever mrbench PATH holds once the preflight's
+// TestBadMRBENCHRefusedFirst: an MRBENCH that names no executable file (a
+// path that does not exist, a directory, whose search bit passes for an
+// executable's, or a file that may not run) is refused (exit 2, naming
+// it) before the preflight starts any rank, rather than replaced by
+// whatever mrbench PATH holds, or failing to run, once the preflight's
 // minutes are spent.
 func TestBadMRBENCHRefusedFirst(t *testing.T) {
 	bash := lookBash(t)
@@ -112,14 +115,18 @@ func TestBadMRBENCHRefusedFirst(t *testing.T) {
 echo $$ >>"$PIDS"
 exit 0`)
 	stub(t, bin, "mrbench", `exit 0`)
-	pids := filepath.Join(t.TempDir(), "pids")
-	cmd := exec.Command(bash, script)
-	cmd.Env = []string{"PATH=" + bin, "OUT_DIR=" + t.TempDir(), "PIDS=" + pids, "MRBENCH=/nonexistent/mrbench",
-		"METAROCE_RCCL_LIB=/stub/libnccl.so.2", "METAROCE_CUDART_LIB=/stub/libcudart.so.12"}
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "%s", out)
-	require.Equal(t, 2, ee.ExitCode(), "%s", out)
-	require.Contains(t, string(out), "MRBENCH=/nonexistent/mrbench is not an executable file")
-	require.NoFileExists(t, pids, "a rank started before the check refused MRBENCH")
+	plain := filepath.Join(t.TempDir(), "mrbench")
+	require.NoError(t, os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644))
+	for _, bad := range []string{"/nonexistent/mrbench", t.TempDir(), plain} {
+		pids := filepath.Join(t.TempDir(), "pids")
+		cmd := exec.Command(bash, script)
+		cmd.Env = []string{"PATH=" + bin, "OUT_DIR=" + t.TempDir(), "PIDS=" + pids, "MRBENCH=" + bad,
+			"METAROCE_RCCL_LIB=/stub/libnccl.so.2", "METAROCE_CUDART_LIB=/stub/libcudart.so.12"}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "MRBENCH=%s: %s", bad, out)
+		require.Equal(t, 2, ee.ExitCode(), "MRBENCH=%s: %s", bad, out)
+		require.Contains(t, string(out), "MRBENCH="+bad+" is not an executable file")
+		require.NoFileExists(t, pids, "MRBENCH=%s: a rank started before the check refused it", bad)
+	}
 }

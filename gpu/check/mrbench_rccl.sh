@@ -140,10 +140,10 @@ run_pair() {
 
 # The mrbench binary, found before the preflight's minutes rather than
 # after them. A binary named by MRBENCH must run; only the default falls back
-# to PATH.
+# to PATH. -f as well as -x: a directory's search bit passes -x.
 if [ "$TORCH_ONLY" = 0 ]; then
 	if [ -n "${MRBENCH:-}" ]; then
-		[ -x "$MRBENCH" ] || die "MRBENCH=$MRBENCH is not an executable file"
+		[ -f "$MRBENCH" ] && [ -x "$MRBENCH" ] || die "MRBENCH=$MRBENCH is not an executable file"
 	else
 		MRBENCH=build/mrbench
 		[ -x "$MRBENCH" ] || MRBENCH=$(command -v mrbench || true)
