@@ -68,7 +68,9 @@ type Report struct {
 	PluginFailures    int    `json:"plugin_failures"`     // harness runs that failed without a kill to explain it
 
 	// Goroutines and file descriptors before the first and after the last
-	// round (after a grace period for closing sockets and loops).
+	// round (after a grace period for closing sockets and loops). The
+	// after counts are not measured, and stay 0, in a run that an error
+	// ended (Error).
 	GoroutinesBefore int      `json:"goroutines_before"`
 	GoroutinesAfter  int      `json:"goroutines_after"`
 	FDsBefore        int      `json:"fds_before"`
@@ -163,10 +165,16 @@ func (r *Report) String() string {
 			r.PluginRounds, r.PluginMessages, r.PluginKills, r.PluginSurfaced, r.PluginMissedKills, r.PluginFailures)
 	}
 	fmt.Fprintf(&b, "  errors surfaced by survivors of killed ranks %d, survivors that missed it %d\n"+
-		"  unexpected errors %d, corrupted results %d\n"+
-		"  goroutines %d -> %d, open fds %d -> %d, healthy %v",
-		r.Surfaced, r.MissedKills, r.Unexpected, r.Corrupted,
-		r.GoroutinesBefore, r.GoroutinesAfter, r.FDsBefore, r.FDsAfter, r.Healthy())
+		"  unexpected errors %d, corrupted results %d\n",
+		r.Surfaced, r.MissedKills, r.Unexpected, r.Corrupted)
+	if r.Error != "" {
+		// Run returned without settling: 0 would read as a count.
+		fmt.Fprintf(&b, "  goroutines %d -> not measured, open fds %d -> not measured (the run ended by an error), healthy %v",
+			r.GoroutinesBefore, r.FDsBefore, r.Healthy())
+	} else {
+		fmt.Fprintf(&b, "  goroutines %d -> %d, open fds %d -> %d, healthy %v",
+			r.GoroutinesBefore, r.GoroutinesAfter, r.FDsBefore, r.FDsAfter, r.Healthy())
+	}
 	if p := r.problems(); len(p) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(p, ", "))
 	}

@@ -68,3 +68,15 @@ func TestErrorIsUnhealthy(t *testing.T) {
 	require.Equal(t, []string{"ended by an error"}, r.problems())
 	require.Contains(t, r.String(), "ended by an error: soak: round 4 (clean): injecting faults: boom")
 }
+
+// TestErrorLeavesLeaksUnmeasured: a run that an error ended did not
+// measure its goroutines and descriptors after the last round, and its
+// text report says so instead of showing them fall to 0.
+func TestErrorLeavesLeaksUnmeasured(t *testing.T) {
+	r := &Report{Mode: "netlab", Rounds: 3, Ops: 60, GoroutinesBefore: 14, FDsBefore: 9, Error: "soak: round 4 (clean): injecting faults: boom"}
+	require.Contains(t, r.String(), "goroutines 14 -> not measured, open fds 9 -> not measured (the run ended by an error)")
+	require.NotContains(t, r.String(), "-> 0")
+	r.Error = ""
+	r.GoroutinesAfter, r.FDsAfter = 14, 9
+	require.Contains(t, r.String(), "goroutines 14 -> 14, open fds 9 -> 9, healthy true")
+}
