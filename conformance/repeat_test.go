@@ -116,19 +116,39 @@ func TestUntilNoRepeats(t *testing.T) {
 // DATA" caused no retransmission.
 func TestJudgeReorder(t *testing.T) {
 	f := dataFacts{packets: 24, paths: map[uint16]int{0: 6, 1: 6, 2: 6, 3: 6}}
-	v, why := judgeReorder(0, 6, 0, f, nil)
+	v, why, _ := judgeReorder(0, 6, 0, f, nil)
 	require.Equal(t, Skip, v, why)
 	require.Equal(t, "6 DATA of path 0 held, but no DATA of another path arrived while they were (24 DATA, 4 paths): nothing was reordered", why)
 
-	v, why = judgeReorder(0, 6, 3, f, nil)
+	v, why, _ = judgeReorder(0, 6, 3, f, nil)
 	require.Equal(t, Pass, v, why)
 	require.Equal(t, "6 DATA of path 0 delivered behind 3 later DATA of other paths (24 DATA, 4 paths): no retransmission", why)
 
 	rep := repeat{d: rxData{off: 1144, path: 1, psn: 7}, prev: rxData{path: 1, psn: 2}}
-	v, _ = judgeReorder(0, 6, 3, f, []repeat{rep})
+	v, _, reps := judgeReorder(0, 6, 3, f, []repeat{rep})
 	require.Equal(t, Fail, v, "repeated content fails whatever was reordered")
+	require.Len(t, reps, 1, "the repeats the failure rests on, for untilNoRepeats")
 
-	v, why = judgeReorder(0, 24, 0, dataFacts{packets: 24, paths: map[uint16]int{0: 24}}, nil)
+	onePath := dataFacts{packets: 24, paths: map[uint16]int{0: 24}}
+	v, why, _ = judgeReorder(0, 24, 0, onePath, nil)
 	require.Equal(t, Skip, v)
+	require.Contains(t, why, "the IUT sent on 1 path")
+}
+
+// TestReorderOnePathSkipsAtOnce: a sender on one path is skipped at its
+// first attempt, repeats or not, as before the check for an attempt that
+// reordered nothing: its repeats were returned with the skip, which made
+// the attempt inconclusive, so that sender-reorder tried again and, where
+// every attempt repeated, failed for repeats that no reordering caused.
+func TestReorderOnePathSkipsAtOnce(t *testing.T) {
+	onePath := dataFacts{packets: 24, paths: map[uint16]int{0: 24}}
+	rep := repeat{d: rxData{off: 1144, path: 0, psn: 30}, prev: rxData{path: 0, psn: 2}}
+	tries := 0
+	v, why := untilNoRepeats(context.Background(), nil, func(context.Context, *Env) (Verdict, string, []repeat) {
+		tries++
+		return judgeReorder(0, 24, 0, onePath, []repeat{rep})
+	})
+	require.Equal(t, Skip, v, why)
+	require.Equal(t, 1, tries)
 	require.Contains(t, why, "the IUT sent on 1 path")
 }

@@ -291,9 +291,7 @@ func senderReorderAttempt(ctx context.Context, e *Env) (Verdict, string, []repea
 	}
 	p.quiet(ctx, silence)
 	f := p.facts(flow, nil)
-	reps := p.repeats(flow, nil)
-	v, ev := judgeReorder(first.path, heldN, behind, f, reps)
-	return v, ev, reps
+	return judgeReorder(first.path, heldN, behind, f, p.repeats(flow, nil))
 }
 
 // judgeReorder judges an attempt of sender-reorder: heldN DATA of path
@@ -301,17 +299,20 @@ func senderReorderAttempt(ctx context.Context, e *Env) (Verdict, string, []repea
 // and reps are the flow's DATA and the content they repeated. An attempt
 // in which no DATA overtook a held one reordered nothing (a sender pacing
 // its DATA further apart than the tester holds them): it is skipped,
-// saying so, since a pass would claim what was never shown.
-func judgeReorder(path uint16, heldN, behind int, f dataFacts, reps []repeat) (Verdict, string) {
+// saying so, since a pass would claim what was never shown. The repeats
+// it returns are those its verdict rests on, which make the attempt
+// inconclusive (untilNoRepeats): none for a sender on one path, which is
+// skipped whatever it repeated, as there was nothing to reorder.
+func judgeReorder(path uint16, heldN, behind int, f dataFacts, reps []repeat) (Verdict, string, []repeat) {
 	switch {
 	case len(f.paths) < 2:
-		return Skip, fmt.Sprintf("the IUT sent on %d path: nothing to reorder between paths", len(f.paths))
+		return Skip, fmt.Sprintf("the IUT sent on %d path: nothing to reorder between paths", len(f.paths)), nil
 	case len(reps) > 0:
-		return Fail, fmt.Sprintf("DATA of path %d held behind later DATA of other paths, nothing lost: %s", path, describeRepeats(reps))
+		return Fail, fmt.Sprintf("DATA of path %d held behind later DATA of other paths, nothing lost: %s", path, describeRepeats(reps)), reps
 	case behind == 0:
-		return Skip, fmt.Sprintf("%d DATA of path %d held, but no DATA of another path arrived while they were (%d DATA, %d paths): nothing was reordered", heldN, path, f.packets, len(f.paths))
+		return Skip, fmt.Sprintf("%d DATA of path %d held, but no DATA of another path arrived while they were (%d DATA, %d paths): nothing was reordered", heldN, path, f.packets, len(f.paths)), nil
 	}
-	return Pass, fmt.Sprintf("%d DATA of path %d delivered behind %d later DATA of other paths (%d DATA, %d paths): no retransmission", heldN, path, behind, f.packets, len(f.paths))
+	return Pass, fmt.Sprintf("%d DATA of path %d delivered behind %d later DATA of other paths (%d DATA, %d paths): no retransmission", heldN, path, behind, f.packets, len(f.paths)), nil
 }
 
 // tailBound is the longest a conforming sender may take to retransmit a
