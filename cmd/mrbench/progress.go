@@ -12,10 +12,9 @@ import (
 // nothing, which is what non-terminals get, so that logs and pipes never see
 // carriage returns.
 type progress struct {
-	w     io.Writer
+	line  *term.Line
 	total int
 	done  int
-	shown bool // the bar is on the screen
 }
 
 // progressBarWidth is the bar's length in characters.
@@ -27,7 +26,7 @@ func newProgress(w io.Writer, total int) *progress {
 	if total <= 0 || !term.IsTerminal(w) {
 		return nil
 	}
-	return &progress{w: w, total: total}
+	return &progress{line: term.NewLine(w, true), total: total}
 }
 
 // show draws the bar labelled with what runs now (a table row), after the
@@ -38,8 +37,7 @@ func (p *progress) show(label string) {
 		return
 	}
 	fill := p.done * progressBarWidth / p.total
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(" ", progressBarWidth-fill), p.done, p.total, label)
-	p.shown = true
+	p.line.Show(fmt.Sprintf("[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat(" ", progressBarWidth-fill), p.done, p.total, label))
 }
 
 // step counts one more row done. It draws nothing: the bar is drawn again,
@@ -54,9 +52,8 @@ func (p *progress) step() {
 // clear erases the bar, if shown, so that what is printed next, on stdout
 // when both go to one terminal, starts at the beginning of a clean line.
 func (p *progress) clear() {
-	if p == nil || !p.shown {
+	if p == nil {
 		return
 	}
-	fmt.Fprint(p.w, "\r\033[K")
-	p.shown = false
+	p.line.Clear()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
 	"github.com/metaroce/metaroce/internal/bytesize"
+	"github.com/metaroce/metaroce/internal/term"
 )
 
 // TestProgressClearsBeforeRows: the bar is erased once before each line the
@@ -20,7 +21,7 @@ import (
 // that runs.
 func TestProgressClearsBeforeRows(t *testing.T) {
 	var b bytes.Buffer
-	p := &progress{w: &b, total: 2}
+	p := &progress{line: term.NewLine(&b, true), total: 2}
 	p.clear()
 	assert.Empty(t, b.String(), "nothing to erase before the first row")
 	p.show("tcp float 1K")
@@ -74,7 +75,7 @@ func TestProgressNamesTheRunningSize(t *testing.T) {
 	require.Equal(t, sched.AllReduce, o.Collective)
 	var bar, out bytes.Buffer
 	var calls []string
-	p := &progress{w: &bar, total: newSweep(o).points()}
+	p := &progress{line: term.NewLine(&bar, true), total: newSweep(o).points()}
 	env := baseEnv()
 	_, isRoot, err := runTable(context.Background(), o, barSpyLauncher{newMemGroup(2), &bar, &calls}, "mem", &env, &out, p)
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/metaroce/metaroce/conformance"
+	"github.com/metaroce/metaroce/internal/term"
 )
 
 // caseLine is the line a run keeps on a terminal's stderr while its cases
@@ -14,9 +15,8 @@ import (
 // and pipes get nothing (newCaseLine returns nil), so that they never see
 // carriage returns.
 type caseLine struct {
-	w     io.Writer
-	n     int
-	shown bool
+	line *term.Line
+	n    int
 }
 
 // newCaseLine returns the line for a run of n cases on w, or nil when w
@@ -25,7 +25,7 @@ func newCaseLine(w io.Writer, tty bool, n int) *caseLine {
 	if !tty {
 		return nil
 	}
-	return &caseLine{w: w, n: n}
+	return &caseLine{line: term.NewLine(w, true), n: n}
 }
 
 // hook returns the conformance.RunProgress hook that draws case i's line.
@@ -35,16 +35,14 @@ func (l *caseLine) hook() func(i int, c *conformance.Case) {
 		return nil
 	}
 	return func(i int, c *conformance.Case) {
-		fmt.Fprintf(l.w, "\r\033[Kmrconform: case %d/%d: %s (%s)", i+1, l.n, c.ID, c.Spec)
-		l.shown = true
+		l.line.Show(fmt.Sprintf("mrconform: case %d/%d: %s (%s)", i+1, l.n, c.ID, c.Spec))
 	}
 }
 
 // clear removes the line, if one was drawn.
 func (l *caseLine) clear() {
-	if l == nil || !l.shown {
+	if l == nil {
 		return
 	}
-	fmt.Fprint(l.w, "\r\033[K")
-	l.shown = false
+	l.line.Clear()
 }

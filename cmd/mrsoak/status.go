@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"sync"
 	"time"
+
+	"github.com/metaroce/metaroce/internal/term"
 )
 
 // status is the one line that a run without -v keeps on a terminal's
@@ -14,23 +15,20 @@ import (
 // last. Logs and pipes get nothing (newStatus returns nil), so that they
 // never see carriage returns; -v prints every line instead.
 type status struct {
-	mu     sync.Mutex // rounds may log from the goroutines that run them
-	w      io.Writer
-	start  time.Time
-	now    func() time.Time
-	limit  string // "of 30m0s", "of 8 rounds", or both
-	shown  bool
-	closed bool
+	line  *term.Line // rounds may log from the goroutines that run them
+	start time.Time
+	now   func() time.Time
+	limit string // "of 30m0s", "of 8 rounds", or both
 }
 
 // newStatus returns the status line for a run on w that started at start
 // and ends after dur (ignored when rounds > 0 and dur was not given) or
-// rounds rounds (0: no count), or nil when w is not a terminal.
+// rounds rounds (0: no count), or nil when w is not a terminal (tty).
 func newStatus(w io.Writer, tty bool, start time.Time, now func() time.Time, dur time.Duration, durGiven bool, rounds int) *status {
 	if !tty {
 		return nil
 	}
-	s := &status{w: w, start: start, now: now}
+	s := &status{line: term.NewLine(w, true), start: start, now: now}
 	switch {
 	case rounds > 0 && durGiven:
 		s.limit = fmt.Sprintf("of %v or %d rounds", dur, rounds)
@@ -45,14 +43,8 @@ func newStatus(w io.Writer, tty bool, start time.Time, now func() time.Time, dur
 // logf is a soak.Options.Logf: it redraws the line with the elapsed time
 // and this line.
 func (s *status) logf(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
 	el := s.now().Sub(s.start).Truncate(time.Second)
-	fmt.Fprintf(s.w, "\r\033[K[%v %s] %s", el, s.limit, fmt.Sprintf(format, args...))
-	s.shown = true
+	s.line.Show(fmt.Sprintf("[%v %s] %s", el, s.limit, fmt.Sprintf(format, args...)))
 }
 
 // clear removes the line, if one was drawn, before the report or an error
@@ -61,10 +53,5 @@ func (s *status) clear() {
 	if s == nil {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shown {
-		fmt.Fprint(s.w, "\r\033[K")
-	}
-	s.shown, s.closed = false, true
+	s.line.Close()
 }
