@@ -28,7 +28,8 @@ type Report struct {
 	// order.
 	Devices []Device
 	// Notes are problems that did not stop discovery, such as a libcuda
-	// that failed to load; one line each.
+	// that failed to load, and the limits that CUDA_VISIBLE_DEVICES and
+	// its kind put on the GPUs listed; one line each.
 	Notes []string
 }
 
@@ -49,12 +50,14 @@ func Discover(opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{}
+	cudaSees := -1
 	if !opt.NoCUDADriver {
 		cu, err := QueryCUDA(opt.CUDADriver)
 		var le *dl.LoadError
 		switch {
 		case err == nil:
 			nv = mergeCUDA(root, nv, cu)
+			cudaSees = countSeen(nv, cu)
 		case len(nv) > 0:
 			rep.Notes = append(rep.Notes, "NVIDIA memory sizes unknown: "+err.Error())
 		case !errors.As(err, &le) || le.Explicit:
@@ -66,8 +69,86 @@ func Discover(opt Options) (*Report, error) {
 			rep.Notes = append(rep.Notes, "NVIDIA GPUs not queried: "+err.Error())
 		}
 	}
+	rep.Notes = append(rep.Notes, visibleNotes(len(amd), len(nv), cudaSees)...)
 	rep.Devices = append(amd, nv...)
 	return rep, nil
+}
+
+// Variables with which CUDA and HIP programs limit the GPUs they use. The
+// KFD topology and procfs list every GPU regardless, so discovery names
+// them in the Report's notes rather than parse them: ROCR_VISIBLE_DEVICES
+// and CUDA_VISIBLE_DEVICES take UUIDs and MIG ids as well as indices, and
+// ROCR's list is applied before HIP's.
+const (
+	// EnvCUDAVisibleDevices limits CUDA programs, and HIP programs too
+	// (HIP reads it as HIP_VISIBLE_DEVICES).
+	EnvCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
+	// EnvHIPVisibleDevices limits HIP programs.
+	EnvHIPVisibleDevices = "HIP_VISIBLE_DEVICES"
+	// EnvROCRVisibleDevices limits every ROCm program, below HIP.
+	EnvROCRVisibleDevices = "ROCR_VISIBLE_DEVICES"
+	// EnvGPUDeviceOrdinal limits HIP and OpenCL programs on ROCm.
+	EnvGPUDeviceOrdinal = "GPU_DEVICE_ORDINAL"
+)
+
+// visibleVars are the variables above, in the order ROCm applies the AMD
+// ones (ROCR first).
+var visibleVars = []string{EnvROCRVisibleDevices, EnvHIPVisibleDevices, EnvCUDAVisibleDevices, EnvGPUDeviceOrdinal}
+
+// countSeen is how many of the NVIDIA GPUs in nv libcuda listed in cu,
+// matched by PCI address; MIG instances of one GPU count once.
+func countSeen(nv, cu []Device) int {
+	inCU := make(map[string]bool, len(cu))
+	for _, d := range cu {
+		inCU[d.PCI] = true
+	}
+	n := 0
+	for _, d := range nv {
+		if inCU[d.PCI] {
+			n++
+		}
+	}
+	return n
+}
+
+// visibleNotes says, for a report of nAMD AMD and nNV NVIDIA GPUs, how many
+// of them a CUDA or HIP program may use, when that is or may be fewer than
+// listed. cudaSees is how many of the NVIDIA GPUs libcuda reports (it
+// applies CUDA_VISIBLE_DEVICES and the container's device list), or -1 when
+// libcuda was not asked. A variable that is set, even to "" (which hides
+// every GPU), is named with its value; the notes are empty when none is set
+// and libcuda sees every NVIDIA GPU.
+func visibleNotes(nAMD, nNV, cudaSees int) []string {
+	var notes []string
+	cvd, cvdSet := os.LookupEnv(EnvCUDAVisibleDevices)
+	switch {
+	case nNV == 0:
+	case cudaSees >= 0 && cudaSees < nNV:
+		s := fmt.Sprintf("CUDA programs see %d of the %d NVIDIA GPUs", cudaSees, nNV)
+		if cvdSet {
+			s += fmt.Sprintf(" (%s=%q)", EnvCUDAVisibleDevices, cvd)
+		}
+		notes = append(notes, s)
+	case cudaSees < 0 && cvdSet:
+		notes = append(notes, fmt.Sprintf("%s=%q limits CUDA programs to the NVIDIA GPUs it names; all the driver shows are listed",
+			EnvCUDAVisibleDevices, cvd))
+	}
+	if nAMD > 0 {
+		var set []string
+		for _, v := range visibleVars {
+			if val, ok := os.LookupEnv(v); ok {
+				set = append(set, fmt.Sprintf("%s=%q", v, val))
+			}
+		}
+		switch len(set) {
+		case 0:
+		case 1:
+			notes = append(notes, set[0]+" limits HIP programs to the AMD GPUs it names; all the driver shows are listed")
+		default:
+			notes = append(notes, strings.Join(set, ", ")+" limit HIP programs to the AMD GPUs they name; all the driver shows are listed")
+		}
+	}
+	return notes
 }
 
 // mergeCUDA fills the memory sizes of the procfs list from the driver API's

@@ -72,6 +72,7 @@ func TestDiscoverThisMachine(t *testing.T) {
 		}
 	}
 	t.Setenv(EnvCUDADriverLib, "") // the search, not a path the environment names
+	clearVisible(t)
 	rep, err := Discover(Options{})
 	require.NoError(t, err)
 	if len(rep.Devices) > 0 {
@@ -108,6 +109,7 @@ func TestQueryCUDAFake(t *testing.T) {
 
 func TestDiscoverMergesCUDA(t *testing.T) {
 	lib := fakeCUDADriver(t)
+	clearVisible(t)
 	rep, err := Discover(Options{Root: loadTree(t, "testdata/nvidia.tree"), CUDADriver: lib})
 	require.NoError(t, err)
 	require.Equal(t, 2, len(rep.Devices), "devices")
@@ -145,6 +147,7 @@ func TestDiscoverMergesCUDA(t *testing.T) {
 // Only a search that finds no libcuda at all stays silent.
 func TestDiscoverNamedDriverFailureNoted(t *testing.T) {
 	ctest.NeedDlopen(t)
+	clearVisible(t)
 	notALib := filepath.Join(t.TempDir(), "libcuda.so.1")
 	require.NoError(t, os.WriteFile(notALib, []byte("not a shared object\n"), 0o644))
 
