@@ -31,7 +31,16 @@ type Report struct {
 	// that failed to load, and the limits that CUDA_VISIBLE_DEVICES and
 	// its kind put on the GPUs listed; one line each.
 	Notes []string
+
+	// amdWhy and nvWhy say what was found of each vendor's driver, for
+	// FallbackNotice; empty (a Report not made by Discover) is read as
+	// no driver at all.
+	amdWhy, nvWhy string
 }
+
+// nvNoGPU is Report.nvWhy when neither procfs nor libcuda shows an NVIDIA
+// driver.
+const nvNoGPU = "no NVIDIA driver"
 
 // Discover lists the GPUs of the machine (or of the fake tree in opt.Root).
 // Errors are reserved for trees that exist but cannot be read; a machine
@@ -41,7 +50,7 @@ func Discover(opt Options) (*Report, error) {
 	if root == nil {
 		root = os.DirFS("/")
 	}
-	amd, err := DiscoverAMD(root)
+	amd, topo, err := discoverAMD(root)
 	if err != nil {
 		return nil, err
 	}
@@ -49,13 +58,24 @@ func Discover(opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{}
+	rep := &Report{amdWhy: topo.why(), nvWhy: nvNoGPU}
+	if _, err := fs.Stat(root, nvProcGPUs); err == nil {
+		rep.nvWhy = "the NVIDIA driver lists no GPU"
+	}
 	cudaSees := -1
 	if !opt.NoCUDADriver {
 		cu, err := QueryCUDA(opt.CUDADriver)
 		var le *dl.LoadError
 		switch {
 		case err == nil:
+			if len(cu) == 0 && len(nv) == 0 && rep.nvWhy == nvNoGPU {
+				// procfs hidden (a container) or absent, and a
+				// driver that answers: there is a driver.
+				rep.nvWhy = "libcuda reports no NVIDIA GPU"
+				if v, ok := os.LookupEnv(EnvCUDAVisibleDevices); ok {
+					rep.nvWhy += fmt.Sprintf(" with %s=%q", EnvCUDAVisibleDevices, v)
+				}
+			}
 			nv = mergeCUDA(root, nv, cu)
 			cudaSees = countSeen(nv, cu)
 		case len(nv) > 0:
@@ -177,14 +197,22 @@ func mergeCUDA(root fs.FS, proc, cu []Device) []Device {
 }
 
 // FallbackNotice is the one line to print when no GPU was found and host
-// memory is used instead, or "" when GPUs were found. Notes, such as a
-// libcuda named by METAROCE_CUDA_LIB that did not load, follow in
-// parentheses.
+// memory is used instead, or "" when GPUs were found. It says what was
+// found of each vendor's driver: nothing, a driver that shows no GPU, or
+// GPUs hidden from this process. Notes, such as a libcuda named by
+// METAROCE_CUDA_LIB that did not load, follow in parentheses.
 func (r *Report) FallbackNotice() string {
 	if len(r.Devices) > 0 {
 		return ""
 	}
-	s := "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory"
+	amd, nv := r.amdWhy, r.nvWhy
+	if amd == "" {
+		amd = kfdTopology{}.why()
+	}
+	if nv == "" {
+		nv = nvNoGPU
+	}
+	s := "gpu: no GPU found (" + amd + ", " + nv + "): using host memory"
 	if len(r.Notes) > 0 {
 		s += " (" + strings.Join(r.Notes, "; ") + ")"
 	}

@@ -188,7 +188,7 @@ func TestDiscoverNamedDriverFailureNoted(t *testing.T) {
 		rep, err := Discover(Options{Root: fstest.MapFS{}, CUDADriver: lib})
 		require.NoError(t, err)
 		require.Empty(t, rep.Notes)
-		require.Equal(t, "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory", rep.Summary())
+		require.Equal(t, "gpu: no GPU found (no AMD KFD topology, libcuda reports no NVIDIA GPU): using host memory", rep.Summary())
 	})
 }
 

@@ -65,13 +65,42 @@ func gfxArch(v uint64) string {
 // hides them). A machine without the amdgpu driver has no topology: the
 // result is empty and the error nil.
 func DiscoverAMD(fsys fs.FS) ([]Device, error) {
+	devs, _, err := discoverAMD(fsys)
+	return devs, err
+}
+
+// kfdTopology says what DiscoverAMD found besides the GPUs it lists, for the
+// message of a machine where it lists none.
+type kfdTopology struct {
+	// present is whether the topology exists: the amdgpu driver is loaded.
+	present bool
+	// hidden is the number of GPU nodes the kernel would not show.
+	hidden int
+}
+
+// why says, for a topology in which no usable GPU was found, what was found
+// instead, in the words of Report.FallbackNotice.
+func (k kfdTopology) why() string {
+	switch {
+	case !k.present:
+		return "no AMD KFD topology"
+	case k.hidden > 0:
+		return fmt.Sprintf("%d AMD GPU(s) in the KFD topology are hidden from this process (a container's device cgroup)", k.hidden)
+	}
+	return "no GPU in the AMD KFD topology"
+}
+
+// discoverAMD is DiscoverAMD, also saying what it found of the topology.
+func discoverAMD(fsys fs.FS) ([]Device, kfdTopology, error) {
+	var topo kfdTopology
 	ents, err := fs.ReadDir(fsys, kfdNodes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, topo, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("gpu: reading the KFD topology: %w", err)
+		return nil, topo, fmt.Errorf("gpu: reading the KFD topology: %w", err)
 	}
+	topo.present = true
 	ids := make([]int, 0, len(ents))
 	for _, e := range ents {
 		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() {
@@ -89,10 +118,11 @@ func DiscoverAMD(fsys fs.FS) ([]Device, error) {
 			// node: a container given some of the GPUs. ROCm skips
 			// such nodes too, so the list is the GPUs this process
 			// can use, in the order HIP numbers them.
+			topo.hidden++
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, topo, err
 		}
 		if !isGPU {
 			continue
@@ -100,7 +130,7 @@ func DiscoverAMD(fsys fs.FS) ([]Device, error) {
 		d.Index = len(devs)
 		devs = append(devs, d)
 	}
-	return devs, nil
+	return devs, topo, nil
 }
 
 // kfdNode reads one topology node; isGPU is false for CPU nodes.
