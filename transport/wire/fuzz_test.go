@@ -203,3 +203,44 @@ func FuzzAnyPacket(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPiggy checks ParsePiggy, the one parser an observer runs on packets it
+// does not otherwise decode: it never panics, its errors are ParseErrors, and
+// wherever the body parser accepts a packet ParsePiggy agrees with it on the
+// piggybacked acknowledgement (docs/spec.md §2.11), so an observer never reads
+// a different record from the one the receiver acts on.
+func FuzzPiggy(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := append([]byte(nil), b...)
+		var pg wire.Piggyback
+		err := wire.ParsePiggy(&pg, b)
+		if err != nil {
+			checkErr(t, err)
+		}
+		if !bytes.Equal(b, in) {
+			t.Fatal("parsing modified its input")
+		}
+		p, _, perr, ok := parseAny(b)
+		if !ok || perr != nil {
+			return
+		}
+		var want wire.Piggyback
+		switch x := p.(type) {
+		case *wire.Data:
+			want = x.Piggyback
+		case *wire.RecvReady:
+			want = x.Piggyback
+		case *wire.Nack:
+			want = x.Piggyback
+		case *wire.Probe:
+			want = x.Piggyback
+		}
+		if err != nil {
+			t.Fatalf("%T parses but ParsePiggy refuses it: %v", p, err)
+		}
+		if pg != want {
+			t.Fatalf("%T: ParsePiggy = %+v, body parser %+v", p, pg, want)
+		}
+	})
+}
