@@ -85,7 +85,14 @@ func ParsePiggy(pg *Piggyback, b []byte) error {
 		if len(b) < HeaderLen+recvReadyFixedLen {
 			return perr(h.Op, "length", uint64(len(b)), ErrShort)
 		}
-		off = HeaderLen + recvReadyFixedLen + int(b[32])*recvEntryLen
+		// The count places the piggyback: one the body parser refuses
+		// (ParseRecvReady) would read it out of the entries or past
+		// them, so it is refused here too, with the same error.
+		n := int(b[32])
+		if n == 0 || n > MaxRecvEntries {
+			return perr(h.Op, "count", uint64(n), ErrRange)
+		}
+		off = HeaderLen + recvReadyFixedLen + n*recvEntryLen
 	case OpNack:
 		if len(b) > 24 && NackReason(b[24]) == NackUnknownConn {
 			return perr(h.Op, "flags", uint64(h.Flags), ErrReserved)

@@ -111,6 +111,10 @@ func TestPiggyErrors(t *testing.T) {
 		{"probe flag without bytes", setFlag(probePacket().Append(nil)), wire.ErrLength},
 		{"recv-ready piggyback cut", recv[:len(recv)-1], wire.ErrShort},
 		{"recv-ready piggyback plus a byte", append(append([]byte(nil), recv...), 0), wire.ErrLength},
+		// ParsePiggy finds the piggyback from the entry count, so a count
+		// the body parser refuses must not place it anywhere.
+		{"recv-ready piggyback count 0", with(recv, put8(32, 0)), wire.ErrRange},
+		{"recv-ready piggyback count 9", with(recv, put8(32, wire.MaxRecvEntries+1)), wire.ErrRange},
 		{"record forward delay 0xff01", with(recv, put16(len(recv)-wire.PiggyLen+4+2, 0xff01)), nil},
 	} {
 		_, _, err, _ := parseAny(tc.b)
