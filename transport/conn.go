@@ -329,6 +329,12 @@ func (c *Conn) closeLocal(now Time, r wire.CloseReason) {
 	case stateClosed, stateClosing:
 		return
 	case stateDialing:
+		// Sends and receives may be queued before the handshake
+		// completes; they fail with ErrClosed as Close promises. The
+		// connection itself ends without error (an orderly local
+		// close), but fail's error would otherwise reach them as nil,
+		// which reports a send or receive complete that never moved.
+		c.failOps(c.errf(ErrClosed, "closed locally before the handshake completed"))
 		c.fail(now, nil)
 		return
 	}
