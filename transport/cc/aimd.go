@@ -445,7 +445,7 @@ func (a *AIMD) OnFwdDelay(now int64, q int64) {
 }
 
 // OnLoss implements Controller: a loss is not a congestion signal.
-func (a *AIMD) OnLoss(now int64, p int, bytes int) {}
+func (a *AIMD) OnLoss(now int64, p int, pkts int) {}
 
 // OnTimeout implements Controller: a timeout on a path means the path may be
 // broken rather than congested; the window is reset to its initial value so

@@ -25,10 +25,10 @@ type Controller interface {
 	// share among them (marked ≤ acked, in packets), and an RTT sample in
 	// nanoseconds (0 when the ACK gave none).
 	OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, rtt int64)
-	// OnLoss reports bytes declared lost on path p. Loss alone is not
+	// OnLoss reports packets declared lost on path p. Loss alone is not
 	// congestion (docs/spec.md §3.5): implementations may count it but must
 	// not cut the window for a single loss.
-	OnLoss(now int64, p int, bytes int)
+	OnLoss(now int64, p int, pkts int)
 	// OnTimeout reports a tail-loss timeout on path p.
 	OnTimeout(now int64, p int)
 	// OnRateHint records the receiver's fair-share hint in bytes per second

@@ -211,7 +211,7 @@ func (d *DCQCN) OnAck(now int64, p int, ackedBytes, ackedPkts, markedPkts int, r
 }
 
 // OnLoss implements Controller: DCQCN does not react to loss.
-func (d *DCQCN) OnLoss(now int64, p int, bytes int) { d.advance(now) }
+func (d *DCQCN) OnLoss(now int64, p int, pkts int) { d.advance(now) }
 
 // OnTimeout implements Controller: DCQCN does not react to timeouts.
 func (d *DCQCN) OnTimeout(now int64, p int) { d.advance(now) }

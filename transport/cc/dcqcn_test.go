@@ -64,7 +64,7 @@ func TestControllersShared(t *testing.T) {
 			cut := effectiveRate(c, rtt)
 			assert.Less(t, cut, 0.5*before, "20 marked RTTs must at least halve the rate")
 			// Loss and timeouts alone must not increase the rate.
-			c.OnLoss(now, 0, 4096)
+			c.OnLoss(now, 0, 1)
 			assert.LessOrEqual(t, effectiveRate(c, rtt), cut*1.0001)
 			drive(c, now, rtt, 5000, false) // 50 ms clean
 			assert.Greater(t, effectiveRate(c, rtt), 0.9*before, "rate must recover without marks")
