@@ -2,9 +2,13 @@ package transport
 
 // PathStats are the counters of one of our paths.
 type PathStats struct {
-	Plane       uint8
-	Entropy     uint16
-	Active      bool
+	Plane   uint8
+	Entropy uint16
+	Active  bool
+	// PacketsSent counts the sequenced packets sent on the path (DATA,
+	// control packets, probes, retransmissions included); BytesSent only
+	// the DATA among them, header and payload, without any piggybacked
+	// acknowledgement. ConnStats counts every datagram, and all its bytes.
 	PacketsSent uint64
 	BytesSent   uint64
 	Lost        uint64 // packets declared lost (gap or timeout)
@@ -27,13 +31,19 @@ type PathStats struct {
 
 // ConnStats are the counters of one connection.
 type ConnStats struct {
-	Remote      RemoteID
-	State       string
-	Paths       int
+	Remote RemoteID
+	State  string
+	Paths  int
+	// PacketsSent and BytesSent count every datagram the connection sent
+	// (DATA, control, ACKs, probes, handshake and CLOSE) and all of its
+	// bytes. PacketsRecv counts the packets that reached the connection
+	// and BytesRecv the DATA payload among them, duplicates and DATA for
+	// receives no longer posted included: what arrived, not what was
+	// placed.
 	PacketsSent uint64
 	BytesSent   uint64
 	PacketsRecv uint64
-	BytesRecv   uint64 // DATA payload bytes received
+	BytesRecv   uint64
 	Retransmits uint64
 	Lost        uint64
 	Spurious    uint64
