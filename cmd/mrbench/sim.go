@@ -209,7 +209,13 @@ func writeSimFiles(res *scenarios.Result, jsonPath, csvPath, plotPath string) er
 	}
 	if plotPath != "" {
 		for i := range res.Plots {
-			if err := res.WritePNG(i, simPlotPath(plotPath, i)); err != nil {
+			// Replaced whole, as the other outputs are: a failed
+			// write leaves a previous plot intact.
+			png, err := res.PNG(i)
+			if err == nil {
+				err = writeFileAtomic(simPlotPath(plotPath, i), png)
+			}
+			if err != nil {
 				return fmt.Errorf("plot: %w", err)
 			}
 		}
@@ -288,7 +294,7 @@ func checkFurtherPlots(path string, others map[string]string) error {
 		if !ok {
 			continue
 		}
-		// Stat follows a link, to a directory as WritePNG would.
+		// Stat follows a link, to a directory as the plot's write would.
 		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err == nil && fi.IsDir() {
 			errs = append(errs, fmt.Errorf("--plot %q: %s, where a scenario's plot %d goes, is a directory: move it, or name another plot file", path, filepath.Join(filepath.Dir(path), e.Name()), i))
 		}

@@ -17,13 +17,23 @@ import (
 
 // WritePNG draws the result's i-th plot into a PNG file at path.
 func (r *Result) WritePNG(i int, path string) error {
+	b, err := r.PNG(i)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// PNG draws the result's i-th plot and returns the PNG file's bytes, for a
+// caller that writes them its own way (mrbench replaces the file whole).
+func (r *Result) PNG(i int) ([]byte, error) {
 	if i < 0 || i >= len(r.Plots) {
-		return fmt.Errorf("scenarios: %s has no plot %d", r.Scenario, i)
+		return nil, fmt.Errorf("scenarios: %s has no plot %d", r.Scenario, i)
 	}
 	spec := r.Plots[i]
 	t := r.Table(spec.Table)
 	if t == nil {
-		return fmt.Errorf("scenarios: no table %q", spec.Table)
+		return nil, fmt.Errorf("scenarios: no table %q", spec.Table)
 	}
 	col := func(name string) int {
 		for k, c := range t.Columns {
@@ -35,14 +45,14 @@ func (r *Result) WritePNG(i int, path string) error {
 	}
 	xi, yi := col(spec.X), col(spec.Y)
 	if xi < 0 || yi < 0 {
-		return fmt.Errorf("scenarios: table %q lacks %q or %q", spec.Table, spec.X, spec.Y)
+		return nil, fmt.Errorf("scenarios: table %q lacks %q or %q", spec.Table, spec.X, spec.Y)
 	}
 	var sis []int
 	if spec.Series != "" {
 		for _, name := range strings.Split(spec.Series, "+") {
 			k := col(name)
 			if k < 0 {
-				return fmt.Errorf("scenarios: table %q lacks series column %q", spec.Table, name)
+				return nil, fmt.Errorf("scenarios: table %q lacks series column %q", spec.Table, name)
 			}
 			sis = append(sis, k)
 		}
@@ -84,20 +94,20 @@ func (r *Result) WritePNG(i int, path string) error {
 		args = append(args, s, series[s])
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
-		return err
+		return nil, err
 	}
 	c, err := draw.NewFormattedCanvas(plotWidth, plotHeight, "png")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	area, leg := legendBeside(p, draw.New(c))
 	p.Draw(area)
 	leg.Draw()
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return b.Bytes(), nil
 }
 
 // The size of a plot's PNG, which holds the legend in a column right of
