@@ -16,6 +16,7 @@ import (
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
 	"github.com/metaroce/metaroce/internal/bytesize"
+	"github.com/metaroce/metaroce/internal/cli"
 )
 
 // Transport and backend names accepted on the command line.
@@ -177,7 +178,7 @@ func parseOptions(args []string, stdout io.Writer) (*options, error) {
 	strVar(&backend, backendHost, "host (collectives over MetaRoCE/TCP) or rccl (RCCL/NCCL on GPU buffers)", "backend")
 	fs.Usage = func() { usage(fs) }
 
-	if err := parseFlags(fs, args, stdout, "mrbench"); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout, "mrbench"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/metaroce/metaroce/fabric/sim/scenarios"
 	"github.com/metaroce/metaroce/internal/bytesize"
+	"github.com/metaroce/metaroce/internal/cli"
 )
 
 // runSim is `mrbench sim SCENARIO [flags]`: one scenario of the fabric
@@ -48,7 +49,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The scenario's name may come before the flags, after them or among
 	// them (`mrbench sim --smoke loss`): the flags up to the name, the
 	// name, then the flags after it.
-	if err := parseFlags(fs, args, stdout, "mrbench sim"); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout, "mrbench sim"); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
 		}
@@ -60,7 +61,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	name := fs.Arg(0)
-	if err := parseFlags(fs, fs.Args()[1:], stdout, "mrbench sim"); err != nil {
+	if err := cli.ParseFlags(fs, fs.Args()[1:], stdout, "mrbench sim"); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
 		}

@@ -39,6 +39,7 @@ import (
 
 	"github.com/metaroce/metaroce/conformance"
 	"github.com/metaroce/metaroce/conformance/udpiut"
+	"github.com/metaroce/metaroce/internal/cli"
 	"github.com/metaroce/metaroce/internal/interrupt"
 	"github.com/metaroce/metaroce/internal/term"
 )
@@ -88,10 +89,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "tap,markdown", "reports on stdout, comma-separated: tap, human, markdown")
 	junit := fs.String("junit", "", "also write JUnit XML to this file")
 	only := fs.String("cases", "", "comma-separated case ids to run (default: all)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout, "mrconform"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintln(stderr, "mrconform:", err)
 		return exitUsage
 	}
 	usage := func(format string, a ...any) int {

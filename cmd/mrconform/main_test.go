@@ -146,7 +146,8 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, h := range []string{"-h", "--help"} {
 		var out, errb bytes.Buffer
 		require.Equal(t, exitOK, run(context.Background(), []string{h}, &out, &errb), h)
-		require.Contains(t, errb.String(), "Exit status:", h)
+		require.Contains(t, out.String(), "Exit status:", h)
+		require.Empty(t, errb.String(), h)
 	}
 }
 
@@ -255,4 +256,24 @@ func TestProcessIUT(t *testing.T) {
 	}
 	require.Zero(t, code, "exit status %d, stderr %s", code, errb.String())
 	require.NotContains(t, out.String(), "# SKIP", "every case runs through the control contract")
+}
+
+// TestBadFlagValueOneLine: a value the flag package cannot parse is named
+// as typed in one line that says where the flags are listed, not above the
+// whole usage.
+func TestBadFlagValueOneLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "x"}, `mrconform: invalid value "x" for flag --timeout`},
+		{[]string{"--seed=-1"}, `mrconform: invalid value "-1" for flag --seed: want a whole number, 0 or more`},
+		{[]string{"--bogus"}, "mrconform: unknown flag --bogus (mrconform -h lists the flags)"},
+	} {
+		var out, errb bytes.Buffer
+		require.Equal(t, exitUsage, run(context.Background(), c.args, &out, &errb), "%v", c.args)
+		require.Contains(t, errb.String(), c.want, "%v", c.args)
+		require.Equal(t, 1, strings.Count(errb.String(), "\n"), "one line: %q", errb.String())
+		require.Empty(t, out.String())
+	}
 }

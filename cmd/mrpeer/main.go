@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/metaroce/metaroce/internal/cli"
 )
 
 // Exit statuses (see the package documentation).
@@ -51,10 +53,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), usageTail)
 	}
 	seed := fs.Uint64("seed", 1, "seed of connection ids, tokens and entropies (0: crypto/rand)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout, "mrpeer"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintln(stderr, "mrpeer:", err)
 		return exitUsage
 	}
 	if fs.NArg() != 0 {

@@ -91,9 +91,11 @@ func TestUsage(t *testing.T) {
 	require.Equal(t, exitUsage, run([]string{"--bogus"}, strings.NewReader(""), &out, &errb))
 	require.Equal(t, exitUsage, run([]string{"extra"}, strings.NewReader(""), &out, &errb))
 	for _, h := range []string{"-h", "--help"} {
+		out.Reset()
 		errb.Reset()
 		require.Equal(t, exitOK, run([]string{h}, strings.NewReader(""), &out, &errb), h)
-		require.Contains(t, errb.String(), "Exit status:", h)
+		require.Contains(t, out.String(), "Exit status:", h)
+		require.Empty(t, errb.String(), h)
 	}
 }
 

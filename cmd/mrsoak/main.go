@@ -65,6 +65,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/metaroce/metaroce/internal/cli"
 	"github.com/metaroce/metaroce/internal/interrupt"
 	"github.com/metaroce/metaroce/internal/term"
 	"github.com/metaroce/metaroce/soak"
@@ -121,10 +122,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rounds := fs.Int("rounds", 0, "stop after this many rounds, however long they take unless -duration is given too (0: run for -duration)")
 	verbose := fs.Bool("v", false, "print one line per round (without it, a terminal keeps one status line: the time run and the latest round)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseFlags(fs, args, stdout, "mrsoak"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintln(stderr, "mrsoak:", err)
 		return exitUsage
 	}
 	if fs.NArg() != 0 {

@@ -91,7 +91,8 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, h := range []string{"-h", "--help"} {
 		var out, errb bytes.Buffer
 		require.Equal(t, exitOK, run(context.Background(), []string{h}, &out, &errb), h)
-		require.Contains(t, errb.String(), "Exit status:", h)
+		require.Contains(t, out.String(), "Exit status:", h)
+		require.Empty(t, errb.String(), h)
 	}
 }
 

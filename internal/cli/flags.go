@@ -1,4 +1,7 @@
-package main
+// Package cli parses the commands' flags alike: -h prints the usage on
+// stdout, and a bad flag or value gets one line that names it as typed and
+// says what it takes.
+package cli
 
 import (
 	"errors"
@@ -9,14 +12,14 @@ import (
 	"strings"
 )
 
-// parseFlags parses args into fs, whose Usage writes to fs.Output().
+// ParseFlags parses args into fs, whose Usage writes to fs.Output().
 // -h/--help was asked for, so its usage goes to stdout (where `mrbench -h |
 // less` finds it) and the result is flag.ErrHelp. A bad flag or value gets
 // one line that names it and where the flags are listed, rather than the
 // error lost above the whole usage; the caller prints that line with its
 // own prefix. name is the command as the user typed it ("mrbench",
 // "mrbench sim").
-func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, name string) error {
+func ParseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, name string) error {
 	full := fs.Usage
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
