@@ -1,7 +1,6 @@
 package core
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,9 +64,7 @@ func TestDataPathAllocations(t *testing.T) {
 // comm connected through it; b is registered for the test's duration.
 func pluginOver(t *testing.T, b backend.Backend) (p *Plugin, sc, rc Handle) {
 	t.Helper()
-	name := "test-" + strings.ToLower(t.Name()) // METAROCE_BACKEND is matched in lower case
-	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
-	t.Cleanup(func() { delete(Backends, name) })
+	name := registerBackend(t, b)
 	p = New(envMap(map[string]string{"METAROCE_BACKEND": name}))
 	ctx, err := p.Init(12, 1)
 	require.NoError(t, err)

@@ -180,9 +180,7 @@ func TestEnvironmentReadAtInit(t *testing.T) {
 	defer ConfigureLog("", "", nil)
 	var lines []string
 	ConfigureLog("", "", func(_ Level, _ uint64, msg string) { lines = append(lines, msg) })
-	name := "test-" + strings.ToLower(t.Name())
-	Backends[name] = func(Config) (backend.Backend, error) { return &nopBackend{}, nil }
-	t.Cleanup(func() { delete(Backends, name) })
+	name := registerBackend(t, &nopBackend{})
 	env := map[string]string{}
 	p := New(envMap(env))
 	// Set after New, as NCCL's setenv of ~/.nccl.conf lands after load.
@@ -420,4 +418,15 @@ func TestFinalizeAbortsAbandonedConnects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// registerBackend makes b the backend that METAROCE_BACKEND=name selects
+// for this test (name is derived from the test's, in lower case, as the
+// variable is matched) and removes it when the test ends.
+func registerBackend(t *testing.T, b backend.Backend) string {
+	t.Helper()
+	name := "test-" + strings.ToLower(t.Name())
+	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
+	t.Cleanup(func() { delete(Backends, name) })
+	return name
 }

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -43,9 +42,7 @@ func (b *stallingBackend) Dial(_ int, handle []byte) (backend.Dialer, error) {
 // context; those of the live context carry on.
 func TestFinalizeAbortsItsOwnAbandonedConnects(t *testing.T) {
 	b := &stallingBackend{dialers: map[byte]*stalledDialer{}}
-	name := "test-" + strings.ToLower(t.Name()) // METAROCE_BACKEND is matched in lower case
-	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
-	t.Cleanup(func() { delete(Backends, name) })
+	name := registerBackend(t, b)
 	p := New(envMap(map[string]string{"METAROCE_BACKEND": name}))
 
 	aborted, err := p.Init(12, 1)
@@ -114,9 +111,7 @@ func TestFinalizeReleasesConnectsOverRealBackends(t *testing.T) {
 // dialing nothing.
 func TestIdleConnectsAreReleased(t *testing.T) {
 	b := &stallingBackend{dialers: map[byte]*stalledDialer{}}
-	name := "test-" + strings.ToLower(t.Name())
-	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
-	t.Cleanup(func() { delete(Backends, name) })
+	name := registerBackend(t, b)
 	p := New(envMap(map[string]string{"METAROCE_BACKEND": name, "METAROCE_TIMEOUT_MS": "20000"}))
 	clock := time.Unix(1000, 0)
 	p.now = func() time.Time { return clock }

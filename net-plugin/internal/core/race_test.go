@@ -1,7 +1,6 @@
 package core
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -114,9 +113,7 @@ func (b *dialGated) Dial(int, []byte) (backend.Dialer, error) { return b.d, nil 
 func TestConnectCompletingAfterFinalize(t *testing.T) {
 	d := &gatedDialer{entered: make(chan struct{}), proceed: make(chan struct{}), sc: &closeCounter{}}
 	b := &dialGated{d: d}
-	name := "test-" + strings.ToLower(t.Name()) // METAROCE_BACKEND is matched in lower case
-	Backends[name] = func(Config) (backend.Backend, error) { return b, nil }
-	t.Cleanup(func() { delete(Backends, name) })
+	name := registerBackend(t, b)
 	p := New(envMap(map[string]string{"METAROCE_BACKEND": name}))
 	ctx, err := p.Init(12, 1)
 	require.NoError(t, err)
