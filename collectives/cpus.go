@@ -50,7 +50,7 @@ func cgroupCPUs(read func(string) ([]byte, error)) int {
 		var file string
 		switch {
 		case g.unified():
-			mounts, file = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}, "cpuset.cpus.effective"
+			mounts, file = unifiedMounts, "cpuset.cpus.effective"
 		case g.has("cpuset"):
 			mounts, file = []string{"/sys/fs/cgroup/cpuset"}, "cpuset.effective_cpus"
 		}
@@ -62,6 +62,10 @@ func cgroupCPUs(read func(string) ([]byte, error)) int {
 	}
 	return 0
 }
+
+// unifiedMounts are where the cgroup v2 hierarchy is mounted: alone, or
+// beside the v1 hierarchies.
+var unifiedMounts = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}
 
 // cgroupLine is one line of /proc/self/cgroup: the hierarchy's id, its
 // comma-separated controllers ("" for the unified v2 hierarchy) and this
@@ -132,7 +136,7 @@ func cgroupQuotaCPUs(read func(string) ([]byte, error)) int {
 		var quota func(read func(string) ([]byte, error), dir string) int
 		switch {
 		case g.unified():
-			mounts, quota = []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}, cpuMaxCPUs
+			mounts, quota = unifiedMounts, cpuMaxCPUs
 		case g.has("cpu"):
 			mounts, quota = []string{"/sys/fs/cgroup/" + g.ctrls, "/sys/fs/cgroup/cpu"}, cfsQuotaCPUs
 		}
