@@ -304,11 +304,15 @@ func (e *Endpoint) goneBeforeOps(ev transport.Event) {
 	e.connGone(c, peerErr(c.remote, ev.Err))
 }
 
-// connGone marks c gone with err and wakes whoever waits on it.
+// connGone marks c gone with err and wakes whoever waits on it. A
+// connection still waiting for Accept leaves the accept queue first, so
+// that Accept never takes it once it is gone and its place is free for
+// another dialer.
 func (e *Endpoint) connGone(c *Conn, err error) {
 	if c.gone {
 		return
 	}
+	e.unqueueAccepted(c)
 	c.gone = true
 	c.err = err
 	close(c.closed)
@@ -362,9 +366,7 @@ func (e *Endpoint) onAccepted(ev transport.Event) {
 	c.id, c.rid = ev.Conn, p.id
 	p.refs++
 	e.conns[c.id] = c
-	select {
-	case e.accepts <- c:
-	default:
+	if !e.queueAccepted(c) {
 		e.logf("udp: refusing connection from %v: %d accepted connections wait for Accept", p.addrs, acceptQueueLen)
 		e.refuse(c.id)
 	}

@@ -30,6 +30,10 @@ type Conn struct {
 	gone         bool
 	closing      bool                  // Close (or a failed Dial's cleanup) asked the core to close it
 	final        *transport.FinalStats // the counters as the connection ended (Stats after it is gone)
+
+	// queued: the connection waits in the endpoint's accept queue.
+	// Guarded by the endpoint's acceptMu, not by drive.
+	queued bool
 }
 
 func newConn(e *Endpoint, remote []netip.AddrPort) *Conn {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,8 +101,19 @@ type Endpoint struct {
 	kick     chan struct{} // wakes a loop parked while spinners > 0
 	closing  atomic.Bool
 
-	accepts chan *Conn
-	done    chan struct{} // closed when the loop has exited and released everything
+	// acceptMu guards accepted and every Conn's queued flag.
+	acceptMu sync.Mutex
+	// accepted holds the connections peers opened that wait for Accept,
+	// oldest first, at most acceptQueueLen of them. A connection that
+	// ends while it waits leaves it (connGone), so that Accept hands out
+	// no dead connection and dead ones take no slot a live dialer needs.
+	accepted []*Conn
+	// acceptReady holds a token while accepted may be non-empty: added
+	// by whoever leaves connections in accepted (the loop queueing one,
+	// an Accept taking one of several), taken by a waiting Accept, which
+	// then looks again. A stale token costs that Accept one more look.
+	acceptReady chan struct{}
+	done        chan struct{} // closed when the loop has exited and released everything
 
 	counters driverCounters
 
@@ -148,16 +160,16 @@ func Listen(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	e := &Endpoint{
-		cfg:     r,
-		epoch:   time.Now(),
-		peers:   newPeerTable(),
-		conns:   make(map[transport.ConnID]*Conn),
-		sendOps: make(map[uint64]*Request),
-		recvOps: make(map[uint64]recvRef),
-		accepts: make(chan *Conn, acceptQueueLen),
-		done:    make(chan struct{}),
-		kick:    make(chan struct{}, 1),
-		black:   make([]bool, r.PortsPerPlane),
+		cfg:         r,
+		epoch:       time.Now(),
+		peers:       newPeerTable(),
+		conns:       make(map[transport.ConnID]*Conn),
+		sendOps:     make(map[uint64]*Request),
+		recvOps:     make(map[uint64]recvRef),
+		acceptReady: make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		kick:        make(chan struct{}, 1),
+		black:       make([]bool, r.PortsPerPlane),
 	}
 	for _, b := range r.Blackhole {
 		e.black[b] = true
@@ -336,24 +348,87 @@ func (e *Endpoint) Dial(ctx context.Context, remote []netip.AddrPort) (*Conn, er
 	}
 }
 
-// Accept returns the next connection a peer opened to this endpoint. At most
-// 256 accepted connections wait for Accept; more are refused. Once Close
-// has been called it fails with ErrEndpointClosed, also while connections
-// accepted before still wait (Close closes them).
+// Accept returns the next connection a peer opened to this endpoint, oldest
+// first. At most 256 accepted connections wait for Accept; more are
+// refused. A connection that ends while it waits (its peer closed it, or
+// gave it up) leaves the queue and frees its place: Accept never returns
+// one that had ended before it was taken. Once Close has been called
+// Accept fails with ErrEndpointClosed, also while connections accepted
+// before still wait (Close closes them).
 func (e *Endpoint) Accept(ctx context.Context) (*Conn, error) {
-	if e.closing.Load() {
-		return nil, ErrEndpointClosed
-	}
-	select {
-	case c := <-e.accepts:
+	for {
 		if e.closing.Load() {
 			return nil, ErrEndpointClosed
 		}
-		return c, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-e.done:
-		return nil, ErrEndpointClosed
+		if c := e.takeAccepted(); c != nil {
+			if e.closing.Load() {
+				return nil, ErrEndpointClosed
+			}
+			return c, nil
+		}
+		select {
+		case <-e.acceptReady:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-e.done:
+			return nil, ErrEndpointClosed
+		}
+	}
+}
+
+// queueAccepted appends c, a connection the core accepted, to the accept
+// queue and reports whether there was room. It runs on the datapath.
+func (e *Endpoint) queueAccepted(c *Conn) bool {
+	e.acceptMu.Lock()
+	defer e.acceptMu.Unlock()
+	if len(e.accepted) >= acceptQueueLen {
+		return false
+	}
+	e.accepted = append(e.accepted, c)
+	c.queued = true
+	e.signalAccept()
+	return true
+}
+
+// takeAccepted removes and returns the oldest connection of the accept
+// queue, nil when it is empty. Every connection there lives: one that
+// ends leaves the queue before it is marked gone (connGone).
+func (e *Endpoint) takeAccepted() *Conn {
+	e.acceptMu.Lock()
+	defer e.acceptMu.Unlock()
+	if len(e.accepted) == 0 {
+		return nil
+	}
+	c := e.accepted[0]
+	e.accepted[0] = nil
+	e.accepted = e.accepted[1:]
+	c.queued = false
+	if len(e.accepted) > 0 {
+		e.signalAccept() // for another waiting Accept
+	}
+	return c
+}
+
+// unqueueAccepted removes c from the accept queue if it waits there, which
+// frees its place for another dialer. It runs on the datapath.
+func (e *Endpoint) unqueueAccepted(c *Conn) {
+	e.acceptMu.Lock()
+	defer e.acceptMu.Unlock()
+	if !c.queued {
+		return
+	}
+	c.queued = false
+	if i := slices.Index(e.accepted, c); i >= 0 {
+		e.accepted = slices.Delete(e.accepted, i, i+1)
+	}
+}
+
+// signalAccept leaves acceptReady's token for a waiting Accept; the caller
+// holds acceptMu.
+func (e *Endpoint) signalAccept() {
+	select {
+	case e.acceptReady <- struct{}{}:
+	default:
 	}
 }
 
