@@ -80,6 +80,7 @@ func (c *Conn) SendNotify(flow uint32, buf []byte, tag uint32, notify func()) (*
 	r := newRequest(c, 1)
 	r.send = buf
 	r.notify = notify
+	r.flow = flow
 	if err := c.ep.enqueueFast(command{kind: cmdSend, conn: c, req: r, flow: flow, tag: tag}); err != nil {
 		return nil, peerErr(c.remote, err)
 	}
@@ -113,6 +114,7 @@ func (c *Conn) RecvNotify(flow uint32, bufs [][]byte, tags []uint32, notify func
 	r.tags = append([]uint32(nil), tags...)
 	r.left = len(bufs)
 	r.notify = notify
+	r.flow, r.isRecv = flow, true
 	if err := c.ep.enqueueFast(command{kind: cmdRecv, conn: c, req: r, flow: flow}); err != nil {
 		return nil, peerErr(c.remote, err)
 	}

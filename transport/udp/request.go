@@ -2,6 +2,7 @@ package udp
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,10 @@ type Request struct {
 	err      error
 	sizes    []int
 	notify   func() // called once on completion, after done is closed
+	// Set before the request is queued and never changed: what Wait's
+	// error says it waited for.
+	flow   uint32
+	isRecv bool
 
 	// Guarded by the endpoint's drive lock until completion.
 	conn *Conn
@@ -33,9 +38,10 @@ func newRequest(c *Conn, n int) *Request {
 // Done is closed when the request completes.
 func (r *Request) Done() <-chan struct{} { return r.done }
 
-// Wait blocks until the request completes and returns its error, or returns
-// ctx.Err() if ctx ends first (the request then stays outstanding and its
-// buffers stay lent). It first drives the datapath from the calling
+// Wait blocks until the request completes and returns its error, or, if ctx
+// ends first, ctx.Err() wrapped in a PeerError that names the peer and the
+// request's flow (the request then stays outstanding and its buffers stay
+// lent; errors.Is sees the context's error). It first drives the datapath from the calling
 // goroutine while that makes progress, for up to Config.WaitSpin without
 // any, which saves the two thread wake-ups of a hand-off to the event loop.
 // The spin ends too when ctx does: a spin that makes progress (other
@@ -66,8 +72,20 @@ func (r *Request) Wait(ctx context.Context) error {
 			return r.err
 		default:
 		}
-		return ctx.Err()
+		return r.waitErr(ctx.Err())
 	}
+}
+
+// waitErr is the error of a Wait that err, its context's error, ended
+// before the request completed: it names the peer, as every failure of
+// the package does, and the request, so that a caller waiting on many
+// connections knows which one is stuck.
+func (r *Request) waitErr(err error) error {
+	what := "send"
+	if r.isRecv {
+		what = "receive"
+	}
+	return peerErr(r.conn.remote, fmt.Errorf("wait for the %s on flow %d: %w", what, r.flow, err))
 }
 
 // Progress drives the datapath from the calling goroutine, as Wait does,
