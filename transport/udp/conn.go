@@ -167,6 +167,9 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	if err := c.ep.enqueue(command{kind: cmdClose, conn: c}); err != nil {
+		// The loop's exit refuses commands before it fails the
+		// requests and ends the connections: wait for it to finish.
+		<-c.ep.done
 		return nil
 	}
 	wait := c.closeWait()
@@ -264,11 +267,15 @@ func (e *Endpoint) settle() { e.applyAndWait(command{kind: cmdFunc}) }
 
 // applyAndWait queues cmd, whose fn it sets, and returns once a turn has
 // applied it, or once the endpoint has stopped (which finishes every
-// request).
+// request). A command refused because the loop's exit has begun waits for
+// the exit's end too: the exit refuses commands from its start and fails
+// the outstanding requests after, so a refusal alone does not mean they
+// are done.
 func (e *Endpoint) applyAndWait(cmd command) {
 	done := make(chan struct{})
 	cmd.fn = func() { close(done) }
 	if e.enqueue(cmd) != nil {
+		<-e.done
 		return
 	}
 	select {

@@ -1,0 +1,94 @@
+package udp
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+
+	"github.com/metaroce/metaroce/transport"
+	"github.com/stretchr/testify/require"
+)
+
+// waitReturnedOrBlocked returns once returned is ready or a goroutine whose
+// stack holds call ("(*Conn).Close", say) is blocked receiving from a
+// channel: the call has either come back or is waiting for something the
+// test holds up. It reads the goroutines' states, not the clock.
+func waitReturnedOrBlocked(t *testing.T, returned <-chan bool, call string) {
+	t.Helper()
+	ctx := testCtx(t)
+	frame := []byte("udp." + call + "(")
+	buf := make([]byte, 1<<20)
+	for ; ; runtime.Gosched() {
+		if len(returned) > 0 {
+			return
+		}
+		require.NoError(t, ctx.Err(), "%s neither returned nor blocked", call)
+		n := runtime.Stack(buf, true)
+		for _, g := range bytes.Split(buf[:n], []byte("\n\n")) {
+			head, _, _ := bytes.Cut(g, []byte("\n"))
+			if bytes.Contains(head, []byte("[chan receive")) && bytes.Contains(g, frame) {
+				return
+			}
+		}
+	}
+}
+
+// TestCallsDuringLoopExitWaitForIt: an AbortFlow or a Conn.Close that
+// meets the event loop's exit after it has started refusing commands
+// returns only once the exit has failed the requests, as both promise
+// (AbortFlow: its flow's requests are done; Close: the connection is gone
+// and its requests failed). Both used to return at once on the refusal,
+// while the exit had still to fail the requests, which the datapath could
+// still touch. A queued send's notify holds the exit in that window.
+func TestCallsDuringLoopExitWaitForIt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(c *Conn) error
+	}{
+		{"AbortFlow", func(c *Conn) error { c.AbortFlow(1); return nil }},
+		{"Close", func(c *Conn) error { return c.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := "(*Conn)." + tc.name
+			p := newPair(t, Config{Seed: 91, Addrs: lo, Core: transport.Config{HandshakeRetry: 10 * transport.Millisecond}})
+			e := p.ea
+			recv, err := p.a.Recv(1, [][]byte{make([]byte, 100)}, []uint32{0})
+			require.NoError(t, err)
+			onLoop(t, e, func() {}) // a turn has posted it
+
+			inExit, resume := make(chan struct{}), make(chan struct{})
+			var queueErr error
+			onLoop(t, e, func() {
+				// Queued behind this turn, the loop's last: the exit
+				// fails it first, before the posted receive, and its
+				// notify holds the exit there.
+				_, queueErr = p.a.SendNotify(2, make([]byte, 100), 0, func() {
+					close(inExit)
+					<-resume
+				})
+				e.stopping, e.stopDeadline = true, 0
+			})
+			require.NoError(t, queueErr)
+			<-inExit
+			_, err = p.a.Send(3, nil, 0)
+			require.ErrorIs(t, err, ErrEndpointClosed, "the exit refuses commands by now")
+			done, _ := recv.Test()
+			require.False(t, done, "the exit has not failed the posted receive yet")
+
+			returned := make(chan bool, 1) // whether recv was done by then
+			var callErr error
+			go func() {
+				callErr = tc.do(p.a)
+				done, _ := recv.Test()
+				returned <- done
+			}()
+			waitReturnedOrBlocked(t, returned, call)
+			close(resume)
+			require.True(t, <-returned, "%s returned before the exit failed the posted receive", call)
+			require.NoError(t, callErr)
+			_, err = recv.Test()
+			requireEndpointClosedFor(t, err, p.a, "posted receive")
+			<-e.done
+		})
+	}
+}
