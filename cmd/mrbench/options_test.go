@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -325,5 +326,18 @@ func TestTimingNote(t *testing.T) {
 		var b bytes.Buffer
 		writeHeader(&b, o, &Env{}, transportTCP, "tcp", "", nil)
 		assert.Contains(t, b.String(), "\n# timing: "+want, "-a %d", a)
+	}
+}
+
+// TestHeaderValidationIsCheckCount: the header's "validation:" field is
+// -c as given, the checked iterations per size, as nccl-tests prints it,
+// not 1 for any -c above 0.
+func TestHeaderValidationIsCheckCount(t *testing.T) {
+	for _, c := range []int{0, 1, 5} {
+		o, err := parseOptions([]string{"-c", strconv.Itoa(c), "-n", "2"}, io.Discard)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		writeHeader(&b, o, &Env{}, transportTCP, "tcp", "", nil)
+		assert.Contains(t, b.String(), fmt.Sprintf(" iters: 2 agg iters: 1 validation: %d graph: 0\n", c), "-c %d", c)
 	}
 }

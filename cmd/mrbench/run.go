@@ -528,12 +528,10 @@ func launched(l launcher) bool {
 // writeHeader prints nccl-tests' opening lines, then ours: the run, the
 // transport, the CPU and the GPU, each a "#" line.
 func writeHeader(w io.Writer, o *options, env *Env, transport, describe, datapath string, infos []rankInfo) {
-	validation := 0
-	if o.Check > 0 {
-		validation = 1
-	}
+	// validation is -c as given, the number of checked iterations per
+	// size (0: none), as nccl-tests prints its own -c there.
 	fmt.Fprintf(w, "# nThread 1 nGpus 1 minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n",
-		o.MinBytes, o.MaxBytes, o.stepLabel(), o.Warmup, o.Iters, validation)
+		o.MinBytes, o.MaxBytes, o.stepLabel(), o.Warmup, o.Iters, o.Check)
 	fmt.Fprintf(w, "#\n# Using devices\n")
 	for r, in := range infos {
 		dev := "[host] host memory"
