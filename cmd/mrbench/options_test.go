@@ -341,3 +341,43 @@ func TestHeaderValidationIsCheckCount(t *testing.T) {
 		assert.Contains(t, b.String(), fmt.Sprintf(" iters: 2 agg iters: 1 validation: %d graph: 0\n", c), "-c %d", c)
 	}
 }
+
+// TestIgnoredFlagsNoted: --seed where nothing drops datagrams, and
+// --transport with the rccl backend, have no effect; each is accepted with
+// a note that says so, and a flag that takes effect gets none.
+func TestIgnoredFlagsNoted(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--seed", "7"}, []string{"--seed 7 ignored: no --loss is given"}},
+		{[]string{"--seed", "0"}, []string{"--seed 0 ignored: no --loss is given"}},
+		{[]string{"--seed", "7", "--loss", "0.1", "--transport", "tcp"}, []string{"--seed 7 ignored: --transport tcp runs no MetaRoCE table"}},
+		{[]string{"--seed", "7", "--loss", "0.1", "--backend", "rccl"}, []string{"--seed 7 ignored: --backend rccl runs no MetaRoCE table"}},
+		{[]string{"--transport", "tcp", "--backend", "rccl"}, []string{"--transport tcp ignored: --backend rccl measures RCCL/NCCL over its own transports"}},
+		{[]string{"--transport", "both", "--backend", "rccl"}, []string{"--transport both ignored: --backend rccl"}},
+		{[]string{"--seed", "7", "--loss", "0.1"}, nil},
+		{[]string{"--seed", "7", "--loss", "0.1", "--transport", "metaroce"}, nil},
+		{[]string{"--transport", "tcp"}, nil},
+		{[]string{"--backend", "rccl"}, nil},
+		{nil, nil},
+	} {
+		o, err := parseOptions(tc.args, io.Discard)
+		require.NoError(t, err, "%v", tc.args)
+		notes := o.ignoredFlags()
+		require.Len(t, notes, len(tc.want), "%v: %q", tc.args, notes)
+		for i, w := range tc.want {
+			assert.True(t, strings.HasPrefix(notes[i], w), "%v: %q does not start with %q", tc.args, notes[i], w)
+		}
+	}
+}
+
+// TestIgnoredSeedNotedOnStderr: a run with --seed and no --loss still
+// runs, and says on stderr, once, that the seed has no effect.
+func TestIgnoredSeedNotedOnStderr(t *testing.T) {
+	clearLauncherEnv(t, nil)
+	code, out, errs := runMrbench(t, "-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--seed", "7")
+	require.Equal(t, exitOK, code, errs)
+	assert.Equal(t, 1, strings.Count(errs, "mrbench: --seed 7 ignored: no --loss is given, and it seeds only --loss's drops of MetaRoCE datagrams; add --loss P to drop some\n"), errs)
+	assert.Contains(t, out, "# Avg bus bandwidth")
+}

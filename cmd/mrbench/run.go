@@ -155,6 +155,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		tellRefusal(ctx, failedFlag, err.Error(), o.Timeout, stderr)
 		return exitFail
 	}
+	if jobRank(l) == 0 {
+		// Rank 0 alone, as for the job's other notes (announceJob).
+		for _, n := range o.ignoredFlags() {
+			fmt.Fprintf(stderr, "mrbench: %s\n", n)
+		}
+	}
 	if err := checkSecret(o, tables); err != nil {
 		return refuse(err, exitUsage)
 	}
@@ -416,6 +422,41 @@ func (o *options) params() Params {
 // transports).
 func (o *options) dropsMetaRoCE() bool {
 	return o.Loss > 0 && o.Backend == backendHost && slices.Contains(o.Transports, transportMetaRoCE)
+}
+
+// ignoredFlags returns a note for each flag given explicitly that has no
+// effect in this run, one line each, without the "mrbench: " prefix. Such
+// a flag is accepted, as -z on the host backend is (whose header says so)
+// and -np under a launcher is, so that one command line serves several
+// runs; the note keeps a user from reading its absent effect into the
+// results. --seed seeds MetaRoCE's datagram drops only; --transport
+// selects the host backend's transports, of which the rccl backend runs
+// neither.
+func (o *options) ignoredFlags() []string {
+	var notes []string
+	if o.set["seed"] && !o.dropsMetaRoCE() {
+		typed := o.Seed
+		if o.SeedDrawn {
+			typed = 0 // Seed is the one drawn for it
+		}
+		why := "no --loss is given, and it seeds only --loss's drops of MetaRoCE datagrams; add --loss P to drop some"
+		switch {
+		case o.Loss == 0:
+		case o.Backend == backendRCCL:
+			why = "--backend rccl runs no MetaRoCE table, so --loss drops nothing for it to seed"
+		default:
+			why = "--transport tcp runs no MetaRoCE table, so --loss drops nothing for it to seed"
+		}
+		notes = append(notes, fmt.Sprintf("--seed %d ignored: %s", typed, why))
+	}
+	if o.set["transport"] && o.Backend == backendRCCL {
+		typed := transportBoth
+		if len(o.Transports) == 1 {
+			typed = o.Transports[0]
+		}
+		notes = append(notes, fmt.Sprintf("--transport %s ignored: --backend rccl measures RCCL/NCCL over its own transports, not the host backend's MetaRoCE or TCP; leave out --backend rccl to measure those", typed))
+	}
+	return notes
 }
 
 // averageNames explains the -a modes in the header's timing line, where
