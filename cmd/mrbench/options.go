@@ -315,6 +315,8 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	if o.Plot != "" {
 		if ext := plotFormat(o.Plot); ext == "" {
 			bad("--plot %q: the file name must end in .png or .svg", o.Plot)
+		} else if err := checkPlotName(o.Plot); err != nil {
+			bad("--plot %q: %v", o.Plot, err)
 		} else if o.MaxBytes == 0 {
 			// Found now rather than after the run, which would measure
 			// and then fail to write the file.

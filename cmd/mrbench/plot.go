@@ -26,6 +26,21 @@ func plotFormat(path string) string {
 	return ""
 }
 
+// checkPlotName refuses a --plot path whose file name is its extension
+// alone (".png", "out/.svg"): plotFormat takes the format from it, but
+// the file would be a hidden one named after the format, which no one
+// asks for on purpose (and mrbench sim's second plot would be "-2.png").
+// The error says what to give instead, with the path's own extension; the
+// caller names the flag.
+func checkPlotName(path string) error {
+	ext := filepath.Ext(path)
+	if filepath.Base(path) != ext {
+		return nil
+	}
+	return fmt.Errorf("the file name is the extension %s alone, which would write a hidden file named %s: give the plot a name, such as %s",
+		ext, ext, filepath.Join(filepath.Dir(path), "plot"+ext))
+}
+
 // writePlot draws bus bandwidth (GB/s, out-of-place) against message size
 // (bytes, log scale) with one line per table, i.e. per transport, and per
 // data type and operation where a table holds several (-d all, -o all), and

@@ -82,6 +82,12 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mrbench sim: --plot %q: the simulator's plots are PNG files\n", plotPath)
 		return exitUsage
 	}
+	if plotPath != "" {
+		if err := checkPlotName(plotPath); err != nil {
+			fmt.Fprintf(stderr, "mrbench sim: --plot %q: %v\n", plotPath, err)
+			return exitUsage
+		}
+	}
 	if err := checkOutputs(map[string]string{"json": jsonPath, "csv": csvPath, "plot": plotPath}); err != nil {
 		printError(stderr, "mrbench sim", err)
 		return exitUsage

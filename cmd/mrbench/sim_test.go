@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -176,4 +177,32 @@ func TestRCCLBackendWithoutLibrary(t *testing.T) {
 	}
 	assert.Contains(t, errs, "NCCL_NET_PLUGIN=libnccl-net-metaroce.so ignored")
 	assert.Equal(t, "none", os.Getenv("NCCL_NET_PLUGIN"))
+}
+
+// TestPlotNameOnlyExtensionRefused: a --plot file name that is its
+// extension alone (".png") is a usage error naming it, for mrbench and
+// mrbench sim alike, before anything runs, rather than a plot written as a
+// hidden file named ".png".
+func TestPlotNameOnlyExtensionRefused(t *testing.T) {
+	clearLauncherEnv(t, nil)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		path string
+	}{
+		{[]string{"-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--plot"}, filepath.Join(dir, ".png")},
+		{[]string{"-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--plot"}, filepath.Join(dir, ".SVG")},
+		{[]string{"sim", "loss", "--smoke", "--plot"}, filepath.Join(dir, ".png")},
+	} {
+		code, out, errs := runMrbench(t, append(tc.args, tc.path)...)
+		assert.Equal(t, exitUsage, code, "%v", tc.args)
+		assert.Empty(t, out, "%v", tc.args)
+		ext := filepath.Ext(tc.path)
+		assert.Contains(t, errs, fmt.Sprintf("--plot %q: the file name is the extension %s alone", tc.path, ext), "%v", tc.args)
+		assert.Contains(t, errs, "give the plot a name, such as "+filepath.Join(dir, "plot"+ext), "%v", tc.args)
+		assert.NoFileExists(t, tc.path)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written")
 }
