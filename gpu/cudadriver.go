@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/metaroce/metaroce/gpu/internal/dl"
@@ -52,16 +53,17 @@ func (e *CUDAError) Error() string {
 // from path or, when path is empty, from METAROCE_CUDA_LIB or the usual
 // names. It honours CUDA_VISIBLE_DEVICES, as every CUDA program does. A
 // driver that reports no device (CUDA_ERROR_NO_DEVICE) yields an empty list.
+// Every error begins "gpu: ", as the package's others do.
 func QueryCUDA(path string) ([]Device, error) {
 	lib, err := dl.Open(cudaDriverSpec, path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gpu: %w", err)
 	}
 	var cuInit, cuCount, cuGet, cuName, cuMem, cuPCI unsafe.Pointer
 	if err := lib.Syms(
 		[]string{"cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2", "cuDeviceGetPCIBusId"},
 		[]*unsafe.Pointer{&cuInit, &cuCount, &cuGet, &cuName, &cuMem, &cuPCI}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gpu: %w", err)
 	}
 	cuErrStr, _ := lib.Sym("cuGetErrorString")
 	fail := func(fn string, rc int) error {
@@ -80,6 +82,12 @@ func QueryCUDA(path string) ([]Device, error) {
 	var n int32
 	if rc := callP(cuCount, unsafe.Pointer(&n)); rc != 0 {
 		return nil, fail("cuDeviceGetCount", rc)
+	}
+	if n < 0 {
+		// A count no driver reports: a broken or foreign library
+		// behind the name, not a machine without GPUs.
+		return nil, fmt.Errorf("gpu: %s: cuDeviceGetCount succeeded with a count of %d devices: this is no working libcuda; reinstall %s, or set %s to the driver's libcuda.so.1",
+			lib.Path(), n, cudaDriverSpec.Install, EnvCUDADriverLib)
 	}
 	devs := make([]Device, 0, n)
 	for i := 0; i < int(n); i++ {
@@ -101,7 +109,8 @@ func QueryCUDA(path string) ([]Device, error) {
 		}
 		pci, err := ParsePCI(cString(bus[:]))
 		if err != nil {
-			return nil, fmt.Errorf("gpu: cuDeviceGetPCIBusId: %w", err)
+			// ParsePCI's error has the package's prefix already.
+			return nil, fmt.Errorf("gpu: %s: cuDeviceGetPCIBusId of device %d: %s", lib.Path(), i, strings.TrimPrefix(err.Error(), "gpu: "))
 		}
 		devs = append(devs, Device{Vendor: NVIDIA, Index: i, Name: cString(name[:]), MemBytes: mem, PCI: pci, NUMANode: -1})
 	}

@@ -65,6 +65,12 @@ func Discover(opt Options) (*Report, error) {
 	cudaSees := -1
 	if !opt.NoCUDADriver {
 		cu, err := QueryCUDA(opt.CUDADriver)
+		// A note is read inside a "gpu: " line (Summary): the error's
+		// own prefix is left out of it.
+		var why string
+		if err != nil {
+			why = strings.TrimPrefix(err.Error(), "gpu: ")
+		}
 		var le *dl.LoadError
 		switch {
 		case err == nil:
@@ -79,14 +85,14 @@ func Discover(opt Options) (*Report, error) {
 			nv = mergeCUDA(root, nv, cu)
 			cudaSees = countSeen(nv, cu)
 		case len(nv) > 0:
-			rep.Notes = append(rep.Notes, "NVIDIA memory sizes unknown: "+err.Error())
+			rep.Notes = append(rep.Notes, "NVIDIA memory sizes unknown: "+why)
 		case !errors.As(err, &le) || le.Explicit:
 			// No NVIDIA GPU in procfs, which some containers hide: a
 			// libcuda that was named (Options.CUDADriver or
 			// METAROCE_CUDA_LIB) and did not load, or one that loaded and
 			// failed, may be what hides the GPUs. Only a search that
 			// found no libcuda at all is the plain no-NVIDIA case.
-			rep.Notes = append(rep.Notes, "NVIDIA GPUs not queried: "+err.Error())
+			rep.Notes = append(rep.Notes, "NVIDIA GPUs not queried: "+why)
 		}
 	}
 	rep.Notes = append(rep.Notes, visibleNotes(len(amd), len(nv), cudaSees)...)

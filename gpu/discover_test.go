@@ -107,6 +107,48 @@ func TestQueryCUDAFake(t *testing.T) {
 	require.ErrorContains(t, err, lib)
 }
 
+// TestQueryCUDAErrors: every error of QueryCUDA begins with the package's
+// "gpu: " once, names the library, and says what went wrong: a library
+// that does not load or lacks an entry point, a negative device count
+// (an error, not a panic making a slice of that length) and a bus address
+// that does not parse. Discover's note leaves the prefix out, as it is
+// read inside a "gpu: " line.
+func TestQueryCUDAErrors(t *testing.T) {
+	ctest.NeedDlopen(t)
+	clearVisible(t)
+	onePrefix := func(t *testing.T, err error) {
+		t.Helper()
+		require.Error(t, err)
+		require.True(t, strings.HasPrefix(err.Error(), "gpu: "), "%q lacks the package's prefix", err)
+		require.Equal(t, 1, strings.Count(err.Error(), "gpu: "), "%q has the prefix more than once", err)
+	}
+
+	_, err := QueryCUDA("/nonexistent/libcuda.so.1")
+	onePrefix(t, err)
+	require.ErrorContains(t, err, "gpu: cannot load the CUDA driver library: /nonexistent/libcuda.so.1")
+
+	notCUDA := ctest.SharedLib(t, "libcuda.so.1", []string{"testdata/fakecudart.c"})
+	_, err = QueryCUDA(notCUDA)
+	onePrefix(t, err)
+	require.ErrorContains(t, err, "has no symbol cuInit")
+
+	lib := fakeCUDADriver(t)
+	t.Setenv("FAKE_CU_COUNT", "-1")
+	_, err = QueryCUDA(lib)
+	onePrefix(t, err)
+	require.ErrorContains(t, err, lib+": cuDeviceGetCount succeeded with a count of -1 devices: this is no working libcuda")
+	require.ErrorContains(t, err, EnvCUDADriverLib)
+	rep, err := Discover(Options{Root: fstest.MapFS{}, CUDADriver: lib})
+	require.NoError(t, err)
+	require.Equal(t, []string{"NVIDIA GPUs not queried: " + lib + ": cuDeviceGetCount succeeded with a count of -1 devices: this is no working libcuda; reinstall the NVIDIA driver (libcuda.so.1), or set METAROCE_CUDA_LIB to the driver's libcuda.so.1"}, rep.Notes)
+
+	t.Setenv("FAKE_CU_COUNT", "1")
+	t.Setenv("FAKE_CU_PCI", "nonsense")
+	_, err = QueryCUDA(lib)
+	onePrefix(t, err)
+	require.ErrorContains(t, err, lib+`: cuDeviceGetPCIBusId of device 0: bad PCI address "nonsense"`)
+}
+
 func TestDiscoverMergesCUDA(t *testing.T) {
 	lib := fakeCUDADriver(t)
 	clearVisible(t)

@@ -2,7 +2,8 @@
  * A stand-in for libcuda's driver API: FAKE_CU_COUNT devices (default 2)
  * named "Fake GPU <i>", with (i+1)*16 GiB each, at PCI buses 0x18, 0x28, ...
  * reported in the driver's 8-digit-domain, upper-case form. FAKE_CU_INIT=<rc>
- * makes cuInit return rc.
+ * makes cuInit return rc; FAKE_CU_PCI=<text> makes cuDeviceGetPCIBusId
+ * write text instead of the bus address.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,11 @@ int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
 }
 
 int cuDeviceGetPCIBusId(char *bus, int len, int dev) {
+	const char *pci = getenv("FAKE_CU_PCI");
+	if (pci) {
+		snprintf(bus, len, "%s", pci);
+		return 0;
+	}
 	snprintf(bus, len, "00000000:%02X:00.0", 0x18 + 0x10 * dev);
 	return 0;
 }
