@@ -39,14 +39,63 @@ const cuPCILen = 64
 type CUDAError struct {
 	Func string
 	Code int
+	// Name is the code's name in the API's header
+	// ("CUDA_ERROR_STUB_LIBRARY"), where known; "" otherwise.
+	Name string
+	// Text is the library's own description of the code, "" where it
+	// gave none (the toolkit's stub libcuda describes nothing).
 	Text string
+	// Hint says what to do, for a code with one cause the user can
+	// remove; "" otherwise.
+	Hint string
 }
 
 func (e *CUDAError) Error() string {
-	if e.Text == "" {
-		return fmt.Sprintf("%s failed with error %d", e.Func, e.Code)
+	s := fmt.Sprintf("%s failed with error %d", e.Func, e.Code)
+	if e.Name != "" {
+		s += " (" + e.Name + ")"
 	}
-	return fmt.Sprintf("%s failed with error %d: %s", e.Func, e.Code, e.Text)
+	if e.Text != "" {
+		s += ": " + e.Text
+	}
+	if e.Hint != "" {
+		s += "; " + e.Hint
+	}
+	return s
+}
+
+// cuResult describes a CUresult of the driver API: its name in cuda.h,
+// and what to do about it where that is one thing.
+type cuResult struct {
+	name, hint string
+}
+
+// cuResults are the driver API's codes that discovery meets on machines set
+// up wrongly, named so that an error can be looked up even where the
+// library gives no text (the stub libcuda has none). The numbers are
+// CUresult's, not the runtime's cudaError_t (whose 35, "insufficient
+// driver", CUresult does not have).
+var cuResults = map[int]cuResult{
+	1: {name: "CUDA_ERROR_INVALID_VALUE"},
+	2: {name: "CUDA_ERROR_OUT_OF_MEMORY"},
+	3: {name: "CUDA_ERROR_NOT_INITIALIZED"},
+	4: {name: "CUDA_ERROR_DEINITIALIZED"},
+	34: {name: "CUDA_ERROR_STUB_LIBRARY",
+		hint: "this libcuda is the CUDA toolkit's stub (from its lib64/stubs directory), made for linking programs, not for running them: " +
+			"a stubs directory on LD_LIBRARY_PATH comes before the NVIDIA driver's libcuda.so.1, or the driver is not installed; " +
+			"take the stubs directory out of LD_LIBRARY_PATH, or set " + EnvCUDADriverLib + " to the driver's libcuda.so.1"},
+	46:  {name: "CUDA_ERROR_DEVICE_UNAVAILABLE"},
+	100: {name: "CUDA_ERROR_NO_DEVICE"},
+	101: {name: "CUDA_ERROR_INVALID_DEVICE"},
+	304: {name: "CUDA_ERROR_OPERATING_SYSTEM"},
+	802: {name: "CUDA_ERROR_SYSTEM_NOT_READY",
+		hint: "on a machine with NVSwitches, the NVIDIA Fabric Manager (nvidia-fabricmanager) must be running before CUDA starts"},
+	803: {name: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+		hint: "this libcuda and the loaded NVIDIA kernel module are of different driver versions, as after a driver update without a reboot: " +
+			"reboot, or use the libcuda of the running module (its version is in /proc/driver/nvidia/version)"},
+	804: {name: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"},
+	999: {name: "CUDA_ERROR_UNKNOWN",
+		hint: "the driver gives no reason: nvidia-smi and the kernel log (dmesg) usually say more"},
 }
 
 // QueryCUDA lists the NVIDIA GPUs through the driver API of libcuda, opened
@@ -67,7 +116,7 @@ func QueryCUDA(path string) ([]Device, error) {
 	}
 	cuErrStr, _ := lib.Sym("cuGetErrorString")
 	fail := func(fn string, rc int) error {
-		e := &CUDAError{Func: fn, Code: rc}
+		e := &CUDAError{Func: fn, Code: rc, Name: cuResults[rc].name, Hint: cuResults[rc].hint}
 		if cuErrStr != nil {
 			e.Text = callCUStr(cuErrStr, rc)
 		}

@@ -103,8 +103,40 @@ func TestQueryCUDAFake(t *testing.T) {
 	t.Setenv("FAKE_CU_INIT", "999")
 	_, err = QueryCUDA(lib)
 	require.Error(t, err)
-	require.ErrorContains(t, err, "cuInit failed with error 999: fake: unknown error")
+	require.ErrorContains(t, err, "cuInit failed with error 999 (CUDA_ERROR_UNKNOWN): fake: unknown error")
 	require.ErrorContains(t, err, lib)
+}
+
+// TestQueryCUDANamesDriverErrors: a cuInit error is named as cuda.h names
+// it, also where the library gives no text for it (the CUDA toolkit's stub
+// libcuda, which answers every call with CUDA_ERROR_STUB_LIBRARY, has
+// none), and the errors with one cause say what to do: the stub is on the
+// library path ahead of the driver's libcuda.
+func TestQueryCUDANamesDriverErrors(t *testing.T) {
+	lib := fakeCUDADriver(t)
+	for _, tc := range []struct {
+		rc   string
+		want []string
+	}{
+		{"34", []string{"gpu: " + lib + ": cuInit failed with error 34 (CUDA_ERROR_STUB_LIBRARY); this libcuda is the CUDA toolkit's stub",
+			"take the stubs directory out of LD_LIBRARY_PATH, or set " + EnvCUDADriverLib + " to the driver's libcuda.so.1"}},
+		{"3", []string{"cuInit failed with error 3 (CUDA_ERROR_NOT_INITIALIZED)"}},
+		{"802", []string{"cuInit failed with error 802 (CUDA_ERROR_SYSTEM_NOT_READY); on a machine with NVSwitches, the NVIDIA Fabric Manager"}},
+		{"803", []string{"cuInit failed with error 803 (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH); this libcuda and the loaded NVIDIA kernel module are of different driver versions"}},
+		{"999", []string{"cuInit failed with error 999 (CUDA_ERROR_UNKNOWN): fake: unknown error; the driver gives no reason"}},
+		{"12345", []string{"cuInit failed with error 12345"}},
+	} {
+		t.Setenv("FAKE_CU_INIT", tc.rc)
+		_, err := QueryCUDA(lib)
+		var ce *CUDAError
+		require.ErrorAs(t, err, &ce, tc.rc)
+		for _, w := range tc.want {
+			require.ErrorContains(t, err, w, tc.rc)
+		}
+		if tc.rc == "12345" {
+			require.Equal(t, "cuInit failed with error 12345", ce.Error(), "a code without a name is given as its number alone")
+		}
+	}
 }
 
 // TestQueryCUDAErrors: every error of QueryCUDA begins with the package's
