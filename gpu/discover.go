@@ -42,6 +42,12 @@ type Report struct {
 // driver.
 const nvNoGPU = "no NVIDIA driver"
 
+// nvNoCgo is Report.nvWhy when procfs shows no NVIDIA driver and libcuda
+// could not be asked, the build having no cgo: procfs is hidden in some
+// containers whose GPUs libcuda still finds, so "no NVIDIA driver" would
+// claim more than was looked at.
+const nvNoCgo = "no NVIDIA driver in /proc/driver/nvidia, and libcuda not asked: NVIDIA GPU detection through libcuda needs a build with cgo (CGO_ENABLED=1)"
+
 // Discover lists the GPUs of the machine (or of the fake tree in opt.Root).
 // Errors are reserved for trees that exist but cannot be read; a machine
 // without GPUs gets an empty Report.
@@ -86,6 +92,11 @@ func Discover(opt Options) (*Report, error) {
 			cudaSees = countSeen(nv, cu)
 		case len(nv) > 0:
 			rep.Notes = append(rep.Notes, "NVIDIA memory sizes unknown: "+why)
+		case errors.Is(err, dl.ErrNoCgo):
+			// Said in the reason, where a note would repeat it.
+			if rep.nvWhy == nvNoGPU {
+				rep.nvWhy = nvNoCgo
+			}
 		case !errors.As(err, &le) || le.Explicit:
 			// No NVIDIA GPU in procfs, which some containers hide: a
 			// libcuda that was named (Options.CUDADriver or

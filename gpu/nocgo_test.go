@@ -20,14 +20,19 @@ func TestWithoutCgo(t *testing.T) {
 	_, err = QueryCUDA("")
 	require.ErrorIs(t, err, dl.ErrNoCgo)
 
-	// No NVIDIA GPU and no libcuda named: the plain host-memory line.
+	// No NVIDIA GPU in procfs, which containers may hide, and no libcuda
+	// to ask: the line says what was not looked at, not "no NVIDIA
+	// driver", whether or not a libcuda was named.
+	for _, named := range []string{"", "/nonexistent/libcuda.so.1"} {
+		t.Setenv(EnvCUDADriverLib, named)
+		rep, err := Discover(Options{Root: fstest.MapFS{}})
+		require.NoError(t, err)
+		require.Equal(t, "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver in /proc/driver/nvidia, and libcuda not asked: NVIDIA GPU detection through libcuda needs a build with cgo (CGO_ENABLED=1)): using host memory", rep.Summary(), "%s=%q", EnvCUDADriverLib, named)
+	}
 	t.Setenv(EnvCUDADriverLib, "")
-	rep, err := Discover(Options{Root: fstest.MapFS{}})
-	require.NoError(t, err)
-	require.Equal(t, "gpu: no GPU found (no AMD KFD topology, no NVIDIA driver): using host memory", rep.Summary())
 
 	// GPUs in procfs: listed, with the reason their memory is unknown.
-	rep, err = Discover(Options{Root: loadTree(t, "testdata/nvidia.tree")})
+	rep, err := Discover(Options{Root: loadTree(t, "testdata/nvidia.tree")})
 	require.NoError(t, err)
 	require.Len(t, rep.Devices, 2)
 	require.Len(t, rep.Notes, 1)
