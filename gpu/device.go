@@ -24,8 +24,21 @@ func (v Vendor) String() string {
 // Device is one GPU as discovery sees it.
 type Device struct {
 	Vendor Vendor
-	// Index is the device's position among the GPUs of its vendor, in the
-	// order the driver lists them (KFD node order, CUDA ordinal order).
+	// Index numbers the GPUs of one vendor from 0 in the order of the
+	// source that listed them, which is not always the device number a
+	// CUDA or HIP program gives the same GPU:
+	//   - AMD: the order of the KFD topology's GPU nodes this process may
+	//     read, ROCm's own, before ROCR_VISIBLE_DEVICES and
+	//     HIP_VISIBLE_DEVICES choose among them.
+	//   - NVIDIA listed by /proc/driver/nvidia (libcuda, when asked, adds
+	//     the memory size, not the order): PCI bus address order over
+	//     every GPU of the machine. That is CUDA's device number only under
+	//     CUDA_DEVICE_ORDER=PCI_BUS_ID with CUDA_VISIBLE_DEVICES unset;
+	//     CUDA's default order puts the fastest GPU first.
+	//   - NVIDIA listed by libcuda alone (procfs hidden, as in some
+	//     containers): CUDA's device number in this process, after
+	//     CUDA_VISIBLE_DEVICES and in CUDA_DEVICE_ORDER's order.
+	// A GPU is the same one in two lists when its PCI address is.
 	Index int
 	// Name is the marketing or ASIC name ("NVIDIA H100 80GB HBM3", "gfx942").
 	Name string
