@@ -127,6 +127,12 @@ type Plugin struct {
 	// now is the clock of the idle-connect reaper; time.Now unless a test
 	// sets it before the first call.
 	now func() time.Time
+
+	// beforeRegister, when a test sets it, runs in RegMr after the comm
+	// was found live and before the registration enters the table: the
+	// window in which another thread's close of the comm races the call.
+	// Nil in production.
+	beforeRegister func()
 }
 
 // New returns an uninitialised plugin reading its configuration, and the
@@ -508,6 +514,13 @@ func (p *Plugin) CloseListen(listen Handle) error {
 
 // RegMr registers host memory [base, base+size) for comm. Only host memory
 // is supported: the plugin advertises ptrSupport = NCCL_PTR_HOST.
+//
+// A comm closed while the call runs (an abort, on another thread) has
+// already forgotten its registrations (forget), so an entry added after
+// that would stay in the table for good. As track does for requests, the
+// comm is looked up again once the entry is in, and if it is gone the
+// entry goes too and the call fails: Close removes the comm before it
+// forgets its registrations, so one of the two always sees the other.
 func (p *Plugin) RegMr(comm Handle, base, size uintptr, typ int) (Handle, error) {
 	if !p.isComm(comm) {
 		return 0, internalf("regMr on unknown comm %#x", uint64(comm))
@@ -515,9 +528,16 @@ func (p *Plugin) RegMr(comm Handle, base, size uintptr, typ int) (Handle, error)
 	if typ != PtrHost {
 		return 0, internalf("regMr of memory type %#x: only host memory (NCCL_PTR_HOST) is supported", typ)
 	}
+	if p.beforeRegister != nil {
+		p.beforeRegister()
+	}
 	h, ok := p.mrs.add(mr{comm: comm, base: base, size: size})
 	if !ok {
 		return 0, fmt.Errorf("more than %d memory registrations: %w", maxMRs, backend.ErrInternal)
+	}
+	if !p.isComm(comm) {
+		p.mrs.remove(h)
+		return 0, internalf("comm %#x closed while memory was being registered on it", uint64(comm))
 	}
 	return h, nil
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -140,4 +141,28 @@ func TestConnectCompletingAfterFinalize(t *testing.T) {
 	require.Equal(t, 1, d.sc.closes, "the comm of the finalized context's connect was not closed")
 	require.Zero(t, p.Live(), "the comm of the finalized context's connect is still held")
 	require.NoError(t, p.Finalize(live))
+}
+
+// TestRegMrRacingCloseIsNotKept: a regMr whose comm is closed (an abort,
+// on another thread) after the call found the comm but before its
+// registration is in the table fails, and leaves no entry in the
+// registration table, which nothing would ever remove: the close has
+// already forgotten the comm's registrations.
+func TestRegMrRacingCloseIsNotKept(t *testing.T) {
+	for _, dir := range []string{"send", "recv"} {
+		t.Run(dir, func(t *testing.T) {
+			p, sc, rc := pluginOver(t, &nopBackend{})
+			comm, closeComm := sc, p.CloseSend
+			if dir == "recv" {
+				comm, closeComm = rc, p.CloseRecv
+			}
+			p.beforeRegister = func() { require.NoError(t, closeComm(comm)) }
+			mem := make([]byte, 64)
+			mh, err := p.RegMr(comm, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), PtrHost)
+			require.ErrorIs(t, err, backend.ErrInternal)
+			require.ErrorContains(t, err, "closed while")
+			require.Zero(t, mh)
+			require.Zero(t, p.mrs.len(), "a registration of a closed comm is kept")
+		})
+	}
 }
