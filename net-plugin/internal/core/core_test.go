@@ -275,10 +275,13 @@ func loopbackPlugins(t *testing.T, be string) (rp, sp *Plugin, rctx, sctx Handle
 // connect from the sender stays in progress by construction, until
 // METAROCE_TIMEOUT_MS (30 s): a connect to a live listener may complete
 // within the first connect call, since both backends take a connection
-// in before NCCL's accept asks for it. Over udp the two plugins
-// authenticate with different METAROCE_SECRETs, so the receiver drops the
-// sender's HELLOs without answering; over tcp the listener is closed, and
-// the connect retries the refusal until its deadline.
+// in before NCCL's accept asks for it. The receiver's listener is closed
+// before the connect starts, over either backend. Over tcp that alone
+// keeps the connect in progress: it retries the refused port until its
+// deadline. Over udp the closed listener would refuse the flow as soon as
+// the announcement arrived, failing the connect, so the two plugins also
+// authenticate with different METAROCE_SECRETs: the receiver drops the
+// sender's HELLOs without answering, and the connection never comes up.
 func stuckConnect(t *testing.T, be string) (rp, sp *Plugin, rctx, sctx Handle, handle []byte) {
 	t.Helper()
 	env := func(secret string) LookupEnv {
