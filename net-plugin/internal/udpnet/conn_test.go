@@ -484,3 +484,37 @@ func TestListenerClosedBeforeAccept(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrRemote)
 	require.ErrorContains(t, err, "peer aborted flow")
 }
+
+// TestListenFlowsExhausted: the last flow id a listener can take still
+// carries a comm (its data flow fits the datapath's 32 bits), and the
+// listen after it fails with an error that says why and what to do,
+// instead of wrapping onto flows that the control flow or earlier comms
+// used (the datapath refuses a released flow id's reuse on a connection).
+func TestListenFlowsExhausted(t *testing.T) {
+	a, b := newBackend(t, 41), newBackend(t, 42)
+	d := b.devs[0]
+	d.mu.Lock()
+	d.nextFlow = maxListenFlow - 1
+	d.mu.Unlock()
+
+	sc, rc := connect(t, a, b) // listens on flow maxListenFlow
+	require.Equal(t, sc.flow, rc.flow)
+	require.Equal(t, rc.p.dataFlow(maxListenFlow, true), rc.flow)
+	require.GreaterOrEqual(t, rc.flow, uint32(2*maxListenFlow), "the data flow wrapped")
+	buf := make([]byte, 4)
+	r, err := rc.Irecv([][]byte{buf}, []int32{7})
+	require.NoError(t, err)
+	s, err := sc.Isend([]byte("last"), 7)
+	require.NoError(t, err)
+	backendtest.Wait(t, s, nil)
+	backendtest.Wait(t, r, nil)
+	require.Equal(t, "last", string(buf))
+
+	for range 2 { // and it stays refused
+		l, err := b.Listen(0)
+		require.Nil(t, l)
+		require.ErrorIs(t, err, backend.ErrInternal)
+		require.ErrorContains(t, err, "every flow id")
+		require.ErrorContains(t, err, "restart the process")
+	}
+}

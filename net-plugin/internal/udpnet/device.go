@@ -18,6 +18,12 @@ import (
 // maxReady bounds the announced flows a listener holds before Accept.
 const maxReady = 64
 
+// maxListenFlow is the largest flow id a listener takes (listeners
+// number theirs 1, 2, 3, …; ctrlFlow is 0). A comm's data flow is twice
+// its listener's flow or one more (peer.dataFlow), and has to fit the
+// datapath's 32-bit flow ids.
+const maxListenFlow = 1<<31 - 1
+
 // device is one plugin device: one udp.Endpoint over all planes, the shared
 // connections to peers and the listeners waiting for announcements.
 type device struct {
@@ -34,7 +40,7 @@ type device struct {
 	dials     map[string]chan struct{} // peer key -> closed when a Dial in progress ends
 	listeners map[uint32]*listener     // by flow id
 	waiters   map[waitKey]chan ctrlMsg // dialers waiting for accept/reject
-	nextFlow  uint32
+	nextFlow  uint32                   // the flow id of the latest listener, ≤ maxListenFlow
 }
 
 // waitKey names an announcement awaiting its answer.
@@ -359,6 +365,15 @@ func (d *device) retireLocked(p *peer) {
 }
 
 // listen allocates a flow and registers its listener.
+//
+// Flow ids are never reused while the device lives: once a listener has
+// closed, the comms it made may still be open on connections that outlive
+// them, and the datapath refuses a released flow id's reuse on a
+// connection (docs/spec.md §3.4), so skipping the ids of the listeners
+// still open would not be enough. After maxListenFlow listens (2^31 − 1:
+// ten thousand a second for nearly three days) the device refuses to
+// listen, with an error that says so, rather than wrap onto the control
+// flow and the data flows of earlier comms.
 func (d *device) listen() (*listener, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -366,10 +381,10 @@ func (d *device) listen() (*listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.nextFlow++
-	if d.nextFlow == ctrlFlow {
-		d.nextFlow++
+	if d.nextFlow >= maxListenFlow {
+		return nil, fmt.Errorf("udpnet: device %s has opened %d listeners, every flow id a listener can take (a comm's flow is never reused on a connection, and its number comes from its listener's): restart the process to listen on it again: %w", d.info.Name, d.nextFlow, backend.ErrInternal)
 	}
+	d.nextFlow++
 	l := &listener{d: d, flow: d.nextFlow, nonce: randomNonZero(), from: map[*peer]bool{}}
 	h := listenHandle{Flow: l.flow, Nonce: l.nonce, Addrs: ep.Addrs()}
 	if l.handle, err = h.Append(make([]byte, 0, h.Length())); err != nil {
