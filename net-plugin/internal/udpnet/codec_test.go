@@ -98,7 +98,7 @@ func FuzzListenHandle(f *testing.F) {
 }
 
 func TestCtrlRoundTripAndRejects(t *testing.T) {
-	for _, m := range []ctrlMsg{{ctrlAnnounce, 1, 2}, {ctrlAccept, ^uint32(0), ^uint64(0)}, {ctrlReject, 9, 9}} {
+	for _, m := range []ctrlMsg{{ctrlAnnounce, 1, 2}, {ctrlAccept, ^uint32(0), ^uint64(0)}, {ctrlReject, 9, 9}, {ctrlWithdraw, 7, 8}} {
 		b, err := m.Append(nil)
 		require.NoError(t, err)
 		require.Len(t, b, m.Length())
@@ -113,7 +113,7 @@ func TestCtrlRoundTripAndRejects(t *testing.T) {
 		"short":    func(b []byte) []byte { return b[:ctrlLen-1] },
 		"magic":    func(b []byte) []byte { b[1] = 0; return b },
 		"version":  func(b []byte) []byte { b[4] = 2; return b },
-		"kind":     func(b []byte) []byte { b[5] = 4; return b },
+		"kind":     func(b []byte) []byte { b[5] = 5; return b },
 		"reserved": func(b []byte) []byte { b[7] = 1; return b },
 		"flow":     func(b []byte) []byte { clear(b[8:12]); return b },
 		"nonce":    func(b []byte) []byte { clear(b[12:20]); return b },

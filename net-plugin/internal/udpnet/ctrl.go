@@ -26,6 +26,13 @@ const (
 	// ctrlReject: no listener with that flow and nonce (stale or foreign
 	// handle), or the flow is already connected.
 	ctrlReject ctrlKind = 3
+	// ctrlWithdraw: the dialer's answer to an accept that came after its
+	// connect had ended (its deadline passed, or the plugin aborted it):
+	// the listener drops the comm it queued for that connect. Flow and
+	// nonce are the listener's, as in the accept. A listener of an older
+	// version drops the message as malformed, and its queued comm fails
+	// when used (the dialer also aborts the comm's flow).
+	ctrlWithdraw ctrlKind = 4
 )
 
 func (k ctrlKind) String() string {
@@ -36,6 +43,8 @@ func (k ctrlKind) String() string {
 		return "accept"
 	case ctrlReject:
 		return "reject"
+	case ctrlWithdraw:
+		return "withdraw"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -68,7 +77,7 @@ func (m *ctrlMsg) Length() int { return ctrlLen }
 
 // Append encodes m after b.
 func (m *ctrlMsg) Append(b []byte) ([]byte, error) {
-	if m.Kind < ctrlAnnounce || m.Kind > ctrlReject || m.Flow == 0 || m.Nonce == 0 {
+	if m.Kind < ctrlAnnounce || m.Kind > ctrlWithdraw || m.Flow == 0 || m.Nonce == 0 {
 		return b, fmt.Errorf("udpnet: control message %v flow %d nonce %#x: %w", m.Kind, m.Flow, m.Nonce, backend.ErrInternal)
 	}
 	b = append(b, ctrlMagic[:]...)
@@ -86,7 +95,7 @@ func parseCtrl(into *ctrlMsg, b []byte) (int, error) {
 		return 0, fmt.Errorf("udpnet: control message with bad magic or version % x (mixed plugin versions across ranks?): %w", b[:8], backend.ErrRemote)
 	}
 	m := ctrlMsg{Kind: ctrlKind(b[5]), Flow: binary.BigEndian.Uint32(b[8:]), Nonce: binary.BigEndian.Uint64(b[12:])}
-	if m.Kind < ctrlAnnounce || m.Kind > ctrlReject || m.Flow == 0 || m.Nonce == 0 {
+	if m.Kind < ctrlAnnounce || m.Kind > ctrlWithdraw || m.Flow == 0 || m.Nonce == 0 {
 		return 0, fmt.Errorf("udpnet: control message %v flow %d nonce %#x: %w", m.Kind, m.Flow, m.Nonce, backend.ErrRemote)
 	}
 	*into = m

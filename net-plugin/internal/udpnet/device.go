@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,6 +42,13 @@ type device struct {
 	listeners map[uint32]*listener     // by flow id
 	waiters   map[waitKey]chan ctrlMsg // dialers waiting for accept/reject
 	nextFlow  uint32                   // the flow id of the latest listener, ≤ maxListenFlow
+
+	// Test hooks, nil in production; set and read under mu, run without
+	// it. beforeAnnounce runs on a connection's control goroutine when an
+	// announcement arrives, before the listener looks at it;
+	// awaitingAnswer runs on a dialer's goroutine once its announcement
+	// is sent, before it waits for the answer.
+	beforeAnnounce, awaitingAnswer func()
 }
 
 // waitKey names an announcement awaiting its answer.
@@ -229,15 +237,83 @@ func (p *peer) control() {
 
 // handleCtrl acts on one control message from p.
 func (d *device) handleCtrl(p *peer, m ctrlMsg) {
-	if m.Kind != ctrlAnnounce {
-		d.mu.Lock()
-		ch := d.waiters[waitKey{p, m.Flow}]
-		delete(d.waiters, waitKey{p, m.Flow})
-		d.mu.Unlock()
-		if ch != nil {
-			ch <- m
+	switch m.Kind {
+	case ctrlAnnounce:
+		d.announced(p, m)
+	case ctrlWithdraw:
+		d.withdrawn(p, m)
+	default:
+		d.answered(p, m)
+	}
+}
+
+// answered hands the listener's answer m to the connect waiting for it
+// (announce). The answer goes into the waiter's channel (one slot, one
+// answer per waiter) under d.mu, in the step that removes the waiter: a
+// connect that ends meanwhile removes its waiter under d.mu as well, and
+// then finds either the answer in its channel or, its waiter having been
+// still there, that the answer will come here to nobody. An accept that
+// nobody waits for is one whose connect ended after it announced: the
+// listener queued a comm for a connect that has failed here, and
+// declineAccept has it dropped.
+func (d *device) answered(p *peer, m ctrlMsg) {
+	key := waitKey{p, m.Flow}
+	d.mu.Lock()
+	ch := d.waiters[key]
+	if ch != nil {
+		delete(d.waiters, key)
+		ch <- m
+	}
+	d.mu.Unlock()
+	if ch == nil && m.Kind == ctrlAccept {
+		d.declineAccept(p, m)
+	}
+}
+
+// declineAccept answers an accept from p that came after its connect here
+// had ended (its deadline passed, or the plugin aborted it): the comm's
+// flow is aborted, so that a comm that NCCL accepted at the listener
+// meanwhile fails when used instead of waiting for sends that never come,
+// and the listener is told to drop the comm if it still holds it
+// (ctrlWithdraw), which releases its reference on the connection then
+// rather than when the listener closes.
+func (d *device) declineAccept(p *peer, m ctrlMsg) {
+	d.logf("NET/MetaRoCE : udpnet: peer %s accepted flow %d after the connect to it had ended here: withdrawing the flow", p.name, m.Flow)
+	p.conn.AbortFlow(p.dataFlow(m.Flow, false))
+	_ = p.sendCtrl(ctrlMsg{Kind: ctrlWithdraw, Flow: m.Flow, Nonce: m.Nonce})
+}
+
+// withdrawn drops the comm that listener m.Flow queued for p's connect,
+// which ended at the dialer before the accept reached it (ctrlWithdraw).
+// The listener keeps its record that p connected (listener.from), so the
+// handle stays used. A comm that NCCL accepted already is NCCL's to close:
+// the dialer aborted its flow, so it fails when used.
+func (d *device) withdrawn(p *peer, m ctrlMsg) {
+	var rc *recvConn
+	d.mu.Lock()
+	if l := d.listeners[m.Flow]; l != nil && l.nonce == m.Nonce {
+		if i := slices.IndexFunc(l.ready, func(c *recvConn) bool { return c.p == p }); i >= 0 {
+			rc = l.ready[i]
+			l.ready = slices.Delete(l.ready, i, i+1)
 		}
+	}
+	d.mu.Unlock()
+	if rc == nil {
 		return
+	}
+	d.logf("NET/MetaRoCE : udpnet: peer %s withdrew its connect to flow %d, which ended there before this side's accept arrived: dropping the comm", p.name, m.Flow)
+	_ = rc.Close()
+}
+
+// announced answers p's announcement of a connect to listener m.Flow: the
+// listener queues a comm for it and the answer is an accept, or it is a
+// reject.
+func (d *device) announced(p *peer, m ctrlMsg) {
+	d.mu.Lock()
+	hook := d.beforeAnnounce
+	d.mu.Unlock()
+	if hook != nil {
+		hook()
 	}
 	reply := ctrlMsg{Kind: ctrlReject, Flow: m.Flow, Nonce: m.Nonce}
 	d.mu.Lock()

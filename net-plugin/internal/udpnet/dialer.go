@@ -93,6 +93,7 @@ func (d *device) announce(ctx context.Context, p *peer, h listenHandle) (retry b
 		return false, fmt.Errorf("udpnet: this process already connected to flow %d of peer %s: each listen handle takes one connect: %w", h.Flow, p.name, backend.ErrInvalidUsage)
 	}
 	d.waiters[key] = ch
+	hook := d.awaitingAnswer
 	d.mu.Unlock()
 	forget := func() {
 		d.mu.Lock()
@@ -105,22 +106,43 @@ func (d *device) announce(ctx context.Context, p *peer, h listenHandle) (retry b
 		forget()
 		return true, err
 	}
+	if hook != nil {
+		hook()
+	}
 	select {
 	case m, ok := <-ch:
-		if !ok {
-			return true, fmt.Errorf("udpnet: connection to peer %s ended while connecting flow %d: %w", p.name, h.Flow, backend.ErrRemote)
-		}
-		if m.Kind != ctrlAccept || m.Nonce != h.Nonce {
-			return false, fmt.Errorf("udpnet: peer %s refused flow %d: it has no such listener (listen handle stale, already used, or from another job): %w", p.name, h.Flow, backend.ErrRemote)
-		}
-		d.mu.Lock()
-		p.flows[h.Flow] = true
-		d.mu.Unlock()
-		return false, nil
+		return d.answer(p, h, m, ok)
 	case <-ctx.Done():
 		forget()
+		// An answer handed over before forget took the waiter away is in
+		// ch already (answered fills it under d.mu): the listener holds
+		// a comm for an accept, so the connect completes, as it would
+		// have had the answer been seen first. Past forget, an answer
+		// finds no waiter, and answered withdraws an accept.
+		select {
+		case m, ok := <-ch:
+			if ok {
+				return d.answer(p, h, m, ok)
+			}
+		default:
+		}
 		return false, ctx.Err()
 	}
+}
+
+// answer interprets the listener's answer m to the announcement of h's
+// flow on p; ok false means that the connection ended first.
+func (d *device) answer(p *peer, h listenHandle, m ctrlMsg, ok bool) (retry bool, err error) {
+	if !ok {
+		return true, fmt.Errorf("udpnet: connection to peer %s ended while connecting flow %d: %w", p.name, h.Flow, backend.ErrRemote)
+	}
+	if m.Kind != ctrlAccept || m.Nonce != h.Nonce {
+		return false, fmt.Errorf("udpnet: peer %s refused flow %d: it has no such listener (listen handle stale, already used, or from another job): %w", p.name, h.Flow, backend.ErrRemote)
+	}
+	d.mu.Lock()
+	p.flows[h.Flow] = true
+	d.mu.Unlock()
+	return false, nil
 }
 
 // Step returns the connection once the listener accepted the flow.

@@ -15,7 +15,10 @@
 //     writes both, with the endpoint's per-plane addresses, into the listen
 //     handle. The dialer announces the flow on the connection's control flow
 //     (flow 0); the listening side answers accept or reject, so a connect
-//     completes only when the receiver knows the flow. On the connection the
+//     completes only when the receiver knows the flow. A connect that ended
+//     (its deadline, an abort) before an accept came back answers that
+//     accept with a withdrawal, on which the listener drops the comm it
+//     queued for it, and aborts the comm's flow. On the connection the
 //     comm's data travel on twice the listener's flow id, plus one when the
 //     listener's side dialed the connection: both sides number their
 //     listeners alike, and this keeps every comm's flow unique on the

@@ -1,0 +1,122 @@
+package udpnet
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
+	"github.com/metaroce/metaroce/net-plugin/internal/backend/backendtest"
+)
+
+// gate returns a hook that reports on entered and then waits for proceed,
+// and the two channels.
+func gate() (hook func(), entered, proceed chan struct{}) {
+	entered, proceed = make(chan struct{}), make(chan struct{})
+	return func() { entered <- struct{}{}; <-proceed }, entered, proceed
+}
+
+// stepUntilDone polls the dialer dl until its connect ends.
+func stepUntilDone(t *testing.T, dl backend.Dialer) (sc backend.SendConn, err error) {
+	t.Helper()
+	backendtest.PollUntil(t, "connect", func() bool {
+		sc, err = dl.Step()
+		return sc != nil || err != nil
+	})
+	return sc, err
+}
+
+// TestConnectGivenUpBeforeAcceptIsWithdrawn: a connect whose deadline
+// passes after its announcement left and before the listener's accept
+// came back has failed at the dialer; the listener, which took the flow
+// in meanwhile, drops the comm it queued as soon as the dialer tells it
+// (and releases its reference on the connection), instead of holding it
+// until the listener closes or handing it to an accept whose peer has
+// nothing on the other end.
+func TestConnectGivenUpBeforeAcceptIsWithdrawn(t *testing.T) {
+	a, b := newBackend(t, 43), newBackend(t, 44)
+	keep, keepRC := connect(t, a, b) // keeps the shared connection alive
+	ld := b.devs[0]
+	hook, entered, proceed := gate()
+	ld.mu.Lock()
+	ld.beforeAnnounce = hook
+	ld.mu.Unlock()
+	bl, err := b.Listen(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bl.Close() })
+	l := bl.(*listener)
+	bd, err := a.Dial(0, l.Handle())
+	require.NoError(t, err)
+
+	<-entered // the announcement is at the listener, not yet looked at
+	bd.(*dialer).cancel()
+	sc, err := stepUntilDone(t, bd)
+	require.Nil(t, sc)
+	require.ErrorContains(t, err, "no answer within")
+	close(proceed) // the listener takes the flow in and answers accept
+
+	bp := keepRC.p
+	backendtest.PollUntil(t, "withdrawal", func() bool {
+		ld.mu.Lock()
+		defer ld.mu.Unlock()
+		return l.from[bp] && len(l.ready) == 0 && bp.refs == 1
+	})
+	rc, err := l.Accept()
+	require.NoError(t, err)
+	require.Nil(t, rc, "the listener hands out the comm of a connect that gave up")
+	ad := a.devs[0]
+	ad.mu.Lock()
+	require.Equal(t, 1, keep.p.refs, "the failed connect kept its reference")
+	ad.mu.Unlock()
+}
+
+// TestConnectEndingWithAcceptInHandCompletes: a connect whose deadline
+// passes when the listener's accept has already reached it (the listener
+// holds the comm for NCCL's accept) completes, as the listener sees it,
+// instead of failing at the dialer while the listener hands out a comm
+// with nothing on the other end. Whichever of the two the dialer's wait
+// sees first, the outcome is the same; the rounds give both their turn.
+func TestConnectEndingWithAcceptInHandCompletes(t *testing.T) {
+	a, b := newBackend(t, 45), newBackend(t, 46)
+	connect(t, a, b) // keeps the shared connection alive
+	ad := a.devs[0]
+	for round := range 16 {
+		hook, entered, proceed := gate()
+		ad.mu.Lock()
+		ad.awaitingAnswer = hook
+		ad.mu.Unlock()
+		l, err := b.Listen(0)
+		require.NoError(t, err)
+		bd, err := a.Dial(0, l.Handle())
+		require.NoError(t, err)
+
+		<-entered // announced; the answer is not looked at yet
+		backendtest.PollUntil(t, "accept", func() bool {
+			ad.mu.Lock()
+			defer ad.mu.Unlock()
+			return len(ad.waiters) == 0 // the accept was handed over
+		})
+		bd.(*dialer).cancel()
+		close(proceed)
+		sc, err := stepUntilDone(t, bd)
+		require.NoError(t, err, "round %d", round)
+		var rc backend.RecvConn
+		backendtest.PollUntil(t, "accept", func() bool {
+			rc, err = l.Accept()
+			require.NoError(t, err)
+			return rc != nil
+		})
+		require.NoError(t, l.Close())
+
+		buf := make([]byte, 2)
+		r, err := rc.Irecv([][]byte{buf}, []int32{3})
+		require.NoError(t, err)
+		s, err := sc.Isend([]byte("ok"), 3)
+		require.NoError(t, err)
+		backendtest.Wait(t, s, nil)
+		backendtest.Wait(t, r, nil)
+		require.Equal(t, "ok", string(buf))
+		require.NoError(t, sc.Close())
+		require.NoError(t, rc.Close())
+	}
+}
