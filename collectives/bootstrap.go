@@ -66,6 +66,10 @@ type Bootstrap struct {
 	// gone, when set, is called by rank 0's setup watch as it learns
 	// that a rank left or gave up (tests).
 	gone func(rank int)
+	// connecting, when set, is called by New once the rendezvous is
+	// over, with every rank's endpoint description (by rank), before this
+	// rank connects to its peers (tests).
+	connecting func(eps [][]byte)
 }
 
 // BootstrapVars names where BootstrapFromEnv found a Bootstrap's values.

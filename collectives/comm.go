@@ -132,6 +132,9 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 		f.abort()
 		return nil, err
 	}
+	if b.connecting != nil {
+		b.connecting(blobs)
+	}
 	// The rendezvous connections stay open while the ranks connect, so
 	// that one that exits meanwhile fails the others at once (watch.go).
 	var l link

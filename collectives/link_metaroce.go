@@ -95,33 +95,59 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 		}
 		return dials.Wait()
 	})
-	g.Go(func() error {
-		for k := rank + 1; k < n; k++ {
-			c, err := f.ep.Accept(gctx)
-			if err != nil {
-				miss := ranksWhere(rank+1, n, func(r int) bool { return l.conns[r] == nil })
-				return fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, rankList(miss), err)
-			}
-			peer := -1
-			if ra := c.RemoteAddrs(); len(ra) > 0 {
-				for r := rank + 1; r < n; r++ {
-					if len(addrs[r]) > 0 && addrs[r][0] == ra[0] {
-						peer = r
-					}
-				}
-			}
-			if peer < 0 || l.conns[peer] != nil {
-				c.Close()
-				return fmt.Errorf("collectives: rank %d accepted a connection from %v, which is no rank of this job", rank, c.RemoteAddrs())
-			}
-			l.conns[peer] = c
-		}
-		return nil
-	})
+	g.Go(func() error { return f.acceptAbove(gctx, rank, addrs, l) })
 	if err := g.Wait(); err != nil {
 		return nil, err // the caller's abort closes the endpoint and its connections
 	}
 	return l, nil
+}
+
+// acceptAbove accepts the connections of the ranks above rank into
+// l.conns, one per rank, until every one has connected or ctx ends.
+//
+// A connection that names no rank this one waits for (by the plane-0
+// address its HELLO announced: a leftover rank of an earlier job that
+// still dials the port, a scanner that speaks MetaRoCE, a second
+// connection claiming a rank already connected) is closed and does not
+// count, as the TCP baseline's acceptAbove ignores such strays: the
+// endpoint is on an ephemeral port that anything may reach, and a job
+// without a secret accepts every handshake. Counting it failed New on this
+// rank, and so on every rank, for a datagram that was none of the job's.
+// (With a secret, the endpoint drops a HELLO it cannot authenticate before
+// any connection exists.) The stray is closed on a goroutine of its own: a
+// close waits for the peer's answer, up to 4 × Core.HandshakeRetry for one
+// that never answers, and the real ranks must not wait behind it; the
+// endpoint's own close, when the setup fails or the link closes, ends
+// those waits.
+func (f *metaroceFactory) acceptAbove(ctx context.Context, rank int, addrs [][]netip.AddrPort, l *metaroceLink) error {
+	n := len(addrs)
+	for left := n - 1 - rank; left > 0; {
+		c, err := f.ep.Accept(ctx)
+		if err != nil {
+			miss := ranksWhere(rank+1, n, func(r int) bool { return l.conns[r] == nil })
+			return fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, rankList(miss), err)
+		}
+		peer := -1
+		if ra := c.RemoteAddrs(); len(ra) > 0 {
+			for r := rank + 1; r < n; r++ {
+				if len(addrs[r]) > 0 && addrs[r][0] == ra[0] {
+					peer = r
+				}
+			}
+		}
+		if peer < 0 || l.conns[peer] != nil {
+			why := "no rank of this job"
+			if peer >= 0 {
+				why = fmt.Sprintf("rank %d, which has connected already", peer)
+			}
+			f.cfg.Logf("rank %d: closed a connection to its MetaRoCE endpoint from %v: the addresses its handshake announced are those of %s", rank, c.RemoteAddrs(), why)
+			go c.Close()
+			continue
+		}
+		l.conns[peer] = c
+		left--
+	}
+	return nil
 }
 
 // metaroceLink carries channel c to peer p as flow c of the one MetaRoCE
