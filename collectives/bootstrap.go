@@ -66,6 +66,9 @@ type Bootstrap struct {
 	// gone, when set, is called by rank 0's setup watch as it learns
 	// that a rank left or gave up (tests).
 	gone func(rank int)
+	// deadline is the deadline of New's setup, which New sets for the
+	// errors of a rendezvous that it ends (zero outside New).
+	deadline setupDeadline
 	// connecting, when set, is called by New once the rendezvous is
 	// over, with every rank's endpoint description (by rank), before this
 	// rank connects to its peers (tests).
@@ -622,7 +625,12 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 	return blobs, conns, nil
 }
 
-// missingErr names the ranks that have not joined.
+// missingErr names the ranks that have not joined, and, where the setup
+// deadline ended the wait, that deadline (setupDeadline.ended). Where the
+// deadline is the plausible cause (longerHint) the error says to give a
+// longer one, and blames the rendezvous address only where one could be
+// wrong: the ranks of LaunchLocal and LaunchOn share the address this
+// package chose.
 func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
 	miss := ranksWhere(0, len(blobs), func(r int) bool { return blobs[r] == nil })
 	hint := "check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT"
@@ -631,7 +639,103 @@ func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
 		hint = fmt.Sprintf("%s; if no other rank was started, %s=%d and %s=%d do not belong to this run: %s",
 			hint, b.Vars.Rank, b.Rank, b.Vars.NRanks, b.NRanks, unsetHint(b))
 	}
-	return fmt.Errorf("ranks %s of %d never joined the rendezvous at %s: %w; %s", rankList(miss), b.NRanks, b.Root, cause, hint)
+	err := fmt.Errorf("ranks %s of %d never joined the rendezvous at %s%s: %w", rankList(miss), b.NRanks, b.Root, b.deadline.ended(cause), cause)
+	switch longer := b.deadline.longerHint(b, cause); {
+	case longer == nil:
+		return fmt.Errorf("%w; %s", err, hint)
+	case b.inProcess():
+		return fmt.Errorf("%w; %w", err, longer)
+	default:
+		return fmt.Errorf("%w; %w; or %s", err, longer, hint)
+	}
+}
+
+// withLongerHint is err, an error of a rendezvous that cause ended, with
+// longerHint's advice after it where it has any.
+func withLongerHint(b Bootstrap, err, cause error) error {
+	if longer := b.deadline.longerHint(b, cause); longer != nil {
+		return fmt.Errorf("%w; %w", err, longer)
+	}
+	return err
+}
+
+// inProcess reports whether every rank of b's job runs in this process
+// (LaunchLocal, LaunchOn), on a rendezvous address this package chose.
+func (b Bootstrap) inProcess() bool { return b.Source == sourceLocal || b.Source == sourceHosts }
+
+// minSetupDeadline is the shortest setup deadline under which the ranks
+// of a launched job that did not join the rendezvous are taken for late
+// rather than lost: launchers start a job's processes over seconds (ssh,
+// containers, a Python framework's imports), and under this deadline it
+// is as plausible a cause as a wrong address.
+const minSetupDeadline = 10 * time.Second
+
+// setupDeadline is the deadline of New's setup, for the errors of a setup
+// that it ended: its length from New's start, and whether it is the
+// caller's context's, which came before Config.Timeout. The zero value is
+// unknown: the rendezvous ran outside New, and its errors say nothing of
+// a deadline.
+type setupDeadline struct {
+	d      time.Duration
+	caller bool
+}
+
+// newSetupDeadline is the deadline New's setup runs under: timeout
+// (Config.Timeout) from now, or ctx's own where that comes first.
+func newSetupDeadline(ctx context.Context, timeout time.Duration) setupDeadline {
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < timeout {
+			return setupDeadline{d: max(left, 0), caller: true}
+		}
+	}
+	return setupDeadline{d: timeout}
+}
+
+// known reports whether New set the deadline.
+func (s setupDeadline) known() bool { return s.d > 0 || s.caller }
+
+// String names the deadline: "the setup deadline of 1ms (Config.Timeout)".
+func (s setupDeadline) String() string {
+	if s.caller {
+		return fmt.Sprintf("the caller's deadline (%v after New began)", s.d)
+	}
+	return fmt.Sprintf("the setup deadline of %v (Config.Timeout)", s.d)
+}
+
+// ended is the words an error puts after what did not happen, where
+// cause, the error that ended it, is the deadline's: " before the setup
+// deadline of 1ms (Config.Timeout) ran out"; "" where cause is another
+// (a cancel) or the deadline is unknown.
+func (s setupDeadline) ended(cause error) string {
+	if !s.known() || !errors.Is(cause, context.DeadlineExceeded) {
+		return ""
+	}
+	return " before " + s.String() + " ran out"
+}
+
+// deadlineHint is the advice of an error whose setup deadline was too
+// short (longerHint). starved, which would say so again in its own words
+// for in-process ranks, finds it in the error's chain.
+type deadlineHint struct{ msg string }
+
+func (h *deadlineHint) Error() string { return h.msg }
+
+// longerHint advises a longer deadline where the deadline, having ended
+// the rendezvous (cause, after ended's words), plausibly is why ranks
+// were missing: every rank runs in this process, where no launcher or
+// address failed them, or the deadline is under minSetupDeadline. It is
+// nil otherwise.
+func (s setupDeadline) longerHint(b Bootstrap, cause error) *deadlineHint {
+	if s.ended(cause) == "" {
+		return nil
+	}
+	switch {
+	case b.inProcess():
+		return &deadlineHint{fmt.Sprintf("all %d ranks run in this process, on a rendezvous address of its own: the deadline was too short for them to join; give a longer one", b.NRanks)}
+	case s.d < minSetupDeadline:
+		return &deadlineHint{fmt.Sprintf("a deadline under %v may end before the launcher has started every rank: give a longer one", minSetupDeadline)}
+	}
+	return nil
 }
 
 // ranksWhere lists the ranks r in [from, to) for which pred holds, in
@@ -753,7 +857,8 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		// another job's rank 0 dials again, and no stale error shows.)
 		select {
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s: %w (last error: %v)", b.Rank, b.Root, ctx.Err(), err)
+			return nil, nil, withLongerHint(b, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s%s: %w (last error: %v)",
+				b.Rank, b.Root, b.deadline.ended(ctx.Err()), ctx.Err(), err), ctx.Err())
 		case <-time.After(dialBackoff):
 		}
 	}
@@ -792,7 +897,9 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		why := "rank 0 closed the connection: it stopped, or it runs another version of metaroce, which turns this rank away; " + errVersion.Error()
 		switch {
 		case ctx.Err() != nil:
-			why, err = "some ranks may not have started", ctx.Err()
+			err = ctx.Err()
+			return nil, nil, withLongerHint(b, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s%s (some ranks may not have started): %w",
+				b.Rank, b.Root, b.deadline.ended(err), err), err)
 		case errors.Is(err, errVersion):
 			why = "rank 0 answered"
 		case errors.Is(err, errNotRendezvous):

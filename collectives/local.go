@@ -99,15 +99,22 @@ func (f *firstCause) or(err error) error {
 // when the ranks outnumber the CPUs and err is a dead peer or a missed
 // deadline: every rank is a goroutine here, none died, and the errors' "a
 // peer may have died" would send the user looking for one.
+//
+// A rendezvous error that already advises a longer deadline for in-process
+// ranks (deadlineHint) is left as it is.
 func starved(err error, n, cpus int) error {
-	if err == nil || n <= cpus || !(errors.Is(err, transport.ErrPeerDead) || errors.Is(err, context.DeadlineExceeded)) {
+	if err == nil || n <= cpus || !(errors.Is(err, transport.ErrPeerDead) || errors.Is(err, context.DeadlineExceeded)) || errors.As(err, new(*deadlineHint)) {
 		return err
 	}
 	return fmt.Errorf("%w (all %d ranks run in this process, on %d CPUs: none died; a rank that stopped answering was starved of CPU, or did not make the call; run fewer ranks or give them a longer timeout)", err, n, cpus)
 }
 
-// sourceLocal is Bootstrap.Source of LaunchLocal's ranks.
-const sourceLocal = "local"
+// sourceLocal is Bootstrap.Source of LaunchLocal's ranks, and
+// sourceHosts LaunchOn's.
+const (
+	sourceLocal = "local"
+	sourceHosts = "hosts"
+)
 
 // RankHost places one rank of LaunchOn: the address its endpoint uses and a
 // function that runs code inside the rank's network namespace (for ranks
@@ -150,7 +157,7 @@ func LaunchOn(ctx context.Context, hosts []RankHost, cfg Config, fn func(c *Comm
 	return launchRanks(ctx, n, func(ctx context.Context, r int) (*Comm, error) {
 		rc := cfg
 		rc.UDP.Addrs = []netip.Addr{hosts[r].Addr}
-		b := Bootstrap{Rank: r, NRanks: n, Root: root, Source: "hosts"}
+		b := Bootstrap{Rank: r, NRanks: n, Root: root, Source: sourceHosts}
 		if r == 0 {
 			b.listener = ln
 		}

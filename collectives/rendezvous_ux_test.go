@@ -432,3 +432,70 @@ func TestRootTakesItsListener(t *testing.T) {
 	_, err = ln.Accept()
 	require.ErrorIs(t, err, net.ErrClosed, "rank 0 left its listener open")
 }
+
+// TestRendezvousDeadlineNamed: a rendezvous that the setup deadline ended
+// says which deadline and how long it was, and, where the deadline is the
+// likely cause (ranks in this process, or a deadline under
+// minSetupDeadline), to give a longer one; the address is blamed only
+// where one could be wrong. Before, every such error told the user to
+// check METAROCE_ROOT/MASTER_ADDR, also when this package had chosen the
+// address and the deadline was a millisecond.
+func TestRendezvousDeadlineNamed(t *testing.T) {
+	const addrHint = "check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT"
+	blobs := [][]byte{[]byte("zero"), nil, nil}
+	cases := []struct {
+		name     string
+		b        Bootstrap
+		cause    error
+		want     []string
+		wantNone []string
+	}{
+		{"in process", Bootstrap{NRanks: 3, Root: "h:1", Source: sourceLocal, deadline: setupDeadline{d: time.Millisecond}}, context.DeadlineExceeded,
+			[]string{"ranks [1 2] of 3 never joined the rendezvous at h:1 before the setup deadline of 1ms (Config.Timeout) ran out: context deadline exceeded; all 3 ranks run in this process, on a rendezvous address of its own: the deadline was too short for them to join; give a longer one"},
+			[]string{"METAROCE_ROOT"}},
+		{"launched, short", Bootstrap{NRanks: 3, Root: "h:1", Source: "slurm", deadline: setupDeadline{d: 2 * time.Second}}, context.DeadlineExceeded,
+			[]string{"never joined the rendezvous at h:1 before the setup deadline of 2s (Config.Timeout) ran out: context deadline exceeded; a deadline under 10s may end before the launcher has started every rank: give a longer one; or " + addrHint},
+			nil},
+		{"launched, long", Bootstrap{NRanks: 3, Root: "h:1", Source: "slurm", deadline: setupDeadline{d: time.Minute}}, context.DeadlineExceeded,
+			[]string{"never joined the rendezvous at h:1 before the setup deadline of 1m0s (Config.Timeout) ran out: context deadline exceeded; " + addrHint},
+			[]string{"longer"}},
+		{"the caller's deadline", Bootstrap{NRanks: 3, Root: "h:1", Source: "slurm", deadline: setupDeadline{d: 500 * time.Millisecond, caller: true}}, context.DeadlineExceeded,
+			[]string{"before the caller's deadline (500ms after New began) ran out", "give a longer one; or " + addrHint},
+			nil},
+		{"cancelled", Bootstrap{NRanks: 3, Root: "h:1", Source: sourceLocal, deadline: setupDeadline{d: time.Millisecond}}, context.Canceled,
+			[]string{"never joined the rendezvous at h:1: context canceled; " + addrHint},
+			[]string{"deadline", "longer"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := missingErr(c.b, blobs, c.cause)
+			require.ErrorIs(t, err, c.cause)
+			for _, w := range c.want {
+				assert.ErrorContains(t, err, w)
+			}
+			for _, w := range c.wantNone {
+				assert.NotContains(t, err.Error(), w)
+			}
+		})
+	}
+
+	// New's deadline is Config.Timeout's, or the caller's where that
+	// comes first.
+	long, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	assert.Equal(t, setupDeadline{d: time.Minute}, newSetupDeadline(long, time.Minute))
+	past, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancel()
+	assert.Equal(t, setupDeadline{d: 0, caller: true}, newSetupDeadline(past, time.Minute))
+
+	// End to end: in-process ranks whose deadline ends before any can
+	// join. Whichever rank fails first (rank 0 waiting for the others,
+	// or another that could not reach it), the error names the deadline
+	// and says to give a longer one, once.
+	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: time.Nanosecond}, func(*Comm) error { return nil })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "before the setup deadline of 1ns (Config.Timeout) ran out")
+	assert.ErrorContains(t, err, "the deadline was too short for them to join; give a longer one")
+	assert.NotContains(t, err.Error(), "METAROCE_ROOT")
+	assert.NotContains(t, err.Error(), "starved")
+}
