@@ -800,7 +800,7 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, net.
 		lastErr = err
 		select {
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job until the deadline: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, lastErr, ctx.Err())
+			return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job until the deadline: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, lastErr, ctxErr(ctx))
 		case <-time.After(dialBackoff):
 		}
 	}
@@ -858,19 +858,31 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		select {
 		case <-ctx.Done():
 			return nil, nil, withLongerHint(b, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s%s: %w (last error: %v)",
-				b.Rank, b.Root, b.deadline.ended(ctx.Err()), ctx.Err(), err), ctx.Err())
+				b.Rank, b.Root, b.deadline.ended(ctx.Err()), ctxErr(ctx), err), ctx.Err())
 		case <-time.After(dialBackoff):
 		}
 	}
-	// When the context ends, the connection gets echoGrace more: rank 0,
-	// whose deadline is this rank's give or take the ranks' start times,
-	// says why it gives up (the ranks missing) just before it closes,
-	// and closing at once here lost that word about half the time.
+	// When the deadline passes, the connection gets echoGrace more: rank
+	// 0, whose deadline is this rank's give or take the ranks' start
+	// times, says why it gives up (the ranks missing) just before it
+	// closes, and closing at once here lost that word about half the
+	// time. A cancel gets none: it is the caller's (New's own context
+	// ends by its deadline), rank 0 knows nothing of it to say, and the
+	// caller is owed its return at once, not a second later.
 	graced := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		c.SetDeadline(time.Now().Add(echoGrace))
+		if errors.Is(ctx.Err(), context.Canceled) {
+			c.SetDeadline(time.Unix(1, 0))
+		} else {
+			c.SetDeadline(time.Now().Add(echoGrace))
+		}
 		close(graced)
 	})
+	// cancelled is the error of a rendezvous that the caller cancelled
+	// (ctx's error and its cause), while this rank was doing what.
+	cancelled := func(doing string) error {
+		return fmt.Errorf("collectives: bootstrap: rank %d: cancelled while %s rank 0 at %s: %w", b.Rank, doing, b.Root, ctxErr(ctx))
+	}
 	defer func() {
 		stopped := stop()
 		if err != nil {
@@ -888,11 +900,19 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 	}()
 	lastDial.Store(nil)
 	if err := writeFrame(c, b.Rank, b.NRanks, tag, blob); err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, nil, cancelled("sending its hello to")
+		}
 		return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: sending to %s: %w", b.Rank, b.Root, err)
 	}
 	reached.Store(true)
 	defer reached.Store(false) // a rank 0 of another job turns it away
 	f, err := readFrame(c, b.NRanks)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// Whatever came meanwhile, the table included: the cancel may
+		// have come before it, and AfterFunc's deadline after.
+		return nil, nil, cancelled("waiting for the table from")
+	}
 	if err != nil {
 		why := "rank 0 closed the connection: it stopped, or it runs another version of metaroce, which turns this rank away; " + errVersion.Error()
 		switch {

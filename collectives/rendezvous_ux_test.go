@@ -3,6 +3,8 @@ package collectives
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -498,4 +500,44 @@ func TestRendezvousDeadlineNamed(t *testing.T) {
 	assert.ErrorContains(t, err, "the deadline was too short for them to join; give a longer one")
 	assert.NotContains(t, err.Error(), "METAROCE_ROOT")
 	assert.NotContains(t, err.Error(), "starved")
+}
+
+// TestRendezvousCancelReturnsAtOnce: a rank other than 0 whose context is
+// cancelled while it waits for rank 0's table returns the cancel, with its
+// cause, without waiting for rank 0's word: rank 0 (the test) sends the
+// table only after the cancel, or nothing until the rank has returned.
+// Before, the rank gave rank 0 a second's grace after a cancel as after a
+// deadline: it took a table that came then and returned success, and
+// otherwise returned a second later, without the cause.
+func TestRendezvousCancelReturnsAtOnce(t *testing.T) {
+	for _, table := range []bool{true, false} {
+		t.Run(fmt.Sprintf("table after the cancel %v", table), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			defer ln.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			lctx, lcancel := context.WithCancelCause(ctx)
+			defer lcancel(nil)
+			done := make(chan error, 1)
+			go func() {
+				_, err := exchange(lctx, Bootstrap{Rank: 1, NRanks: 2, Root: ln.Addr().String(), Source: "test"}, []byte("one"))
+				done <- err
+			}()
+			c, err := ln.Accept()
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = readFrame(c, 1) // rank 1's hello: it now waits for the table
+			require.NoError(t, err)
+			cause := errors.New("the operator stopped the job")
+			lcancel(cause)
+			if table {
+				_ = writeFrame(c, 0, 2, 0, []byte("zero"), []byte("one")) // fails where rank 1 has closed already
+			}
+			err = recv(ctx, t, done, "rank 1's return")
+			require.ErrorIs(t, err, context.Canceled)
+			require.ErrorIs(t, err, cause)
+			require.ErrorContains(t, err, "rank 1: cancelled while waiting for the table from rank 0 at "+ln.Addr().String()+": context canceled: the operator stopped the job")
+		})
+	}
 }
