@@ -1,5 +1,7 @@
 package cc
 
+import "fmt"
+
 // Config parameterises the ECN AIMD controller. Zero fields take the defaults
 // of DefaultConfig.
 type Config struct {
@@ -64,6 +66,40 @@ func (c *Config) fill() {
 	if c.PacingBurst <= 0 {
 		c.PacingBurst = d.PacingBurst
 	}
+}
+
+// Validate reports the first field of c that is out of range, naming the
+// field, its value and what it takes; nil when c is usable. Zero fields
+// stand for their defaults and are accepted. A negative size, gain or RTT
+// is refused rather than read as the default: whoever wrote it meant
+// something (none, unlimited) the default is not. CatchUpTime and
+// CatchUpBytes keep their documented meaning of 0 or less (none). The
+// window bounds must hold together once defaults are filled in: a floor
+// above the ceiling, or a start above it, leaves no window the controller
+// can keep to (clamp would pin every path at MinWindow, above MaxWindow).
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"MSS", int64(c.MSS)}, {"InitWindow", int64(c.InitWindow)}, {"MinWindow", int64(c.MinWindow)},
+		{"MaxWindow", int64(c.MaxWindow)}, {"ConnWindow", int64(c.ConnWindow)}, {"G", int64(c.G)},
+		{"InitRTT", c.InitRTT}, {"PacingBurst", int64(c.PacingBurst)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("cc: Config.%s is %d: want a positive value, or 0 for the default", f.name, f.v)
+		}
+	}
+	c.fill()
+	if c.MinWindow > c.MaxWindow {
+		return fmt.Errorf("cc: Config.MinWindow (%d bytes) exceeds MaxWindow (%d bytes): want MinWindow ≤ MaxWindow (0 takes 2 × MSS and %d bytes)",
+			c.MinWindow, c.MaxWindow, DefaultConfig().MaxWindow)
+	}
+	if c.InitWindow > c.MaxWindow {
+		return fmt.Errorf("cc: Config.InitWindow (%d bytes) exceeds MaxWindow (%d bytes): want InitWindow ≤ MaxWindow (0 takes %d and %d bytes)",
+			c.InitWindow, c.MaxWindow, DefaultConfig().InitWindow, DefaultConfig().MaxWindow)
+	}
+	return nil
 }
 
 type pathState struct {
