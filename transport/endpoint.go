@@ -20,7 +20,7 @@ const (
 	DropDuplicate                      // PSN, segment or announced receive group already received
 	DropNotReady                       // DATA for a receive not posted (NACKed)
 	DropBadPlacement                   // DATA outside the posted buffer or inconsistent
-	DropNotListening                   // HELLO to an endpoint that does not accept
+	DropNotListening                   // HELLO to an endpoint that does not accept (Listen unset, or its Config invalid)
 	DropConnLimit                      // HELLO beyond MaxConns
 	DropStale                          // for a message or receive group already completed
 	// DropClosing: DATA that arrived after Close, for a message not
@@ -69,7 +69,10 @@ func (c *Counters) Total() uint64 {
 // address set (one address per plane). It is not safe for concurrent use:
 // exactly one driver goroutine calls it.
 type Endpoint struct {
-	cfg      Config
+	cfg Config
+	// cfgErr is what Config.Validate said of the configuration given to
+	// NewEndpoint: non-nil, the endpoint neither dials nor accepts.
+	cfgErr   error
 	rng      *rand.Rand
 	conns    map[ConnID]*Conn
 	order    []*Conn // connections in creation order, for round-robin service
@@ -150,23 +153,44 @@ type ctrlOut struct {
 // every random choice (connection ids and tokens, entropy picks); pass a
 // seeded source for reproducible runs and a cryptographically seeded one in
 // production, since tokens are the only proof a packet comes from the peer.
+//
+// NewEndpoint cannot return an error; New, which can, is the constructor
+// to use. An endpoint built from a configuration that Config.Validate
+// refuses connects to nobody, instead of sending handshakes that its
+// peers refuse or that overflow its timers: Dial returns the
+// validation's *ConfigError (ErrInvalid) at once, where every dial would
+// otherwise fail only after HandshakeTimeout, and HELLOs from peers are
+// dropped as DropNotListening.
 func NewEndpoint(cfg Config, rng *rand.Rand) *Endpoint {
+	cfgErr := cfg.Validate()
 	cfg = cfg.withDefaults()
 	if len(cfg.Addr) > wire.MaxAddrBlob {
 		cfg.Addr = cfg.Addr[:wire.MaxAddrBlob]
 	}
 	e := &Endpoint{
 		cfg:      cfg,
+		cfgErr:   cfgErr,
 		rng:      rng,
 		conns:    make(map[ConnID]*Conn),
 		byPeer:   make(map[uint64]*Conn),
 		byPeerID: make(map[peerID]*Conn),
 	}
-	if cfg.Planes > 1 && cfg.CC.LineRate > 0 {
+	// Planes out of range is not allocated for.
+	if cfgErr == nil && cfg.Planes > 1 && cfg.CC.LineRate > 0 {
 		e.planeFree = make([]Time, cfg.Planes)
 		e.portRate = cfg.CC.LineRate / uint64(cfg.Planes)
 	}
 	return e
+}
+
+// New returns an endpoint with the given configuration (see NewEndpoint),
+// or, when cfg.Validate refuses it, a *ConfigError (ErrInvalid) that names
+// the field, its value and what it takes.
+func New(cfg Config, rng *rand.Rand) (*Endpoint, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return NewEndpoint(cfg, rng), nil
 }
 
 // planeSent accounts a datagram of n bytes handed to plane p's port.
@@ -275,11 +299,15 @@ func (e *Endpoint) PollEvent() (Event, bool) {
 }
 
 // Dial starts a connection to remote. The result arrives as EvConnected, or
-// EvClosed with ErrHandshakeTimeout. Beyond MaxConns it fails with an
+// EvClosed with ErrHandshakeTimeout. An endpoint whose configuration is
+// invalid returns its *ConfigError (see NewEndpoint). Beyond MaxConns it fails with an
 // ErrLimit error that names the bound, as the other ErrLimit errors do,
 // so that the user knows which limit the dial met (newConn's own error
 // stays bare: a refused HELLO must not allocate).
 func (e *Endpoint) Dial(now Time, remote RemoteID) (ConnID, error) {
+	if e.cfgErr != nil {
+		return 0, e.cfgErr
+	}
 	c, err := e.newConn(now, remote)
 	if err != nil {
 		return 0, fmt.Errorf("%w: this endpoint holds MaxConns (%d) connections, those handshaking or closing included; close the ones it no longer needs, or raise MaxConns", err, e.cfg.MaxConns)

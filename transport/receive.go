@@ -219,7 +219,10 @@ func (e *Endpoint) onHello(now Time, d Datagram) {
 		e.drop(DropMalformed)
 		return
 	}
-	if !e.cfg.Listen {
+	if !e.cfg.Listen || e.cfgErr != nil {
+		// An endpoint with an invalid configuration does not accept
+		// either (NewEndpoint): its HELLO_ACK could announce what the
+		// peer refuses, and its timers could overflow.
 		e.drop(DropNotListening)
 		return
 	}
