@@ -53,8 +53,9 @@ type Conn struct {
 
 	flows map[uint32]*flow
 	// released holds the flow ids released by ReleaseFlow or AbortFlow or
-	// aborted by the peer, and how (the latest maxTombstones, oldest first
-	// in releasedOrder).
+	// aborted by the peer, and how: those whose flow still has state, and
+	// the latest maxTombstones of the others, which releasedOrder lists
+	// oldest first, in the order their state went.
 	released      map[uint32]tomb
 	releasedOrder []uint32
 

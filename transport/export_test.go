@@ -11,8 +11,10 @@ import (
 // most wire.SackBits packets outstanding and consistent in-flight counts;
 // retransmissions waiting at most what the paths can have outstanding;
 // sequenced control packets, announced receive groups and receive paths
-// within their configured limits. It also checks the timers' copies of the
-// oldest and newest records of each path against the records.
+// within their configured limits; remembered released flow ids at most
+// maxTombstones plus the flows in progress. It also checks the timers'
+// copies of the oldest and newest records of each path against the
+// records.
 func CheckFootprint(e *Endpoint) error {
 	cfg := &e.cfg
 	if len(e.ctrl) > 1024 {
@@ -71,6 +73,11 @@ func CheckFootprint(e *Endpoint) error {
 		}
 		if len(c.flows) > cfg.MaxFlowsPerConn {
 			return fmt.Errorf("%v: %d flows", c, len(c.flows))
+		}
+		// Tombstones: at most maxTombstones of flows whose state is
+		// gone, plus one per flow still in progress (release.go).
+		if len(c.releasedOrder) > maxTombstones || len(c.released) > len(c.releasedOrder)+len(c.flows) {
+			return fmt.Errorf("%v: %d tombstones, %d forgettable (bound %d), %d flows", c, len(c.released), len(c.releasedOrder), maxTombstones, len(c.flows))
 		}
 		maxCtrl := 4*cfg.MaxPendingRecvs + len(c.flows)*(cfg.MaxPendingRecvs+cfg.MaxPendingSends)
 		if len(c.ctrlQ) > maxCtrl {

@@ -10,9 +10,17 @@ import "slices"
 // nothing of it is in progress on this side. Each side releases on its
 // own; a flow id, once released, must not be used again by either side.
 
-// maxTombstones bounds how many released flow ids a connection remembers,
-// so that a late duplicate RECV_READY of a released flow is dropped
-// instead of bringing the flow back; older ids are forgotten first.
+// maxTombstones bounds how many released flow ids whose state is gone a
+// connection remembers, so that a late duplicate RECV_READY or DATA of a
+// released flow is dropped instead of bringing the flow back; older ids
+// are forgotten first. The id of a released flow still in progress is
+// never forgotten: its state is still in the flow table, and without the
+// tombstone a Send or PostRecv on the id would join the old flow, and once
+// the old flow was freed a new one on the id would take the old one's
+// late DATA into its own buffers. Those ids are at most MaxFlowsPerConn,
+// so that the tombstones stay at most maxTombstones + MaxFlowsPerConn;
+// such an id joins the forgettable ones, as the newest, when its flow is
+// freed (reapFlow).
 const maxTombstones = 1024
 
 // ReleaseFlow releases flow on connection id: once it has no send, receive
@@ -95,10 +103,11 @@ func (c *Conn) reuseErr(flow uint32) error {
 	return c.errf(ErrInvalid, "flow %d was released", flow)
 }
 
-// tombstone remembers flow as released (how: end), forgetting the oldest
-// id beyond maxTombstones. A flow released twice keeps its first end, but
-// that an abort overrides a release: the abort fails receives that the
-// release would have waited for.
+// tombstone remembers flow as released (how: end). A flow released twice
+// keeps its first end, but that an abort overrides a release: the abort
+// fails receives that the release would have waited for. The tombstone
+// may be forgotten (buryTomb) only once the flow has no state: at once
+// for a flow without any, or when reapFlow frees it.
 func (c *Conn) tombstone(flow uint32, end flowEnd) {
 	if c.released == nil {
 		c.released = make(map[uint32]tomb)
@@ -112,6 +121,15 @@ func (c *Conn) tombstone(flow uint32, end flowEnd) {
 		return
 	}
 	c.released[flow] = tomb{end: end}
+	if c.flows[flow] == nil {
+		c.buryTomb(flow)
+	}
+}
+
+// buryTomb queues the tombstone of flow, whose state is gone, as the
+// newest of those that may be forgotten, and forgets the oldest beyond
+// maxTombstones.
+func (c *Conn) buryTomb(flow uint32) {
 	c.releasedOrder = append(c.releasedOrder, flow)
 	if len(c.releasedOrder) > maxTombstones {
 		delete(c.released, c.releasedOrder[0])
@@ -140,9 +158,13 @@ func (c *Conn) reapFlow(f *flow) {
 		// The tombstone keeps how many receive groups completed, for
 		// the NACK FLOW_ABORTED of a later abort (AbortFlow) and for
 		// the late DATA it acknowledges (landedBefore).
-		if t, ok := c.released[f.id]; ok && t.end == flowReleased {
+		t, ok := c.released[f.id]
+		if ok && t.end == flowReleased {
 			t.doneMsg = f.doneMsg
 			c.released[f.id] = t
+		}
+		if ok {
+			c.buryTomb(f.id)
 		}
 	}
 }
