@@ -10,8 +10,10 @@
 // round could not start (the report of the rounds before it is printed all
 // the same, with the error); 2 on bad usage, found before anything runs; 130
 // when SIGINT, SIGTERM or SIGHUP ended the run (the report then covers the
-// rounds before it, and the namespace fabric is torn down first). -h prints
-// the usage and exits 0.
+// rounds before it, and the namespace fabric is torn down first), unless
+// those rounds found corrupted results, unexpected errors, missed kills or
+// plugin failures: that is status 1 whatever ended the run. -h prints the
+// usage and exits 0.
 //
 // With --netlab (root and nftables) the collective rounds run two ranks on
 // a namespace fabric of four ECMP spine links, with loss, black holes, CE
@@ -63,6 +65,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/metaroce/metaroce/internal/cli"
@@ -88,7 +91,8 @@ every key).
 Exit status: 0 healthy (something was checked and nothing was wrong);
 1 unhealthy (corruption, unreported or unexplained errors, leaks, nothing
 checked) or a round could not start; 2 bad usage; 130 ended by SIGINT,
-SIGTERM or SIGHUP (the fabric is torn down first).
+SIGTERM or SIGHUP (the fabric is torn down first), but 1 when the rounds
+before the signal found corruption, unexpected errors or missed kills.
 `
 
 func main() {
@@ -175,7 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "mrsoak:", err)
 		if ctx.Err() != nil {
-			return exitInterrupted
+			return interruptedStatus(rep, stderr)
 		}
 		return exitFail
 	}
@@ -185,11 +189,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case rep.Interrupted:
 		fmt.Fprintln(stderr, "mrsoak: interrupted; the report covers the rounds before the signal")
-		return exitInterrupted
+		return interruptedStatus(rep, stderr)
 	case !rep.Healthy():
 		return exitFail
 	}
 	return exitOK
+}
+
+// interruptedStatus is the exit status of a run that a signal ended:
+// exitFail when the rounds judged before it found something wrong
+// (findings), so that a corruption found an hour in is not reported as a
+// mere interruption by a script that reads only the status, and
+// exitInterrupted otherwise.
+func interruptedStatus(rep *soak.Report, stderr io.Writer) int {
+	if f := findings(rep); len(f) > 0 {
+		fmt.Fprintf(stderr, "mrsoak: exit status %d, not %d: the rounds before the signal found %s\n",
+			exitFail, exitInterrupted, strings.Join(f, ", "))
+		return exitFail
+	}
+	return exitInterrupted
+}
+
+// findings lists, in words, what the judged rounds of rep found wrong:
+// corrupted results, errors no fault explains, kills no survivor saw, and
+// the plugin's failures and missed kills. A signal does not cause these
+// (soak leaves the round it cuts short unjudged). Leaks and "nothing
+// checked" are left out: the round the signal cut short ends unjudged, and
+// what it had not yet closed, or not yet checked, says nothing about the
+// build. nil for a nil report or one without findings.
+func findings(rep *soak.Report) []string {
+	if rep == nil {
+		return nil
+	}
+	var f []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{rep.Corrupted, "corrupted results"},
+		{rep.Unexpected, "unexpected errors"},
+		{rep.MissedKills, "missed kills"},
+		{rep.PluginFailures, "plugin failures"},
+		{rep.PluginMissedKills, "plugin missed kills"},
+	} {
+		if c.n > 0 {
+			f = append(f, fmt.Sprintf("%s %d", c.what, c.n))
+		}
+	}
+	return f
 }
 
 // soakRun is soak.Run; tests replace it to make a run end by an error.

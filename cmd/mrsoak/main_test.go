@@ -133,6 +133,47 @@ func TestReportKeptOnError(t *testing.T) {
 	require.Equal(t, injecting.Error(), m["error"])
 }
 
+// TestFindingsWinOverInterrupt: a run that a signal ended after its rounds
+// found corruption (or another finding of a judged round) exits 1, as it
+// would without the signal, whether the run returned the report alone or
+// with an error; one whose rounds found nothing exits with the interrupted
+// status. The status was 130 in every case, which hid the corruption from
+// a script that reads only the status.
+func TestFindingsWinOverInterrupt(t *testing.T) {
+	defer func(f func(context.Context, soak.Options) (*soak.Report, error)) { soakRun = f }(soakRun)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the signal came
+	for _, c := range []struct {
+		name string
+		rep  soak.Report
+		err  error
+		want int
+		says string
+	}{
+		{"corrupted", soak.Report{Rounds: 3, Ops: 50, Corrupted: 2}, nil, exitFail, "corrupted results 2"},
+		{"corrupted, ended by an error", soak.Report{Rounds: 3, Ops: 50, Corrupted: 1}, errors.New("round 4: injecting faults: boom"), exitFail, "corrupted results 1"},
+		{"unexpected", soak.Report{Rounds: 3, Ops: 50, Unexpected: 1}, nil, exitFail, "unexpected errors 1"},
+		{"missed kill", soak.Report{Rounds: 3, Ops: 50, MissedKills: 1}, nil, exitFail, "missed kills 1"},
+		{"plugin failure", soak.Report{PluginRounds: 1, PluginFailures: 1}, nil, exitFail, "plugin failures 1"},
+		{"clean", soak.Report{Rounds: 3, Ops: 50}, nil, exitInterrupted, "interrupted"},
+		{"clean, ended by an error", soak.Report{Rounds: 3, Ops: 50}, errors.New("round 4: interrupted"), exitInterrupted, "round 4"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			soakRun = func(context.Context, soak.Options) (*soak.Report, error) {
+				rep := c.rep
+				rep.Mode, rep.Interrupted = "driver", true
+				if c.err != nil {
+					rep.Error = c.err.Error()
+				}
+				return &rep, c.err
+			}
+			var out, errb bytes.Buffer
+			require.Equal(t, c.want, run(ctx, nil, &out, &errb), errb.String())
+			require.Contains(t, errb.String(), c.says)
+		})
+	}
+}
+
 // TestRoundsWithoutDuration: -rounds alone runs that many rounds, not as
 // many as fit the default -duration of 10 s (-rounds 100000 ran some 370
 // and reported success); with -duration given too, both bound the run.
