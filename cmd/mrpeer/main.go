@@ -6,7 +6,9 @@
 // next line is served. No reply is longer than 64 MiB either: completions
 // reports as many operations as fit and the rest at the next call, and a
 // receive whose buffers could not be reported on one line is refused when
-// posted. Diagnostics go to stderr.
+// posted. The end of stdin (the tester exited or closed its end) stops an
+// accept under way at once, with an error reply, rather than when its
+// timeout of up to a minute runs out. Diagnostics go to stderr.
 //
 // Exit status: 0 after quit or at the end of its input; 1 when stdin cannot
 // be read or stdout written; 2 on bad usage, found before anything runs.

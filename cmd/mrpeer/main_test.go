@@ -66,7 +66,7 @@ func TestErrorsNameTheAddress(t *testing.T) {
 	do := func(line string) control.Reply {
 		req, err := control.ParseRequest(line)
 		require.NoError(t, err, line)
-		return s.do(req)
+		return s.do(context.Background(), req)
 	}
 	l := do("listen")
 	require.True(t, l.OK, l.Error)
@@ -81,9 +81,37 @@ func TestErrorsNameTheAddress(t *testing.T) {
 	defer s2.shutdown()
 	req, err := control.ParseRequest("listen 192.0.2.1")
 	require.NoError(t, err)
-	rep = s2.do(req)
+	rep = s2.do(context.Background(), req)
 	require.False(t, rep.OK)
 	require.True(t, strings.HasPrefix(rep.Error, "mrpeer: listen on 192.0.2.1: "), rep.Error)
+}
+
+// TestTesterGoneStopsAccept: the end of the requests while an accept
+// waits (the tester exited, or closed its end of the pipe) stops the
+// accept at once, with a reply that says why, and mrpeer exits 0 as at any
+// end of its input. Before, the accept waited out its timeout, here a
+// minute, with nobody left to dial or to read the reply.
+func TestTesterGoneStopsAccept(t *testing.T) {
+	var out, errb bytes.Buffer
+	exited := make(chan int, 1)
+	go func() { exited <- run(nil, strings.NewReader("listen\naccept 60000\n"), &out, &errb) }()
+	select {
+	case code := <-exited:
+		require.Equal(t, exitOK, code, errb.String())
+	case <-time.After(30 * time.Second): // half the accept's timeout: it was not stopped
+		t.Fatal("mrpeer still waits for a connection after the tester's requests ended")
+	}
+	sc := bufio.NewScanner(&out)
+	var reps []control.Reply
+	for sc.Scan() {
+		rep, err := control.ParseReply(sc.Bytes())
+		require.NoError(t, err)
+		reps = append(reps, rep)
+	}
+	require.Len(t, reps, 2)
+	require.True(t, reps[0].OK, reps[0].Error)
+	require.False(t, reps[1].OK)
+	require.Equal(t, "mrpeer: accept on "+reps[0].Addr+": stopped waiting: "+errInputEnded.Error(), reps[1].Error)
 }
 
 func TestUsage(t *testing.T) {
@@ -187,7 +215,7 @@ func TestRepliesFitALine(t *testing.T) {
 		t.Helper()
 		req, err := control.ParseRequest(line)
 		require.NoError(t, err)
-		rep := s.do(req)
+		rep := s.do(context.Background(), req)
 		require.LessOrEqual(t, len(rep.Format()), s.maxLine, "%s: %s", line, rep.Format())
 		return rep
 	}

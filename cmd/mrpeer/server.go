@@ -63,30 +63,44 @@ func newServer(seed uint64, log io.Writer) *server {
 // error like any other bad request: the contract promises one reply per
 // line, and the tester's next request must still find the IUT in step.
 // It returns an error only when in cannot be read or out written.
+//
+// in is read by a goroutine of its own (readLines), one line ahead of the
+// request being served, so that the end of in is seen while a request
+// runs: the tester has gone (it exited, or closed its end of the pipe),
+// and an accept under way is stopped at once instead of waiting out its
+// timeout of up to a minute for a connection nobody will use. The reply
+// to that accept still goes out, for a tester that closed only its end of
+// the requests.
 func (s *server) serve(in io.Reader, out io.Writer) error {
-	r := bufio.NewReaderSize(in, 64<<10)
+	gone, leave := context.WithCancelCause(context.Background())
+	defer leave(nil)
+	lines := make(chan readResult)
+	next := make(chan struct{})
+	done := make(chan struct{})
+	defer close(done)
+	go readLines(bufio.NewReaderSize(in, 64<<10), s.maxLine, lines, next, done, leave)
 	w := bufio.NewWriter(out)
-	var buf []byte
 	for {
-		line, tooLong, err := readLine(r, s.maxLine, buf[:0])
-		if err == io.EOF {
+		lr := <-lines
+		if lr.err == io.EOF {
 			return nil
 		}
-		if err != nil {
-			return err
+		if lr.err != nil {
+			return lr.err
 		}
-		buf = line
 		var req control.Request
 		var rep control.Reply
-		if tooLong {
+		var err error
+		if lr.tooLong {
 			err = fmt.Errorf("mrpeer: request line longer than %d bytes, ignored", s.maxLine)
 		} else {
-			req, err = control.ParseRequest(string(line))
+			req, err = control.ParseRequest(string(lr.line))
 		}
+		next <- struct{}{} // the line is copied (or dropped): read the next one
 		if err != nil {
 			rep = control.Fail(err)
 		} else {
-			rep = s.do(req)
+			rep = s.do(gone, req)
 		}
 		w.Write(rep.Format())
 		w.WriteByte('\n')
@@ -96,6 +110,50 @@ func (s *server) serve(in io.Reader, out io.Writer) error {
 		if err == nil && req.Cmd == control.CmdQuit {
 			return nil
 		}
+	}
+}
+
+// errInputEnded is the cause of serve's request context once its input
+// has ended: the tester is gone.
+var errInputEnded = errors.New("the tester's requests ended (its end of stdin closed)")
+
+// readResult is one line read by readLines, or why none was.
+type readResult struct {
+	line    []byte // without its newline; valid until readLines is told next
+	tooLong bool
+	err     error // io.EOF at the end of the input
+}
+
+// readLines reads lines from r (readLine, at most max bytes each) and
+// sends each on lines; after a line it waits for next, as the line's
+// buffer is reused for the one after it. At the end of r, or when r
+// fails, it calls ended first (with errInputEnded, or with the error),
+// then sends the end on lines and returns. It returns as well once done
+// is closed, and may then have read one line more than was served.
+func readLines(r *bufio.Reader, max int, lines chan<- readResult, next, done <-chan struct{}, ended context.CancelCauseFunc) {
+	var buf []byte
+	for {
+		line, tooLong, err := readLine(r, max, buf[:0])
+		switch {
+		case err == io.EOF:
+			ended(errInputEnded)
+		case err != nil:
+			ended(fmt.Errorf("reading the tester's requests: %w", err))
+		}
+		select {
+		case lines <- readResult{line, tooLong, err}:
+		case <-done:
+			return
+		}
+		if err != nil {
+			return
+		}
+		select {
+		case <-next:
+		case <-done:
+			return
+		}
+		buf = line
 	}
 }
 
@@ -135,8 +193,9 @@ func readLine(r *bufio.Reader, max int, buf []byte) (line []byte, tooLong bool, 
 	}
 }
 
-// do executes one request.
-func (s *server) do(r control.Request) control.Reply {
+// do executes one request. ctx ends when the tester is gone (serve); an
+// accept under way then stops.
+func (s *server) do(ctx context.Context, r control.Request) control.Reply {
 	if r.Cmd != control.CmdListen && r.Cmd != control.CmdQuit && s.ep == nil {
 		return control.Fail(errors.New("mrpeer: listen first"))
 	}
@@ -144,7 +203,7 @@ func (s *server) do(r control.Request) control.Reply {
 	case control.CmdListen:
 		return s.listen(r.IP)
 	case control.CmdAccept:
-		return s.accept(r.Timeout)
+		return s.accept(ctx, r.Timeout)
 	case control.CmdPostRecv:
 		return s.postRecv(r.Flow, r.Caps, r.Tags)
 	case control.CmdSend:
@@ -187,13 +246,19 @@ func (s *server) listen(ip string) control.Reply {
 	return control.Reply{OK: true, Addr: ep.Addrs()[0].String()}
 }
 
-func (s *server) accept(d time.Duration) control.Reply {
+// accept waits up to d (0: defaultAccept) for the next connection and
+// makes it current; it stops early, with an error naming why, when ctx
+// ends (the tester is gone).
+func (s *server) accept(ctx context.Context, d time.Duration) control.Reply {
 	if d == 0 {
 		d = defaultAccept
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	c, err := s.ep.Accept(ctx)
+	c, err := s.ep.Accept(actx)
+	if err != nil && ctx.Err() != nil {
+		return control.Fail(fmt.Errorf("mrpeer: accept on %v: stopped waiting: %v", s.ep.Addrs()[0], context.Cause(ctx)))
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		// The tester reads which address it was to dial, and how long
 		// it had, rather than a context's error.
