@@ -123,10 +123,10 @@ conformance-iut: build ## Conformance suite against mrpeer as a separate process
 	$(BUILD)/mrconform --iut $(BUILD)/mrpeer --format tap,human --junit $(BUILD)/conformance.xml
 
 # Built, then run: `go run` reports any failure of the program as exit
-# status 1 in its own message, which hid mrsoak's 130 (interrupted) and 2
-# (usage); make now names mrsoak's own status in its "Error N" line (make
-# itself exits 2 for any failed recipe: run build/mrsoak directly where a
-# script needs the status).
+# status 1 in its own message, which hid mrsoak's 130, 143 or 129
+# (interrupted by SIGINT, SIGTERM or SIGHUP) and 2 (usage); make now names
+# mrsoak's own status in its "Error N" line (make itself exits 2 for any
+# failed recipe: run build/mrsoak directly where a script needs the status).
 soak: ## Mixed collectives for DURATION under faults (SOAKFLAGS="--netlab --plugin": nftables faults on a netns fabric, plugin rounds); fails on corruption, missed failures or leaks
 	@mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/mrsoak ./cmd/mrsoak

@@ -11,10 +11,12 @@
 // address (port 0 or no address included), format or case id, a case
 // named twice in --cases, --addr with --cases naming only cases that need
 // a control channel (none would run), a non-positive --timeout, an --iut program that
-// does not exist, a --junit file that cannot be created); 130 when SIGINT,
-// SIGTERM or SIGHUP stopped the run (the reports, the JUnit file included,
-// are still written: the cases run before the signal with their verdicts,
-// the others failed as not run). -h prints the usage and exits 0.
+// does not exist, a --junit file that cannot be created); 128 plus the
+// signal's number when SIGINT, SIGTERM or SIGHUP stopped the run (130, 143
+// or 129, as a shell reports a command a signal ended; the reports, the
+// JUnit file included, are still written: the cases run before the signal
+// with their verdicts, the others failed as not run). -h prints the usage
+// and exits 0.
 //
 // While the cases run, a stderr that is a terminal shows which case of how
 // many runs now, on one line cleared before the reports.
@@ -46,18 +48,20 @@ import (
 
 // Exit statuses (see the package documentation).
 const (
-	exitOK          = 0
-	exitFail        = 1
-	exitUsage       = 2
-	exitInterrupted = 130 // as a shell reports a command ended by SIGINT (128 + 2)
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+	// A run that a signal stopped exits 128 + the signal's number
+	// (interrupt.ExitStatus).
 )
 
 // usageTail follows the flag list in -h output.
 const usageTail = `
 Exit status: 0 every mandatory case passed; 1 a mandatory case failed, the
 IUT could not be brought up, or the JUnit report could not be written;
-2 bad usage, found before anything runs; 130 stopped by SIGINT, SIGTERM or
-SIGHUP (the reports still cover the cases run before it).
+2 bad usage, found before anything runs; 130, 143 or 129 (128 + the
+signal's number) stopped by SIGINT, SIGTERM or SIGHUP (the reports still
+cover the cases run before it).
 `
 
 func main() {
@@ -167,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code := writeReports(rs, formats, stdout, stderr, *junit, junitFile)
 		if stopped.Err() != nil {
 			fmt.Fprintf(stderr, "mrconform: stopped (%v); the reports cover the cases run before it\n", context.Cause(stopped))
-			return exitInterrupted
+			return interrupt.ExitStatus(stopped)
 		}
 		return code
 	}

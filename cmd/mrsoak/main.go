@@ -8,12 +8,13 @@
 // appeared without a fault that explains it, goroutines or file descriptors
 // leaked, nothing was checked (a duration too short for one round), or a
 // round could not start (the report of the rounds before it is printed all
-// the same, with the error); 2 on bad usage, found before anything runs; 130
-// when SIGINT, SIGTERM or SIGHUP ended the run (the report then covers the
-// rounds before it, and the namespace fabric is torn down first), unless
-// those rounds found corrupted results, unexpected errors, missed kills or
-// plugin failures: that is status 1 whatever ended the run. -h prints the
-// usage and exits 0.
+// the same, with the error); 2 on bad usage, found before anything runs; 128
+// plus the signal's number when SIGINT, SIGTERM or SIGHUP ended the run
+// (130, 143 or 129, as a shell reports a command a signal ended; the report
+// then covers the rounds before it, and the namespace fabric is torn down
+// first), unless those rounds found corrupted results, unexpected errors,
+// missed kills or plugin failures: that is status 1 whatever ended the
+// run. -h prints the usage and exits 0.
 //
 // With --netlab (root and nftables) the collective rounds run two ranks on
 // a namespace fabric of four ECMP spine links, with loss, black holes, CE
@@ -76,10 +77,11 @@ import (
 
 // Exit statuses (see the package documentation).
 const (
-	exitOK          = 0
-	exitFail        = 1
-	exitUsage       = 2
-	exitInterrupted = 130 // as a shell reports a command ended by SIGINT (128 + 2)
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+	// A run that a signal ended exits 128 + the signal's number
+	// (interrupt.ExitStatus) unless its rounds found something wrong.
 )
 
 // usageTail follows the flag list in -h output.
@@ -90,9 +92,10 @@ every key).
 
 Exit status: 0 healthy (something was checked and nothing was wrong);
 1 unhealthy (corruption, unreported or unexplained errors, leaks, nothing
-checked) or a round could not start; 2 bad usage; 130 ended by SIGINT,
-SIGTERM or SIGHUP (the fabric is torn down first), but 1 when the rounds
-before the signal found corruption, unexpected errors or missed kills.
+checked) or a round could not start; 2 bad usage; 130, 143 or 129 (128 +
+the signal's number) ended by SIGINT, SIGTERM or SIGHUP (the fabric is torn
+down first), but 1 when the rounds before the signal found corruption,
+unexpected errors or missed kills.
 `
 
 func main() {
@@ -179,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "mrsoak:", err)
 		if ctx.Err() != nil {
-			return interruptedStatus(rep, stderr)
+			return interruptedStatus(ctx, rep, stderr)
 		}
 		return exitFail
 	}
@@ -189,25 +192,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case rep.Interrupted:
 		fmt.Fprintln(stderr, "mrsoak: interrupted; the report covers the rounds before the signal")
-		return interruptedStatus(rep, stderr)
+		return interruptedStatus(ctx, rep, stderr)
 	case !rep.Healthy():
 		return exitFail
 	}
 	return exitOK
 }
 
-// interruptedStatus is the exit status of a run that a signal ended:
-// exitFail when the rounds judged before it found something wrong
-// (findings), so that a corruption found an hour in is not reported as a
-// mere interruption by a script that reads only the status, and
-// exitInterrupted otherwise.
-func interruptedStatus(rep *soak.Report, stderr io.Writer) int {
+// interruptedStatus is the exit status of a run that the end of ctx (a
+// signal) ended: exitFail when the rounds judged before it found something
+// wrong (findings), so that a corruption found an hour in is not reported
+// as a mere interruption by a script that reads only the status, and 128
+// plus the signal's number otherwise (interrupt.ExitStatus).
+func interruptedStatus(ctx context.Context, rep *soak.Report, stderr io.Writer) int {
+	code := interrupt.ExitStatus(ctx)
 	if f := findings(rep); len(f) > 0 {
 		fmt.Fprintf(stderr, "mrsoak: exit status %d, not %d: the rounds before the signal found %s\n",
-			exitFail, exitInterrupted, strings.Join(f, ", "))
+			exitFail, code, strings.Join(f, ", "))
 		return exitFail
 	}
-	return exitInterrupted
+	return code
 }
 
 // findings lists, in words, what the judged rounds of rep found wrong:

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/internal/interrupt"
 	"github.com/metaroce/metaroce/netlab"
 	"github.com/metaroce/metaroce/soak"
 	"github.com/stretchr/testify/require"
@@ -142,7 +143,8 @@ func TestReportKeptOnError(t *testing.T) {
 func TestFindingsWinOverInterrupt(t *testing.T) {
 	defer func(f func(context.Context, soak.Options) (*soak.Report, error)) { soakRun = f }(soakRun)
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // the signal came
+	cancel()                    // the signal came
+	const exitInterrupted = 130 // SIGINT's, for a context ended without a signal as its cause
 	for _, c := range []struct {
 		name string
 		rep  soak.Report
@@ -171,6 +173,23 @@ func TestFindingsWinOverInterrupt(t *testing.T) {
 			require.Equal(t, c.want, run(ctx, nil, &out, &errb), errb.String())
 			require.Contains(t, errb.String(), c.says)
 		})
+	}
+}
+
+// TestSignalExitStatus: a run that a signal ended, its rounds having found
+// nothing wrong, exits 128 plus the signal's number (130 for SIGINT, 143
+// for SIGTERM, 129 for SIGHUP), the shell's convention that the GPU check
+// scripts follow. It exited 130 for each of them.
+func TestSignalExitStatus(t *testing.T) {
+	defer func(f func(context.Context, soak.Options) (*soak.Report, error)) { soakRun = f }(soakRun)
+	soakRun = func(context.Context, soak.Options) (*soak.Report, error) {
+		return &soak.Report{Mode: "driver", Rounds: 2, Ops: 40, Interrupted: true}, nil
+	}
+	for sig, want := range map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGTERM: 143, syscall.SIGHUP: 129} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(interrupt.Signal{Sig: sig})
+		var out, errb bytes.Buffer
+		require.Equal(t, want, run(ctx, nil, &out, &errb), "%v: %s", sig, errb.String())
 	}
 }
 
@@ -224,7 +243,7 @@ func TestNetlabRun(t *testing.T) {
 
 // TestSignalTearsDownFabric runs mrsoak --netlab as a process, sends it
 // SIGTERM or SIGHUP once its first round is done, and checks that it exits
-// with the interrupted status and leaves none of its lab's namespaces
+// with 128 plus the signal's number and leaves none of its lab's namespaces
 // (and with them the nftables table on the lab's switch) nor its owner
 // marker behind.
 func TestSignalTearsDownFabric(t *testing.T) {
@@ -272,7 +291,7 @@ func TestSignalTearsDownFabric(t *testing.T) {
 			t.Cleanup(func() { removeLab(lab) }) // whatever the child left, should a check fail
 			var ee *exec.ExitError
 			require.True(t, errors.As(werr, &ee), "%v; stderr:\n%s", werr, log.String())
-			require.Equal(t, exitInterrupted, ee.ExitCode(), "%v; stderr:\n%s", werr, log.String())
+			require.Equal(t, 128+int(sig), ee.ExitCode(), "128 + the signal's number; %v; stderr:\n%s", werr, log.String())
 			out, err := exec.Command("ip", "netns", "list").Output()
 			require.NoError(t, err)
 			require.NotContains(t, string(out), lab, "namespaces of lab %s left behind", lab)
