@@ -55,9 +55,9 @@ func caseECN(ctx context.Context, e *Env) (Verdict, string) {
 		return Fail, bad
 	}
 	if rec.CE != ceMarked {
-		return Fail, fmt.Sprintf("ACK record ce %d after %d CE-marked DATA of 5", rec.CE, ceMarked)
+		return Fail, fmt.Sprintf("5 DATA, the last %d with IP ECN CE: ACK record cum 5 (%s) ce %d, want %d", ceMarked, p.ackVia(at), rec.CE, ceMarked)
 	}
-	return Pass, fmt.Sprintf("5 DATA, the last %d with IP ECN CE: ACK record cum 5 ce %d (%s); message intact", ceMarked, rec.CE, p.ackVia(at))
+	return Pass, fmt.Sprintf("5 DATA, the last %d with IP ECN CE: ACK record cum 5 (%s) ce %d, want %d; message intact", ceMarked, p.ackVia(at), rec.CE, ceMarked)
 }
 
 func caseNotReady(ctx context.Context, e *Env) (Verdict, string) {
