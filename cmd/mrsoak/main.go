@@ -95,7 +95,7 @@ Exit status: 0 healthy (something was checked and nothing was wrong);
 checked) or a round could not start; 2 bad usage; 130, 143 or 129 (128 +
 the signal's number) ended by SIGINT, SIGTERM or SIGHUP (the fabric is torn
 down first), but 1 when the rounds before the signal found corruption,
-unexpected errors or missed kills.
+unexpected errors, missed kills or plugin failures.
 `
 
 func main() {
