@@ -347,10 +347,16 @@ func (p *peer) sendCtrl(m ctrlMsg) error {
 	return err
 }
 
-// gone forgets a connection that ended and wakes its waiting dialers.
+// gone forgets a connection that ended, wakes its waiting dialers and
+// drops the comms that listeners queued for it, waiting for NCCL's
+// accept: nothing can reach them any more, and each holds a reference on
+// p. They leave the queues in the step that marks p dead, so that a
+// queued comm's connection is always live (Listener.Accept relies on
+// it), and are closed, which releases their references, once d.mu is
+// free (Close takes it).
 func (d *device) gone(p *peer, err error) {
+	var ended []*recvConn
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	p.dead = true
 	if d.peers[p.key] == p {
 		delete(d.peers, p.key)
@@ -361,8 +367,22 @@ func (d *device) gone(p *peer, err error) {
 			close(ch)
 		}
 	}
+	for _, l := range d.listeners {
+		l.ready = slices.DeleteFunc(l.ready, func(c *recvConn) bool {
+			if c.p == p {
+				ended = append(ended, c)
+				return true
+			}
+			return false
+		})
+	}
+	d.mu.Unlock()
 	if !errors.Is(err, udp.ErrEndpointClosed) {
 		d.logf("NET/MetaRoCE : udpnet: connection to peer %s ended: %v", p.name, err)
+	}
+	for _, c := range ended {
+		d.logf("NET/MetaRoCE : udpnet: comm on flow %d from peer %s was waiting for accept when its connection ended: dropping it", c.flow, p.name)
+		_ = c.Close()
 	}
 }
 

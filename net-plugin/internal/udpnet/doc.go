@@ -18,11 +18,13 @@
 //     completes only when the receiver knows the flow. A connect that ended
 //     (its deadline, an abort) before an accept came back answers that
 //     accept with a withdrawal, on which the listener drops the comm it
-//     queued for it, and aborts the comm's flow. On the connection the
-//     comm's data travel on twice the listener's flow id, plus one when the
-//     listener's side dialed the connection: both sides number their
-//     listeners alike, and this keeps every comm's flow unique on the
-//     shared connection, so that closing a comm releases its flow.
+//     queued for it, and aborts the comm's flow. A connection that ends
+//     drops at once the comms its listeners queued for it. On the
+//     connection the comm's data travel on twice the listener's flow id,
+//     plus one when the listener's side dialed the connection: both sides
+//     number their listeners alike, and this keeps every comm's flow
+//     unique on the shared connection, so that closing a comm releases
+//     its flow.
 //   - connect/accept never block: Dial and the announcement run in a
 //     goroutine that Dialer.Step polls; announcements land in the listener's
 //     queue that Listener.Accept polls.

@@ -120,3 +120,44 @@ func TestConnectEndingWithAcceptInHandCompletes(t *testing.T) {
 		require.NoError(t, rc.Close())
 	}
 }
+
+// TestConnectionEndDropsQueuedComms: when a connection ends (here the
+// dialer's process closes its endpoint), the comms that listeners queued
+// for it, waiting for NCCL's accept, are dropped in the same step, with
+// their references on the connection, instead of being held until the
+// next Accept or until the listener closes; Accept then hands out none.
+func TestConnectionEndDropsQueuedComms(t *testing.T) {
+	a, b := newBackend(t, 47), newBackend(t, 48)
+	bl, err := b.Listen(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bl.Close() })
+	l := bl.(*listener)
+	sc, err := dialOnce(t, a, l.Handle())
+	require.NoError(t, err)
+	require.NotNil(t, sc)
+
+	ld := b.devs[0]
+	ld.mu.Lock()
+	require.Len(t, l.ready, 1, "the connect completed, so the listener queued its comm")
+	bp := l.ready[0].p
+	ld.mu.Unlock()
+
+	require.NoError(t, a.Close()) // the dialer's side goes away
+	backendtest.PollUntil(t, "connection end", func() bool {
+		ld.mu.Lock()
+		defer ld.mu.Unlock()
+		return bp.dead
+	})
+	ld.mu.Lock()
+	queued := len(l.ready)
+	ld.mu.Unlock()
+	require.Zero(t, queued, "the listener still holds a comm of the ended connection")
+	backendtest.PollUntil(t, "reference released", func() bool {
+		ld.mu.Lock()
+		defer ld.mu.Unlock()
+		return bp.refs == 0
+	})
+	rc, err := l.Accept()
+	require.NoError(t, err)
+	require.Nil(t, rc, "Accept handed out a comm whose connection had ended")
+}

@@ -7,7 +7,8 @@ import (
 )
 
 // listener owns one flow id; announcements of that flow queue up in ready
-// (filled by the connections' control loops, guarded by d.mu).
+// (filled by the connections' control loops, guarded by d.mu), each comm
+// there on a live connection (device.gone).
 type listener struct {
 	d      *device
 	flow   uint32
@@ -22,32 +23,23 @@ type listener struct {
 // Handle returns the listen handle.
 func (l *listener) Handle() []byte { return l.handle }
 
-// Accept returns the next announced flow; it never blocks.
+// Accept returns the next announced flow; it never blocks. Every queued
+// comm's connection is live: a connection that ends takes its comms out
+// of the queues as it is marked dead (device.gone), and a withdrawn
+// connect takes its own (device.withdrawn).
 func (l *listener) Accept() (backend.RecvConn, error) {
 	d := l.d
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if l.closed {
-		d.mu.Unlock()
 		return nil, fmt.Errorf("udpnet: accept on closed listener (flow %d): %w", l.flow, backend.ErrInternal)
 	}
-	var stale []*recvConn
-	var rc *recvConn
-	for len(l.ready) > 0 && rc == nil {
-		c := l.ready[0]
-		l.ready = l.ready[1:]
-		if c.p.dead {
-			stale = append(stale, c) // its connection ended before accept
-		} else {
-			rc = c
-		}
-	}
-	d.mu.Unlock()
-	for _, c := range stale {
-		_ = c.Close()
-	}
-	if rc == nil {
+	if len(l.ready) == 0 {
 		return nil, nil
 	}
+	rc := l.ready[0]
+	l.ready[0] = nil
+	l.ready = l.ready[1:]
 	return rc, nil
 }
 
