@@ -512,9 +512,20 @@ func TestListenFlowsExhausted(t *testing.T) {
 
 	for range 2 { // and it stays refused
 		l, err := b.Listen(0)
-		require.Nil(t, l)
+		require.True(t, l == nil, "Listen failed with a non-nil Listener %#v", l)
 		require.ErrorIs(t, err, backend.ErrInternal)
 		require.ErrorContains(t, err, "every flow id")
 		require.ErrorContains(t, err, "restart the process")
 	}
+}
+
+// TestListenErrorReturnsNilListener: a Listen that fails (here on a
+// closed backend) returns a nil Listener, not a non-nil interface holding
+// a nil *listener, which a caller checking l != nil would go on to use.
+func TestListenErrorReturnsNilListener(t *testing.T) {
+	b := newBackend(t, 49)
+	require.NoError(t, b.Close())
+	l, err := b.Listen(0)
+	require.ErrorIs(t, err, backend.ErrClosed)
+	require.True(t, l == nil, "Listen failed with a non-nil Listener %#v", l)
 }

@@ -168,13 +168,18 @@ func (b *Backend) device(dev int) (*device, error) {
 }
 
 // Listen allocates a flow on device dev's endpoint and returns a listener
-// whose handle names it.
+// whose handle names it. On error the Listener is nil itself, not an
+// interface holding a nil *listener.
 func (b *Backend) Listen(dev int) (backend.Listener, error) {
 	d, err := b.device(dev)
 	if err != nil {
 		return nil, err
 	}
-	return d.listen()
+	l, err := d.listen()
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // Dial starts connecting to the listener described by handle.
