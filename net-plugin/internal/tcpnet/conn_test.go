@@ -114,6 +114,21 @@ func TestDialGarbageHandle(t *testing.T) {
 	}
 }
 
+// TestListenErrorReturnsNilListener: a Listen that fails returns a nil
+// Listener, not a non-nil interface holding a nil *listener, which a
+// caller checking l != nil would go on to use. The failure here is the
+// handle's: a socket count that New would have refused.
+func TestListenErrorReturnsNilListener(t *testing.T) {
+	b := &Backend{cfg: Config{Socks: MaxSocks + 1, Timeout: time.Second}, devs: []backend.Device{{Name: "lo", IfName: "lo", Addr: "127.0.0.1"}}}
+	l, err := b.Listen(0)
+	if !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Fatalf("listen with %d sockets per connection: %v", MaxSocks+1, err)
+	}
+	if l != nil {
+		t.Fatalf("Listen failed with a non-nil Listener %#v", l)
+	}
+}
+
 // TestInlineWritesStayOrdered sends more small messages than the socket
 // buffers hold before any receive is posted, so inline writes meet full and
 // partially written sockets and hand the rest to the writers; every message

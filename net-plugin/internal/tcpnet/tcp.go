@@ -76,6 +76,8 @@ func (b *Backend) device(dev int) (backend.Device, error) {
 }
 
 // Listen opens a TCP listener on the device's address (ephemeral port).
+// On error the Listener is nil itself, not an interface holding a nil
+// *listener.
 func (b *Backend) Listen(dev int) (backend.Listener, error) {
 	d, err := b.device(dev)
 	if err != nil {
@@ -85,7 +87,11 @@ func (b *Backend) Listen(dev int) (backend.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcpnet: device %s address %q: %w", d.Name, d.Addr, err)
 	}
-	return newListener(b.cfg, netip.AddrPortFrom(ip, 0), randomNonZero())
+	l, err := newListener(b.cfg, netip.AddrPortFrom(ip, 0), randomNonZero())
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // Dial starts connecting to the listener described by handle.
