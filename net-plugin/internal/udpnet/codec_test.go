@@ -2,7 +2,9 @@ package udpnet
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,7 +22,7 @@ func sampleHandles() []listenHandle {
 	}
 	return []listenHandle{
 		{Flow: 1, Nonce: 1, Addrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:4242")}},
-		{Flow: ^uint32(0), Nonce: ^uint64(0), Addrs: v4},
+		{Flow: maxListenFlow, Nonce: ^uint64(0), Addrs: v4},
 		{Flow: 7, Nonce: 99, Addrs: v6},
 	}
 }
@@ -78,18 +80,59 @@ func TestListenHandleRejectsGarbage(t *testing.T) {
 	}
 }
 
+// foreignFlowHandle returns the encoding of a handle like
+// sampleHandles()[0] naming flow, which Append would refuse when no
+// listener can take it.
+func foreignFlowHandle(t testing.TB, flow uint32) []byte {
+	b, err := sampleHandles()[0].Append(nil)
+	require.NoError(t, err)
+	binary.BigEndian.PutUint32(b[hOffFlow:], flow)
+	return b
+}
+
+// TestListenHandleFlowAboveListenersRefused: a handle whose flow id is
+// above maxListenFlow was made by no listener of this backend (garbage, or
+// a foreign handle). It is refused up front as a stale or foreign handle
+// (ncclRemoteError, as the listener would refuse it), naming the flow,
+// instead of being dialed and refused after a round trip; Dial starts no
+// connect for it. The largest flow a listener takes still passes.
+func TestListenHandleFlowAboveListenersRefused(t *testing.T) {
+	for _, flow := range []uint32{maxListenFlow + 1, ^uint32(0)} {
+		hb := foreignFlowHandle(t, flow)
+		var h listenHandle
+		_, err := parseListenHandle(&h, hb)
+		require.ErrorIs(t, err, backend.ErrRemote, "flow %d", flow)
+		require.ErrorContains(t, err, "flow "+strconv.FormatUint(uint64(flow), 10))
+		require.ErrorContains(t, err, "stale")
+
+		b := newBackend(t, 50)
+		d, err := b.Dial(0, hb)
+		require.True(t, d == nil, "Dial started a connect for flow %d", flow)
+		require.ErrorIs(t, err, backend.ErrRemote)
+
+		_, err = (&listenHandle{Flow: flow, Nonce: 1, Addrs: sampleHandles()[0].Addrs}).Append(nil)
+		require.ErrorIs(t, err, backend.ErrInvalidArgument, "Append of flow %d", flow)
+	}
+	var h listenHandle
+	_, err := parseListenHandle(&h, foreignFlowHandle(t, maxListenFlow))
+	require.NoError(t, err)
+	require.Equal(t, uint32(maxListenFlow), h.Flow)
+}
+
 func FuzzListenHandle(f *testing.F) {
 	for _, h := range sampleHandles() {
 		b, _ := h.Append(nil)
 		f.Add(b)
 	}
 	f.Add(make([]byte, backend.HandleSize))
+	f.Add(foreignFlowHandle(f, maxListenFlow+1))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var h listenHandle
 		n, err := parseListenHandle(&h, b)
 		if err != nil {
 			return
 		}
+		require.LessOrEqual(t, h.Flow, uint32(maxListenFlow))
 		out, err := h.Append(nil)
 		require.NoError(t, err)
 		require.Equal(t, h.Length(), len(out))

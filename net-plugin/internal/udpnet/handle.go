@@ -21,7 +21,7 @@ const handleVersion = 1
 //	3  1  version
 //	4  1  address family: 4 or 6
 //	5  1  planes n
-//	6  4  flow id (non-zero)
+//	6  4  flow id (1..maxListenFlow)
 //	10 8  nonce (non-zero)
 //	18    n × (address (4 or 16 bytes), port (2 bytes))
 //
@@ -45,7 +45,8 @@ const (
 
 // listenHandle is what a sender needs to reach a listener.
 type listenHandle struct {
-	// Flow is the flow id the listener allocated for this comm pair.
+	// Flow is the flow id the listener allocated for this comm pair,
+	// 1..maxListenFlow.
 	Flow uint32
 	// Nonce identifies the listener: an announcement carrying another nonce
 	// is rejected, so a stale handle cannot attach to a reused flow id.
@@ -85,8 +86,8 @@ func (h *listenHandle) Append(b []byte) ([]byte, error) {
 	if len(h.Addrs) > maxPlanes(family) {
 		return b, fmt.Errorf("udpnet: %d IPv%d planes do not fit the %d-byte listen handle (at most %d): %w", len(h.Addrs), family, backend.HandleSize, maxPlanes(family), backend.ErrInvalidUsage)
 	}
-	if h.Flow == 0 || h.Nonce == 0 {
-		return b, fmt.Errorf("udpnet: listen handle with flow %d nonce %#x: %w", h.Flow, h.Nonce, backend.ErrInvalidArgument)
+	if h.Flow == 0 || h.Flow > maxListenFlow || h.Nonce == 0 {
+		return b, fmt.Errorf("udpnet: listen handle with flow %d (want 1..%d) nonce %#x: %w", h.Flow, maxListenFlow, h.Nonce, backend.ErrInvalidArgument)
 	}
 	b = append(b, handleMagic[:]...)
 	b = append(b, handleVersion, family, byte(len(h.Addrs)))
@@ -117,6 +118,12 @@ func usable(a netip.Addr) bool {
 // parseListenHandle decodes a handle written by Append, validating every
 // field so that garbage yields a clear error instead of a stray connection.
 // It returns the encoded length.
+//
+// A handle that is well formed but names a flow above maxListenFlow was
+// made by no listener of this backend (listen never takes such a flow): it
+// is refused here as a stale or foreign handle, with ErrRemote as the
+// listener's own refusal of one would be (device.answer), rather than
+// dialed and refused a round trip later.
 func parseListenHandle(into *listenHandle, b []byte) (int, error) {
 	bad := func(format string, args ...any) (int, error) {
 		return 0, fmt.Errorf("udpnet: listen handle "+format+": %w", append(args, backend.ErrInvalidArgument)...)
@@ -168,6 +175,9 @@ func parseListenHandle(into *listenHandle, b []byte) (int, error) {
 			return bad("plane %d names %v port %d", i, a, port)
 		}
 		addrs[i] = netip.AddrPortFrom(a, port)
+	}
+	if flow > maxListenFlow {
+		return 0, fmt.Errorf("udpnet: listen handle names flow %d of peer %s, above %d, the largest flow a listener takes: no listener made it, so the handle is stale, corrupted in transit, or from another job or plugin version: %w", flow, peerKey(addrs), maxListenFlow, backend.ErrRemote)
 	}
 	*into = listenHandle{Flow: flow, Nonce: nonce, Addrs: addrs}
 	return end, nil
