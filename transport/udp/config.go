@@ -60,6 +60,10 @@ type Config struct {
 	// whose turn came late may make up to CC.CatchUpTime (100 µs) of it,
 	// at most CC.CatchUpBytes (256 KiB), since the pacer runs only when a
 	// turn does (DefaultCatchUpTime; a negative CatchUpTime turns it off).
+	// A field that transport.Config.Validate refuses once these are filled
+	// in (a negative count or duration among them, which is not read as
+	// the default) fails Listen with its *transport.ConfigError, which
+	// names the field, its value and what it takes.
 	Core transport.Config
 	// Seed seeds every random choice (connection ids, tokens, entropies,
 	// fault injection). 0 draws a seed from crypto/rand, which production
@@ -215,6 +219,7 @@ func (cfg Config) resolve() (resolved, error) {
 	}
 	c := &r.Core
 	c.Listen = true
+	c.Addr = nil // Listen fills it in once the sockets are bound
 	c.Planes = len(r.Addrs)
 	c.EntropiesPerPlane = r.PortsPerPlane
 	c.MaxDatagram = r.MaxDatagram
@@ -222,14 +227,14 @@ func (cfg Config) resolve() (resolved, error) {
 		// The authentication trailer rides inside the datagram.
 		c.MaxDatagram -= auth.Overhead
 	}
-	if c.PathsPerPlane <= 0 {
+	if c.PathsPerPlane == 0 {
 		c.PathsPerPlane = min(4, r.PortsPerPlane)
 	}
 	if c.PathsPerPlane > r.PortsPerPlane || c.PathsPerPlane > wire.MaxPathsPerPlane {
 		return resolved{}, fmt.Errorf("udp: %d paths per plane need at least as many ports per plane (have %d) and at most %d",
 			c.PathsPerPlane, r.PortsPerPlane, wire.MaxPathsPerPlane)
 	}
-	if c.MinRTO <= 0 {
+	if c.MinRTO == 0 {
 		c.MinRTO = DefaultMinRTO
 		if allLoopback(r.Addrs) {
 			c.MinRTO = LoopbackMinRTO
@@ -243,6 +248,16 @@ func (cfg Config) resolve() (resolved, error) {
 	}
 	if c.CC.CatchUpBytes == 0 {
 		c.CC.CatchUpBytes = DefaultCatchUpBytes
+	}
+	// The core's own checks, on the configuration as the driver hands it
+	// over, so that a Core field out of range fails Listen, naming the
+	// field, before any socket is opened, rather than every Dial later.
+	// The fields the driver fills in pass them (MaxDatagram's bounds above
+	// lie within the core's, Planes and PathsPerPlane are checked against
+	// the same wire limits), and so do the two Listen adds: the address
+	// blob (at most wire.MaxAddrBlob) and a positive CC.ConnWindow.
+	if err := c.Validate(); err != nil {
+		return resolved{}, fmt.Errorf("udp: Config.Core: %w", err)
 	}
 	return r, nil
 }
