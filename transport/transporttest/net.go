@@ -116,20 +116,40 @@ func (n *Net) Node(i int) *Node { return n.nodes[i] }
 func (n *Net) Nodes() int { return len(n.nodes) }
 
 // AddNode creates an endpoint with cfg and returns its node index, which is
-// also the RemoteID other endpoints use for it.
+// also the RemoteID other endpoints use for it. It panics with the
+// *transport.ConfigError (wrapped, naming the node) when transport.New
+// refuses cfg: a test bed's configuration is the test's own, and the panic
+// fails the test at the line that made the mistake, where an endpoint
+// built anyway would fail only later, its dials with ErrInvalid and its
+// peers' dials to it as handshake timeouts. TryAddNode returns the error
+// instead.
 func (n *Net) AddNode(cfg transport.Config) int {
+	i, err := n.TryAddNode(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return i
+}
+
+// TryAddNode is AddNode returning transport.New's error, with no node
+// added, instead of panicking.
+func (n *Net) TryAddNode(cfg transport.Config) (int, error) {
 	i := len(n.nodes)
 	rng := rand.New(rand.NewPCG(n.cfg.Seed^uint64(i+1)*0x9e3779b97f4a7c15, uint64(i)))
+	ep, err := transport.New(cfg, rng)
+	if err != nil {
+		return 0, fmt.Errorf("transporttest: node %d: %w", i, err)
+	}
 	nd := &Node{
 		Index:    i,
-		EP:       transport.NewEndpoint(cfg, rng),
+		EP:       ep,
 		net:      n,
 		sendBufs: make(map[uint64][]byte),
 		recvBufs: make(map[uint64]*RecvBuffer),
 		flows:    make(map[flowKey]*flowLog),
 	}
 	n.nodes = append(n.nodes, nd)
-	return i
+	return i, nil
 }
 
 // AddRule installs a scripted fault.
