@@ -14,9 +14,16 @@ type MetaRoCE struct {
 	bound int // the configured ConcurrentSenders (0: none)
 }
 
-// NewMetaRoCE returns the adapter around a new endpoint.
-func NewMetaRoCE(cfg transport.Config, rng *rand.Rand) *MetaRoCE {
-	return &MetaRoCE{EP: transport.NewEndpoint(cfg, rng), bound: cfg.ConcurrentSenders}
+// NewMetaRoCE returns the adapter around a new endpoint, or transport.New's
+// *transport.ConfigError, naming the field, when cfg is out of range: an
+// endpoint built from it would connect to nobody, and the run would only
+// show stalled or failed dials.
+func NewMetaRoCE(cfg transport.Config, rng *rand.Rand) (*MetaRoCE, error) {
+	ep, err := transport.New(cfg, rng)
+	if err != nil {
+		return nil, err
+	}
+	return &MetaRoCE{EP: ep, bound: cfg.ConcurrentSenders}, nil
 }
 
 // Receive implements sim.Transport. Only the placement's length is kept:

@@ -202,8 +202,13 @@ func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
 		var t sim.Transport
 		switch proto {
 		case MetaRoCE:
-			tc := metaroceConfig(o, c)
-			t = agents.NewMetaRoCE(tc, rng)
+			m, err := agents.NewMetaRoCE(metaroceConfig(o, c), rng)
+			if err != nil {
+				// The endpoint's configuration follows from the
+				// options (MTU, link rate and delay, senders).
+				return nil, fmt.Errorf("%w: MetaRoCE endpoint of host %d: %w", ErrUsage, h, err)
+			}
+			t = m
 		case RoCEv2, RoCEv2PFC:
 			rc := rocev2.Config{Listen: true, Planes: c.Planes, QPsPerConn: c.Planes, MTU: o.MTU,
 				TimeoutExp: o.RoCETimeoutExp, DCQCN: true, CC: cc.DCQCNConfig{LineRate: port},
