@@ -1,9 +1,11 @@
 package scenarios
 
 import (
+	"errors"
 	"math"
 	"testing"
 
+	"github.com/metaroce/metaroce/transport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,6 +24,10 @@ func TestOptionsOutOfRangeRefused(t *testing.T) {
 		{"rate under 1 kb/s", Options{LinkGbps: 1e-7}, "link rate 1e-07 Gb/s"},
 		{"negative MTU", Options{MTU: -1}, "MTU"},
 		{"tiny MTU", Options{MTU: 100}, "MTU"},
+		// A DATA datagram of 256 + 56 bytes is below the protocol's
+		// 576: every MetaRoCE dial used to time out.
+		{"MTU under the minimum datagram", Options{MTU: 256}, "MTU 256 bytes: want 0 (the default, 4096) or 520 to 65000"},
+		{"MTU one under", Options{MTU: 519}, "at least the protocol's minimum datagram of 576 bytes"},
 		{"huge MTU", Options{MTU: 100_000_000}, "MTU"},
 		{"negative delay", Options{LinkDelay: -1}, "link delay"},
 		{"negative buffer", Options{Buffer: -1}, "buffer"},
@@ -39,7 +45,26 @@ func TestOptionsOutOfRangeRefused(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	for _, o := range []Options{{}, {LinkGbps: 100, MTU: 1024, Kmin: 1000, Kmax: 1000, RoCETimeoutExp: 14}, {LinkGbps: minLinkGbps}} {
+	for _, o := range []Options{{}, {LinkGbps: 100, MTU: 1024, Kmin: 1000, Kmax: 1000, RoCETimeoutExp: 14}, {LinkGbps: minLinkGbps}, {MTU: 520}, {MTU: 65_000}} {
 		require.NoError(t, o.check(), "%+v", o)
+	}
+}
+
+// TestMinMTUIsTheCoresMinimum: the smallest MTU the options take makes a
+// MetaRoCE endpoint configuration the core accepts, and one byte less
+// would not, so that the bound follows the protocol's minimum datagram.
+func TestMinMTUIsTheCoresMinimum(t *testing.T) {
+	for _, mtu := range []int{minMTU, minMTU - 1} {
+		o := Options{MTU: mtu}
+		o.fill()
+		c := o.fabric(2, 1, 1, 1)
+		err := metaroceConfig(&o, c).Validate()
+		if mtu == minMTU {
+			require.NoError(t, err, "MTU %d", mtu)
+			continue
+		}
+		var ce *transport.ConfigError
+		require.True(t, errors.As(err, &ce), "MTU %d: %v", mtu, err)
+		require.Equal(t, "MaxDatagram", ce.Field)
 	}
 }

@@ -75,9 +75,14 @@ const ProgressAfter = 5 * time.Second
 const (
 	minLinkGbps = 1e-6 // 1 kb/s, the slowest link the simulator models (sim.Config)
 	maxLinkGbps = 100_000
-	minMTU      = 256
-	maxMTU      = 65_000
-	maxRoCEExp  = 31 // the local ACK timeout exponent is a 5-bit field
+	// minMTU is the smallest payload whose MetaRoCE DATA datagram (the
+	// payload and its 56-byte header, the endpoint's MaxDatagram) is the
+	// wire.MinDatagram (576 bytes) that a peer takes in a HELLO and the
+	// core's Config.Validate requires: 520 bytes. Below it every MetaRoCE
+	// endpoint would be refused (before, every dial timed out).
+	minMTU     = wire.MinDatagram - wire.DataHeaderLen
+	maxMTU     = 65_000
+	maxRoCEExp = 31 // the local ACK timeout exponent is a 5-bit field
 )
 
 // check refuses options that are out of range, before fill takes zeros
@@ -92,7 +97,8 @@ func (o *Options) check() error {
 		bad("link rate %g Gb/s: want 0 (the default) or %g to %d", o.LinkGbps, minLinkGbps, maxLinkGbps)
 	}
 	if o.MTU != 0 && (o.MTU < minMTU || o.MTU > maxMTU) {
-		bad("MTU %d bytes: want 0 (the default, 4096) or %d to %d", o.MTU, minMTU, maxMTU)
+		bad("MTU %d bytes: want 0 (the default, 4096) or %d to %d (a MetaRoCE DATA packet, payload and %d-byte header, must hold at least the protocol's minimum datagram of %d bytes)",
+			o.MTU, minMTU, maxMTU, wire.DataHeaderLen, wire.MinDatagram)
 	}
 	if o.LinkDelay < 0 {
 		bad("link delay %d ns: must be >= 0", o.LinkDelay)
