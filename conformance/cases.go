@@ -25,7 +25,7 @@ func Cases() []*Case {
 		{ID: "unknown-conn", Spec: "§2.7", Level: Mandatory, Title: "DATA to an unknown conn id draws NACK UnknownConn", Run: caseUnknownConn},
 		{ID: "sack", NeedsControl: true, Spec: "§2.5, §2.11, §3.1", Level: Mandatory, Title: "ACK record after PSNs 0,1,3,5,6: cum 2, SACK bits {0,2,3}", Run: caseSack},
 		{ID: "reorder", NeedsControl: true, Spec: "§2.4", Level: Mandatory, Title: "segments in reverse order place identical bytes", Run: caseReorder},
-		{ID: "out-of-bounds", NeedsControl: true, Spec: "§2.7", Level: Mandatory, Title: "DATA beyond the posted capacity is rejected unwritten", Run: caseOutOfBounds},
+		{ID: "out-of-bounds", NeedsControl: true, Spec: "§3.4, §2.7", Level: Mandatory, Title: "DATA beyond the posted capacity is rejected unwritten and NACKed BAD_OFFSET", Run: caseOutOfBounds},
 		{ID: "duplicate", NeedsControl: true, Spec: "§2.5", Level: Mandatory, Title: "duplicate DATA is acknowledged, placed once", Run: caseDuplicate},
 		{ID: "ecn-echo", NeedsControl: true, Spec: "§1, §2.5, §2.11", Level: Mandatory, Title: "ACK records count the CE-marked DATA of the path", Run: caseECN},
 		{ID: "not-ready", Spec: "§3.4, §2.7", Level: Mandatory, Title: "DATA for a message never announced draws NACK NotReady", Run: caseNotReady},
@@ -351,13 +351,31 @@ func caseOutOfBounds(ctx context.Context, e *Env) (Verdict, string) {
 	// starts inside the buffer and ends past it, so that a receiver which
 	// checks only where a segment starts, or places what fits of it,
 	// writes guard bytes. §3.4 fails the message on its length before
-	// placing anything.
+	// placing anything, and answers the DATA with a NACK BAD_OFFSET whose
+	// value is the message's length.
 	off := (capacity - 1) / p.seg * p.seg
 	pl := e.payload(p.seg)
 	p.send(p.data(flow, rr.Msg, uint64(off+len(pl)), off, pl, -1, wire.FlagAckReq))
 	end := off + len(pl) // the message's length, and where the DATA ends
-	c, ok := p.awaitCompletion(ctx, flow, completionWait)
-	if !ok {
+	// The IUT fails the receive and sends the NACK on the same DATA, and
+	// either may reach the tester first: the failure through the control
+	// channel, the NACK over the socket. One wait, bounded as the
+	// completion's alone was, takes both in whichever order they come.
+	wctx, cancel := context.WithTimeout(ctx, completionWait)
+	defer cancel()
+	var c Completion
+	var n wire.Nack
+	gotC, gotN := false, false
+	p.wait(wctx, nil, func() bool {
+		if !gotC {
+			c, gotC = p.takeOp(flow, false)
+		}
+		if !gotN {
+			n, gotN = p.connNack()
+		}
+		return gotC && gotN
+	})
+	if !gotC {
 		return Fail, fmt.Sprintf("no completion after DATA [%d, %d) across the end of capacity %d, want the receive failed", off, end, capacity)
 	}
 	if c.Err == "" {
@@ -366,13 +384,58 @@ func caseOutOfBounds(ctx context.Context, e *Env) (Verdict, string) {
 	if bad := guardIntact(c, capacity, "by a rejected packet"); bad != "" {
 		return Fail, bad
 	}
-	// The evidence names what was checked, the failure and the guard
-	// bytes, and not the NACK BAD_OFFSET that §3.4 also has the IUT send:
-	// whether it has reached the tester when the failure is reported is
-	// a race, so that the same IUT read "no NACK" in one run and named
-	// the NACK in the next.
-	return Pass, fmt.Sprintf("DATA [%d, %d) of a %d-byte message across the end of capacity %d: receive failed, want failed (%s); %d of %d guard bytes intact, want all",
-		off, end, end, capacity, c.Err, capacity, capacity)
+	want := wire.Nack{Header: wire.Header{Token: p.localTok}, Reason: wire.NackBadOffset, Flow: flow, Msg: rr.Msg, Value: uint64(end)}
+	if !gotN {
+		return Fail, fmt.Sprintf("receive failed (%s), guard bytes intact, but no NACK within %v of the DATA, want %s (§3.4)",
+			c.Err, completionWait, nackText(want, want))
+	}
+	if seen := nackText(n, want); n.Reason != want.Reason || n.Value != want.Value || n.Flow != want.Flow ||
+		n.Msg != want.Msg || n.Index != want.Index || n.Token != want.Token {
+		return Fail, fmt.Sprintf("receive failed, guard bytes intact; NACK %s, want %s (§3.4: the receiver fails the message on its length and NACKs BAD_OFFSET with the length)",
+			seen, nackText(want, n))
+	}
+	return Pass, fmt.Sprintf("DATA [%d, %d) of a %d-byte message across the end of capacity %d: receive failed, want failed (%s); %d of %d guard bytes intact, want all; NACK %s, want %s",
+		off, end, end, capacity, c.Err, capacity, capacity, nackText(n, want), nackText(want, n))
+}
+
+// nackText describes n for evidence: its reason by the spec's name (§2.7)
+// and its value, then each of its flow, msg, index and token that differs
+// from other's, so that a NACK set beside the one required names the
+// fields that tell them apart and no more.
+func nackText(n, other wire.Nack) string {
+	t := fmt.Sprintf("%s value %d", nackName(n.Reason), n.Value)
+	if n.Flow != other.Flow {
+		t += fmt.Sprintf(" flow %d", n.Flow)
+	}
+	if n.Msg != other.Msg {
+		t += fmt.Sprintf(" msg %d", n.Msg)
+	}
+	if n.Index != other.Index {
+		t += fmt.Sprintf(" index %d", n.Index)
+	}
+	if n.Token != other.Token {
+		t += fmt.Sprintf(" token %#x", n.Token)
+	}
+	return t
+}
+
+// nackName is a NACK reason as docs/spec.md §2.7 and §3.4 name it.
+func nackName(r wire.NackReason) string {
+	switch r {
+	case wire.NackNotReady:
+		return "NOT_READY"
+	case wire.NackTooLarge:
+		return "TOO_LARGE"
+	case wire.NackUnknownConn:
+		return "UNKNOWN_CONN"
+	case wire.NackBadOffset:
+		return "BAD_OFFSET"
+	case wire.NackTagMismatch:
+		return "TAG_MISMATCH"
+	case wire.NackFlowAborted:
+		return "FLOW_ABORTED"
+	}
+	return fmt.Sprintf("reason %d", uint8(r))
 }
 
 func caseDuplicate(ctx context.Context, e *Env) (Verdict, string) {

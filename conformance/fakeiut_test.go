@@ -42,6 +42,13 @@ type fakeIUT struct {
 	aborted  map[uint32]bool // flows the peer aborted
 	ce       bool            // the datagram being handled carried CE
 	ceCount  uint32          // CE-marked DATA received on the tester's path 0
+	// afterNack is a failed receive's completion held back until the
+	// tester acknowledges PSN nackPSN, the NACK that answered it
+	// (oversizeNackFirst); lateNack is a NACK held back until the tester
+	// has taken every completion (oversizeNackLast).
+	afterNack *conformance.Completion
+	nackPSN   wire.PSN
+	lateNack  []byte
 }
 
 // fakeRecv is one posted receive of the fake.
@@ -159,6 +166,12 @@ func (f *fakeIUT) loop() {
 		if f.tx != nil {
 			f.tx.tick(time.Now())
 		}
+		// Empty, the channel has handed every completion to the
+		// tester, which records it before it reads the socket again.
+		if f.lateNack != nil && len(f.comps) == 0 {
+			f.sock.WriteToUDP(f.lateNack, f.peer)
+			f.lateNack = nil
+		}
 		f.mu.Unlock()
 	}
 }
@@ -184,6 +197,7 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 			f.tx = newFakeSender(f, f.sw, f.conns)
 			f.txPSN, f.cum, f.got, f.ceCount = 0, 0, map[wire.PSN]bool{}, 0
 			f.recvs, f.nextMsg, f.aborted = map[uint32]*fakeRecv{}, map[uint32]uint32{}, map[uint32]bool{}
+			f.afterNack, f.lateNack = nil, nil
 			f.accepted <- struct{}{}
 		}
 		ack := wire.Hello{Header: f.hdr(wire.OpHelloAck), SrcConn: fakeConn, SrcTok: fakeTok, Planes: 1, Paths: 1, MaxDgram: 1200}
@@ -216,6 +230,12 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 		var a wire.Ack
 		if _, err := wire.ParseAck(&a, b); err == nil {
 			f.tx.onAck(&a, time.Now())
+			for _, r := range a.Records[:a.N] {
+				if f.afterNack != nil && r.Path == 0 && f.nackPSN.Less(r.Cum) {
+					f.comps <- *f.afterNack
+					f.afterNack = nil
+				}
+			}
 		}
 	case wire.OpRecvReady:
 		var r wire.RecvReady
@@ -290,7 +310,7 @@ func (f *fakeIUT) place(d *wire.Data) {
 	}
 	if d.MsgLen > uint64(len(r.buf)) {
 		delete(f.recvs, d.Flow)
-		f.comps <- conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "message larger than the posted buffer"}
+		f.failOversize(d, conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "message larger than the posted buffer"})
 		return
 	}
 	r.chunks[d.Offset] = true
@@ -303,6 +323,37 @@ func (f *fakeIUT) place(d *wire.Data) {
 		delete(f.recvs, d.Flow)
 		f.comps <- conformance.Completion{Flow: d.Flow, Sizes: []int{int(d.MsgLen)}, Bufs: [][]byte{snapshot(r.buf)}}
 	}
+}
+
+// failOversize fails the receive that DATA d of a message longer than its
+// buffer reached, with completion c, and answers d with a NACK BAD_OFFSET
+// whose value is the message's length (spec §3.4), as the switch
+// oversizeNack orders or breaks it.
+func (f *fakeIUT) failOversize(d *wire.Data, c conformance.Completion) {
+	if f.sw.oversizeNack == oversizeNone {
+		f.comps <- c
+		return
+	}
+	nk := wire.Nack{Header: f.hdr(wire.OpNack), Reason: wire.NackBadOffset, Flow: d.Flow, Msg: d.Msg, Index: d.Index, Value: d.MsgLen}
+	nk.PSN = f.txPSN
+	f.txPSN++
+	switch f.sw.oversizeNack {
+	case oversizeTooLarge:
+		nk.Reason = wire.NackTooLarge
+	case oversizeOffset:
+		nk.Value = d.Offset
+	}
+	switch f.sw.oversizeNack {
+	case oversizeNackFirst:
+		f.afterNack, f.nackPSN = &c, nk.PSN
+	case oversizeNackLast:
+		f.comps <- c
+		f.lateNack = nk.Append(nil)
+		return
+	default:
+		f.comps <- c
+	}
+	f.sock.WriteToUDP(nk.Append(nil), f.peer)
 }
 
 // ack sends the path-0 record: cum and the SACK bitmap of what lies beyond.

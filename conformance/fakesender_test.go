@@ -65,7 +65,36 @@ type fakeSwitches struct {
 	// unknownConnNotReady answers a packet for an unknown connection with
 	// a NACK of reason NOT_READY instead of UNKNOWN_CONN (spec §2.7).
 	unknownConnNotReady bool
+	// oversizeNack breaks or orders the NACK that answers DATA of a
+	// message longer than its buffer (spec §3.4: BAD_OFFSET, value the
+	// message's length).
+	oversizeNack oversizeNack
 }
+
+// oversizeNack is how the fake answers DATA of a message longer than the
+// buffer posted for it. The zero value is right, and sends the NACK as
+// the receive fails, racing the failure to the tester as a real IUT's
+// NACK and control channel do; the ordered ones are right too and decide
+// the race, the others break the rule.
+type oversizeNack int
+
+const (
+	oversizeRight oversizeNack = iota
+	// oversizeNackFirst reports the failed receive only once the tester
+	// acknowledged the NACK: it has seen the NACK before the failure.
+	oversizeNackFirst
+	// oversizeNackLast sends the NACK only once the tester has taken the
+	// failed receive's completion.
+	oversizeNackLast
+	// oversizeNone sends no NACK at all.
+	oversizeNone
+	// oversizeTooLarge sends reason TOO_LARGE, the sender's word for a
+	// message too long for its buffer (spec §2.7), instead of BAD_OFFSET.
+	oversizeTooLarge
+	// oversizeOffset puts the offending DATA's offset in the value, as
+	// the other BAD_OFFSETs of §3.4 do, instead of the message's length.
+	oversizeOffset
+)
 
 const (
 	fakePaths = 3                     // sender paths, ids 1..3 (path 0 carries the receiver's packets)

@@ -147,6 +147,15 @@ func TestBrokenReceivers(t *testing.T) {
 		// what fits: a segment across the end is written before the
 		// receive fails.
 		{"bounds by offset only", fakeSwitches{boundsByOffset: true}, "out-of-bounds", "written", ""},
+		// Fails the receive of a message too long for its buffer
+		// unwritten, but does not NACK it BAD_OFFSET with its length
+		// (§3.4): no NACK, the sender's reason, or the DATA's offset.
+		{"no NACK for an oversize message", fakeSwitches{oversizeNack: oversizeNone}, "out-of-bounds",
+			"no NACK within 3s of the DATA, want BAD_OFFSET value 2288", ""},
+		{"NACKs an oversize message TOO_LARGE", fakeSwitches{oversizeNack: oversizeTooLarge}, "out-of-bounds",
+			"NACK TOO_LARGE value 2288, want BAD_OFFSET value 2288", ""},
+		{"NACKs an oversize message with the offset", fakeSwitches{oversizeNack: oversizeOffset}, "out-of-bounds",
+			"NACK BAD_OFFSET value 1144, want BAD_OFFSET value 2288", ""},
 		{"accepts a bad token", fakeSwitches{acceptBadToken: true}, "forged-token", "forged DATA acknowledged", ""},
 		{"ignores ECN", fakeSwitches{ignoreCE: true}, "ecn-echo", "ce 0", ""},
 		// Drops a duplicate PSN without acknowledging it: a sender whose

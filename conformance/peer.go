@@ -450,22 +450,39 @@ func (p *peer) awaitCompletion(ctx context.Context, flow uint32, d time.Duration
 func (p *peer) awaitOp(ctx context.Context, flow uint32, send bool, d time.Duration) (Completion, bool) {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	idx := -1
+	var c Completion
+	ok := false
 	p.wait(wctx, nil, func() bool {
-		for i, c := range p.comps {
-			if c.Flow == flow && c.Send == send {
-				idx = i
-				return true
-			}
-		}
-		return false
+		c, ok = p.takeOp(flow, send)
+		return ok
 	})
-	if idx < 0 {
-		return Completion{}, false
+	return c, ok
+}
+
+// takeOp removes and returns the first completion on flow of a send (send
+// true) or receive that the tester has drained from the IUT, without
+// waiting; ok is false when there is none yet.
+func (p *peer) takeOp(flow uint32, send bool) (c Completion, ok bool) {
+	for i, c := range p.comps {
+		if c.Flow == flow && c.Send == send {
+			p.comps = append(p.comps[:i], p.comps[i+1:]...)
+			return c, true
+		}
 	}
-	c := p.comps[idx]
-	p.comps = append(p.comps[:idx], p.comps[idx+1:]...)
-	return c, true
+	return Completion{}, false
+}
+
+// connNack returns the first NACK the IUT addressed to this connection
+// (dst_conn the tester's), whatever its reason, flow or token, so that a
+// case judging the NACK its packet drew can name a wrong one rather than
+// see none; ok is false while none has come.
+func (p *peer) connNack() (n wire.Nack, ok bool) {
+	for _, x := range p.nacks {
+		if x.DstConn == p.localConn {
+			return x, true
+		}
+	}
+	return wire.Nack{}, false
 }
 
 // data builds one DATA segment of msg at offset, taking the next PSN unless
