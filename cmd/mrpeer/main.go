@@ -8,11 +8,14 @@
 // receive whose buffers could not be reported on one line is refused when
 // posted. The end of stdin (the tester exited or closed its end) stops an
 // accept under way at once, with an error reply, rather than when its
-// timeout of up to a minute runs out. Diagnostics go to stderr.
+// timeout of up to a minute runs out. A reply that finds stdout closed (a
+// broken pipe: the tester has gone without reading it) ends mrpeer as the
+// end of its input does. Diagnostics go to stderr.
 //
-// Exit status: 0 after quit or at the end of its input; 1 when stdin cannot
-// be read or stdout written; 2 on bad usage, found before anything runs.
-// -h prints the usage and exits 0.
+// Exit status: 0 after quit, at the end of its input, or when stdout is a
+// pipe whose reader has gone; 1 when stdin cannot be read or stdout
+// written otherwise; 2 on bad usage, found before anything runs. -h prints
+// the usage and exits 0.
 //
 //	mrconform --iut "build/mrpeer --seed 7"
 package main
@@ -23,6 +26,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/metaroce/metaroce/internal/cli"
 )
@@ -39,11 +44,19 @@ const usageTail = `
 Reads control requests on stdin, one a line, and answers each with one JSON
 line on stdout (docs/conformance.md, "Control contract").
 
-Exit status: 0 after quit or at the end of the input; 1 when stdin cannot be
-read or stdout written; 2 bad usage.
+Exit status: 0 after quit, at the end of the input, or when the reader of
+stdout has gone (a broken pipe); 1 when stdin cannot be read or stdout
+written otherwise; 2 bad usage.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+func main() {
+	// A write to stdout after the tester has gone fails with EPIPE, which
+	// serve takes for the tester's departure. Left to the runtime's
+	// default, SIGPIPE on stdout would kill the process instead, and the
+	// tester would report a signal death for a normal end.
+	signal.Ignore(syscall.SIGPIPE)
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
 
 // run is main without the process: it returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/metaroce/metaroce/conformance/control"
@@ -62,7 +63,10 @@ func newServer(seed uint64, log io.Writer) *server {
 // maxLine is read to its end without being kept, and answered with an
 // error like any other bad request: the contract promises one reply per
 // line, and the tester's next request must still find the IUT in step.
-// It returns an error only when in cannot be read or out written.
+// It returns an error only when in cannot be read or out written; a
+// write that finds out a pipe without a reader (EPIPE) is no error: the
+// tester has gone, as at the end of in, and there is nobody left to
+// answer.
 //
 // in is read by a goroutine of its own (readLines), one line ahead of the
 // request being served, so that the end of in is seen while a request
@@ -105,6 +109,9 @@ func (s *server) serve(in io.Reader, out io.Writer) error {
 		w.Write(rep.Format())
 		w.WriteByte('\n')
 		if err := w.Flush(); err != nil {
+			if errors.Is(err, syscall.EPIPE) {
+				return nil
+			}
 			return err
 		}
 		if err == nil && req.Cmd == control.CmdQuit {
