@@ -26,6 +26,11 @@ type dialer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// verdictRead, when set (by tests), runs in a socket's goroutine just
+	// after its handshake read the listener's answer, before the handshake
+	// looks at whether the connect's context ended meanwhile.
+	verdictRead func(idx int)
+
 	mu    sync.Mutex
 	socks []*net.TCPConn
 	n     int   // sockets the listener accepted so far
@@ -33,9 +38,9 @@ type dialer struct {
 	taken bool  // Step returned the connection
 }
 
-func newDialer(cfg Config, h listenHandle) *dialer {
+func newDialer(cfg Config, h listenHandle, verdictRead func(idx int)) *dialer {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
-	d := &dialer{h: h, cancel: cancel, socks: make([]*net.TCPConn, h.Socks)}
+	d := &dialer{h: h, cancel: cancel, verdictRead: verdictRead, socks: make([]*net.TCPConn, h.Socks)}
 	id := randomNonZero()
 	for i := range h.Socks {
 		d.wg.Add(1)
@@ -80,15 +85,34 @@ func (d *dialer) dialOne(ctx context.Context, cfg Config, idx int, id uint64) {
 // in dialOne's goroutine; ctx ending (Abort, or the connect timeout)
 // interrupts it at once by expiring the socket's deadlines. A refusal is
 // returned as an ErrRemote error that names the peer.
+//
+// An answer read in full counts even if ctx ended just after: the listener
+// filed the socket before it answered helloAccepted (and queued the
+// connection if it was the last one), so taking the socket keeps both sides
+// in agreement, as failing the connect on a socket the listener holds would
+// not. Only a handshake that ctx interrupted fails with ctx's error. (After
+// an Abort, Abort closes the sockets so taken, which the listener's
+// connection reads as a sender that closed.)
 func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx int) error {
-	stop := context.AfterFunc(ctx, func() { _ = tc.SetDeadline(time.Unix(1, 0)) })
+	expired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = tc.SetDeadline(time.Unix(1, 0))
+		close(expired)
+	})
 	_, err := tc.Write(hb)
 	var verdict [1]byte
 	if err == nil {
 		_, err = io.ReadFull(tc, verdict[:])
 	}
+	if d.verdictRead != nil && err == nil {
+		d.verdictRead(idx)
+	}
 	if !stop() {
-		return ctx.Err() // the deadlines were, or are being, expired
+		<-expired // the deadlines are expired: wait, so that clearing them is the last word
+		if err != nil {
+			return ctx.Err()
+		}
+		_ = tc.SetDeadline(time.Time{})
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return errors.New("the peer closed the socket without answering the hello (not a MetaRoCE tcp listener of this version?)")

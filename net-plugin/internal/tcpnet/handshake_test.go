@@ -203,3 +203,46 @@ func TestListenerAnswersEveryHello(t *testing.T) {
 	})
 	noErr(t, rc.Close())
 }
+
+// TestAcceptInHandCompletesConnect: a connect whose deadline comes just
+// after every socket read the listener's helloAccepted completes, as the
+// listener, which filed the sockets before answering, queued the
+// connection: both sides hold it, and a message crosses it (the deadline
+// left no expired socket deadline behind).
+func TestAcceptInHandCompletesConnect(t *testing.T) {
+	b, l, h := listening(t)
+	read := make(chan int, h.Socks)
+	proceed := make(chan struct{})
+	b.verdictRead = func(idx int) {
+		read <- idx
+		<-proceed
+	}
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	defer d.Abort()
+	for range h.Socks {
+		<-read // this socket holds the listener's answer
+	}
+	d.(*dialer).cancel() // what the connect timeout does
+	close(proceed)
+	sc, err := stepUntilDone(t, d)
+	if err != nil {
+		t.Fatalf("connect whose accepts were in hand when its context ended: %v", err)
+	}
+	defer sc.Close()
+	var rc backend.RecvConn
+	backendtest.PollUntil(t, "accept", func() bool {
+		rc, err = l.Accept()
+		noErr(t, err)
+		return rc != nil
+	})
+	defer rc.Close()
+	buf := make([]byte, 5)
+	r, err := rc.Irecv([][]byte{buf}, []int32{7})
+	noErr(t, err)
+	s, err := sc.Isend([]byte("hello"), 7)
+	noErr(t, err)
+	backendtest.Wait(t, s, nil)
+	backendtest.Wait(t, r, nil)
+	eq(t, "hello", string(buf))
+}

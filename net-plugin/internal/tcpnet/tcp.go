@@ -33,6 +33,10 @@ var DefaultConfig = Config{Socks: 2, Timeout: 30 * time.Second}
 type Backend struct {
 	cfg  Config
 	devs []backend.Device
+
+	// verdictRead is handed to every dialer (see dialer.verdictRead);
+	// nil except in tests.
+	verdictRead func(idx int)
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -103,7 +107,7 @@ func (b *Backend) Dial(dev int, handle []byte) (backend.Dialer, error) {
 	if _, err := parseListenHandle(&h, handle); err != nil {
 		return nil, err
 	}
-	return newDialer(b.cfg, h), nil
+	return newDialer(b.cfg, h, b.verdictRead), nil
 }
 
 // randomNonZero returns a random non-zero 64-bit value.
