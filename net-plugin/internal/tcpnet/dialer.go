@@ -126,7 +126,7 @@ func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx 
 	case helloStale:
 		return fmt.Errorf("tcpnet: peer %v rejected socket %d of %d: no listener there has this handle's nonce, so the listen handle is stale (its listener closed and the port was reused) or from another job: %w", d.h.Addr, idx+1, d.h.Socks, backend.ErrRemote)
 	case helloRefused:
-		return fmt.Errorf("tcpnet: peer %v refused socket %d of %d: its listener is closing, or has %d connections half set up: %w", d.h.Addr, idx+1, d.h.Socks, maxPendingConns, backend.ErrRemote)
+		return fmt.Errorf("tcpnet: peer %v refused socket %d of %d: its listener is closing, or has %d connections half set up by dialers still connecting (more concurrent connects to it than that?): %w", d.h.Addr, idx+1, d.h.Socks, maxPendingConns, backend.ErrRemote)
 	}
 	return fmt.Errorf("tcpnet: peer %v answered the hello of socket %d of %d with %#02x: not a MetaRoCE tcp listener of this version: %w", d.h.Addr, idx+1, d.h.Socks, verdict[0], backend.ErrRemote)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 	"github.com/metaroce/metaroce/net-plugin/internal/backend/backendtest"
 )
@@ -245,4 +247,77 @@ func TestAcceptInHandCompletesConnect(t *testing.T) {
 	backendtest.Wait(t, s, nil)
 	backendtest.Wait(t, r, nil)
 	eq(t, "hello", string(buf))
+}
+
+// halfConn opens socket 0 of 2 of connection id to the listener at addr,
+// as a dialer does, and returns it once the listener accepted it.
+func halfConn(t *testing.T, addr netip.AddrPort, nonce, id uint64) *net.TCPConn {
+	t.Helper()
+	c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(addr))
+	noErr(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	hb, err := (&hello{Index: 0, Socks: 2, Nonce: nonce, ConnID: id}).Append(nil)
+	noErr(t, err)
+	_, err = c.Write(hb)
+	noErr(t, err)
+	var v [1]byte
+	_, err = io.ReadFull(c, v[:])
+	noErr(t, err)
+	eq(t, helloAccepted, v[0])
+	return c
+}
+
+// finTaken reports whether the other end's kernel has acknowledged the FIN
+// that c sent (c is in FIN_WAIT2), so that the other end reads the end of
+// the stream.
+func finTaken(t *testing.T, c *net.TCPConn) bool {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	noErr(t, err)
+	var info *unix.TCPInfo
+	noErr(t, raw.Control(func(fd uintptr) {
+		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}))
+	noErr(t, err)
+	return info.State == unix.BPF_TCP_FIN_WAIT2
+}
+
+// TestAbandonedHalfConnsExpire: maxPendingConns connections of which one
+// socket of two arrived and whose dialers then gave up (closed it) do not
+// make the listener refuse the next dialer: it drops them, closing their
+// sockets, when that dialer's first socket arrives.
+func TestAbandonedHalfConnsExpire(t *testing.T) {
+	b, l, h := listening(t)
+	var given []*net.TCPConn
+	for id := range uint64(maxPendingConns) {
+		given = append(given, halfConn(t, h.Addr, h.Nonce, id+1))
+	}
+	for _, c := range given {
+		noErr(t, c.CloseWrite()) // the dialer gives up
+	}
+	backendtest.PollUntil(t, "the listener's side reading each end", func() bool {
+		for len(given) > 0 && finTaken(t, given[0]) {
+			given = given[1:]
+		}
+		return len(given) == 0
+	})
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	defer d.Abort()
+	sc, err := stepUntilDone(t, d)
+	if err != nil {
+		t.Fatalf("connect after %d abandoned half connections: %v", maxPendingConns, err)
+	}
+	defer sc.Close()
+	var rc backend.RecvConn
+	backendtest.PollUntil(t, "accept", func() bool {
+		rc, err = l.Accept()
+		noErr(t, err)
+		return rc != nil
+	})
+	noErr(t, rc.Close())
+	ln := l.(*listener)
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	eq(t, 0, len(ln.pending))
 }

@@ -24,8 +24,8 @@ const (
 	// took the port) or comes from another job.
 	helloStale byte = 0x02
 	// helloRefused: the listener is closing, already holds
-	// maxPendingConns connections half set up, or has this socket's slot
-	// filled.
+	// maxPendingConns connections half set up by dialers still there, or
+	// has this socket's slot filled.
 	helloRefused byte = 0x03
 )
 

@@ -9,11 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 )
 
 // maxPendingConns bounds half-assembled connections per listener; more
-// simultaneous strangers than this are dropped.
+// simultaneous strangers than this are dropped. Connections whose dialer
+// gave up do not count for long: see dropAbandonedLocked.
 const maxPendingConns = 64
 
 // listener accepts TCP sockets in a goroutine, groups them by connection id
@@ -118,7 +121,11 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 	defer l.mu.Unlock()
 	socks, ok := l.pending[h.ConnID]
 	if !ok {
-		if l.closed || len(l.pending) >= maxPendingConns {
+		if l.closed {
+			return nil, helloRefused
+		}
+		l.dropAbandonedLocked()
+		if len(l.pending) >= maxPendingConns {
 			return nil, helloRefused
 		}
 		s := make([]*net.TCPConn, h.Socks)
@@ -136,6 +143,64 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 	}
 	delete(l.pending, h.ConnID)
 	return *socks, helloAccepted
+}
+
+// dropAbandonedLocked closes and forgets the half-assembled connections
+// one of whose sockets its dialer has given up: a dialer that fails or is
+// aborted closes the sockets it holds, and a dead dialer's kernel does, or
+// (host gone) the socket's keepalive and TCP_USER_TIMEOUT turn the silence
+// into a socket error within about cfg.Timeout. Without this, such
+// connections would stay until Close, and maxPendingConns of them would
+// make the listener refuse every later connection. It runs when a socket
+// opens a new connection, so it needs no goroutine or timer of its own.
+// The caller holds l.mu.
+func (l *listener) dropAbandonedLocked() {
+	for id, socks := range l.pending {
+		abandoned := false
+		for _, s := range *socks {
+			if s != nil && peerGone(s) {
+				abandoned = true
+				break
+			}
+		}
+		if !abandoned {
+			continue
+		}
+		for _, s := range *socks {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+		delete(l.pending, id)
+	}
+}
+
+// peerGone reports whether the other end of c has closed it, or c has
+// failed: a non-blocking peek finds the end of the stream or a socket
+// error. Nothing to read yet, or bytes waiting, means the dialer may still
+// be there. A peek consumes nothing, so the connection's receiver later
+// reads every byte that was waiting.
+func peerGone(c *net.TCPConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return true
+	}
+	var n int
+	var perr error
+	var b [1]byte
+	err = raw.Read(func(fd uintptr) bool {
+		n, _, perr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		return true // one look, never a wait
+	})
+	switch {
+	case err != nil:
+		return true
+	case perr == nil:
+		return n == 0
+	case errors.Is(perr, unix.EAGAIN), errors.Is(perr, unix.EINTR):
+		return false
+	}
+	return true
 }
 
 // answer writes the one-byte answer to a hello, bounded by cfg.Timeout.
