@@ -131,12 +131,24 @@ func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx 
 	return fmt.Errorf("tcpnet: peer %v answered the hello of socket %d of %d with %#02x: not a MetaRoCE tcp listener of this version: %w", d.h.Addr, idx+1, d.h.Socks, verdict[0], backend.ErrRemote)
 }
 
+// finish records the outcome of socket idx: c once the listener accepted
+// it, or the error that ended it. The first error fails the connect, and
+// the sockets already accepted are closed at once, not at Abort, which may
+// come much later (NCCL may stop calling connect without a word, see
+// core's abandonAfter): until they close, the listener keeps the
+// connection half assembled (listener.dropAbandonedLocked).
 func (d *dialer) finish(idx int, c *net.TCPConn, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
 		if d.err == nil {
 			d.err = err
+			for i, s := range d.socks {
+				if s != nil {
+					_ = s.Close()
+					d.socks[i] = nil
+				}
+			}
 		}
 		return
 	}

@@ -321,3 +321,36 @@ func TestAbandonedHalfConnsExpire(t *testing.T) {
 	defer ln.mu.Unlock()
 	eq(t, 0, len(ln.pending))
 }
+
+// TestFailedConnectReleasesAcceptedSockets: when one socket of a connect
+// is refused after another was accepted, the connect fails and closes the
+// accepted socket at once, before any Step or Abort, so that the listener
+// sees the dialer gone and drops the half-assembled connection.
+func TestFailedConnectReleasesAcceptedSockets(t *testing.T) {
+	hb, conns := fakeListener(t, 2)
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: time.Hour})
+	noErr(t, err)
+	d, err := b.Dial(0, hb)
+	noErr(t, err)
+	defer d.Abort()
+	first, second := <-conns, <-conns
+	defer first.Close()
+	defer second.Close()
+	_, err = first.Write([]byte{helloAccepted})
+	noErr(t, err)
+	dl := d.(*dialer)
+	backendtest.PollUntil(t, "first socket accepted", func() bool {
+		dl.mu.Lock()
+		defer dl.mu.Unlock()
+		return dl.n == 1
+	})
+	_, err = second.Write([]byte{helloStale})
+	noErr(t, err)
+	// The read ends at the dialer's close; its deadline only turns a
+	// socket left open into a failure instead of a hang.
+	noErr(t, first.SetReadDeadline(time.Now().Add(backendtest.Deadline)))
+	var buf [1]byte
+	if n, err := first.Read(buf[:]); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("accepted socket of a failed connect: read %d bytes, %v; want the end of the stream", n, err)
+	}
+}
