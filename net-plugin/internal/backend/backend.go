@@ -55,11 +55,14 @@ var (
 	// ErrInvalidUsage: the caller broke the contract in a way a user can fix,
 	// e.g. a message larger than the posted receive.
 	ErrInvalidUsage = errors.New("invalid usage")
-	// ErrInvalidArgument: malformed input such as a garbage listen handle.
+	// ErrInvalidArgument: malformed input such as a garbage listen handle
+	// (see Backend.Dial for where a handle stops being malformed).
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrInternal: the caller misused the plugin (unknown handle, bad state).
 	ErrInternal = errors.New("internal error")
-	// ErrRemote: the peer reported or caused the failure.
+	// ErrRemote: the peer reported or caused the failure, including a
+	// well-formed listen handle that names no listener of the peer (stale
+	// or foreign; see Backend.Dial).
 	ErrRemote = errors.New("remote error")
 	// ErrClosed: the connection or listener was closed locally.
 	ErrClosed = errors.New("closed")
@@ -95,7 +98,25 @@ type Backend interface {
 	// needs to connect.
 	Listen(dev int) (Listener, error)
 	// Dial starts a non-blocking connection to the listener described by
-	// handle from device dev. A malformed handle fails with ErrInvalidArgument.
+	// handle from device dev. A handle that is refused fails by one rule,
+	// at Dial or at the Dialer's Step:
+	//
+	//   - Malformed: it does not decode as a handle of this backend and
+	//     version: too short, wrong magic or version, or a field without a
+	//     value of its kind (a zero nonce or id, a socket or plane count
+	//     out of range, an unusable address or port). It fails with
+	//     ErrInvalidArgument, at Dial, before anything is sent.
+	//   - Stale or foreign: it decodes, but names a listener the peer does
+	//     not have: one that closed, one of another job or process, or an
+	//     identity no listener of the peer holds (such as a udp flow id
+	//     above any a listener takes). It fails with ErrRemote, naming the
+	//     peer: at Dial when the handle alone shows it, else at Step once
+	//     the peer refuses it.
+	//
+	// So ErrInvalidArgument points at how the handle travelled (ranks on
+	// different backends or plugin versions, corrupted bytes), ErrRemote at
+	// the peer's state. A peer that never answers is neither: Step fails at
+	// the connect timeout with an error that says so.
 	Dial(dev int, handle []byte) (Dialer, error)
 	// Close releases backend-wide resources; connections must be closed first.
 	Close() error
