@@ -115,7 +115,10 @@ func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx 
 		_ = tc.SetDeadline(time.Time{})
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("the peer closed the socket without answering the hello (not a MetaRoCE tcp listener of this version?)")
+		// Like an answer that is no verdict: what took the socket is no
+		// listener of this handle, a well-formed handle's stale or foreign
+		// case (backend.Backend.Dial).
+		return fmt.Errorf("tcpnet: peer %v closed socket %d of %d without answering its hello: what listens there is not a MetaRoCE tcp listener of this version, so the listen handle is stale (its listener closed and the port was reused) or from another plugin version: %w", d.h.Addr, idx+1, d.h.Socks, backend.ErrRemote)
 	}
 	if err != nil {
 		return err

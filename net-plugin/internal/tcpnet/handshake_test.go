@@ -354,3 +354,25 @@ func TestFailedConnectReleasesAcceptedSockets(t *testing.T) {
 		t.Fatalf("accepted socket of a failed connect: read %d bytes, %v; want the end of the stream", n, err)
 	}
 }
+
+// TestHelloClosedUnansweredIsRemote: a peer that closes the socket without
+// answering the hello (whatever took the handle's port is no listener of
+// this version) fails connect as a stale or foreign handle: ErrRemote,
+// naming the peer, as the backend interface's rule for a well-formed
+// handle that names no listener says.
+func TestHelloClosedUnansweredIsRemote(t *testing.T) {
+	hb, conns := fakeListener(t, 1)
+	b, err := New(Config{IfNames: "=lo", Socks: 1, Timeout: time.Hour})
+	noErr(t, err)
+	d, err := b.Dial(0, hb)
+	noErr(t, err)
+	defer d.Abort()
+	noErr(t, (<-conns).Close())
+	sc, err := stepUntilDone(t, d)
+	if sc != nil {
+		t.Fatal("connect succeeded on a socket closed without an answer")
+	}
+	if !errors.Is(err, backend.ErrRemote) || !strings.Contains(err.Error(), "127.0.0.1:") || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("error %v: want ErrRemote naming the peer and a stale handle", err)
+	}
+}
