@@ -53,9 +53,11 @@ func (d *dialer) dialOne(ctx context.Context, cfg Config, idx int, id uint64) {
 	defer d.wg.Done()
 	hb, _ := (&hello{Index: idx, Socks: d.h.Socks, Nonce: d.h.Nonce, ConnID: id}).Append(nil)
 	var nd net.Dialer
+	refused := false // the latest answer to a dial was a refusal
 	for {
 		c, err := nd.DialContext(ctx, "tcp", d.h.Addr.String())
 		if err == nil {
+			refused = false
 			tc := c.(*net.TCPConn)
 			if err = d.handshake(ctx, tc, hb, idx); err == nil {
 				tuneSocket(tc, cfg.Timeout)
@@ -69,12 +71,20 @@ func (d *dialer) dialOne(ctx context.Context, cfg Config, idx int, id uint64) {
 			}
 		}
 		if errors.Is(err, syscall.ECONNREFUSED) {
+			refused = true
 			select {
 			case <-time.After(refusedBackoff):
 				continue
 			case <-ctx.Done():
 				err = ctx.Err()
 			}
+		}
+		if refused && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The peer's host answered, to the end, that nothing listens on
+			// the port: a well-formed handle naming a listener the peer no
+			// longer has (backend.Backend.Dial), or one swamped throughout.
+			d.finish(idx, nil, fmt.Errorf("tcpnet: peer %v refused socket %d of %d until the connect timeout (%v, METAROCE_TIMEOUT_MS): nothing listens on that port, so the listen handle is stale (its listener closed, or its process exited), or the listener's accept queue stayed full: %w", d.h.Addr, idx+1, d.h.Socks, cfg.Timeout, backend.ErrRemote))
+			return
 		}
 		d.finish(idx, nil, fmt.Errorf("tcpnet: connecting to peer %v (socket %d of %d): %w; is the peer alive and %v reachable from here?", d.h.Addr, idx+1, d.h.Socks, err, d.h.Addr.Addr()))
 		return

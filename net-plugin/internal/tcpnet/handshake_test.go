@@ -376,3 +376,26 @@ func TestHelloClosedUnansweredIsRemote(t *testing.T) {
 		t.Fatalf("error %v: want ErrRemote naming the peer and a stale handle", err)
 	}
 }
+
+// TestClosedListenerHandleIsRemote: a handle whose listener has closed,
+// so that its port refuses connections, fails connect at the connect
+// timeout as a stale handle: ErrRemote, naming the peer, as the backend
+// interface's rule for a well-formed handle that names no listener says.
+func TestClosedListenerHandleIsRemote(t *testing.T) {
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: 300 * time.Millisecond})
+	noErr(t, err)
+	l, err := b.Listen(0)
+	noErr(t, err)
+	hb := append([]byte(nil), l.Handle()...)
+	noErr(t, l.Close())
+	d, err := b.Dial(0, hb)
+	noErr(t, err)
+	defer d.Abort()
+	sc, err := stepUntilDone(t, d)
+	if sc != nil {
+		t.Fatal("connect to a closed listener succeeded")
+	}
+	if !errors.Is(err, backend.ErrRemote) || !strings.Contains(err.Error(), "127.0.0.1:") || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("error %v: want ErrRemote naming the peer and a stale handle", err)
+	}
+}
