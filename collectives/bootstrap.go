@@ -272,16 +272,16 @@ const (
 	// bootMagic starts every rendezvous frame, and changes with what the
 	// frames carry, so that ranks of different versions fail at the
 	// frame, with an error that says so, rather than misread each other.
-	bootMagic = 0x4d524236 // "MRB6": every message carries its call's tag (callTag)
-	// prevMagic is the version before ("MRB5": untagged messages, and
-	// the TCP link's 8-byte header, which a rank of this version reads as
-	// another call's message and, the other way round, as 4 bytes more
-	// of payload; "MRB4" and older, without rank 0's confirmation after
-	// the table, are not read at all).
+	bootMagic = 0x4d524237 // "MRB7": the call tag (callTag) covers the call's schedule
+	// prevMagic is the version before ("MRB6": call tags of the call's
+	// arguments alone, which differ from this version's for every call,
+	// so that its ranks and this version's would fail every collective
+	// with an error blaming the call; "MRB5" and older, untagged, are
+	// not read at all).
 	// Its frames are laid out as this version's, and rank 0 answers a
 	// rank of it in its own frame, which that version reads, with why
 	// the rendezvous failed.
-	prevMagic   = 0x4d524235
+	prevMagic   = 0x4d524236
 	maxBlob     = 4096
 	dialBackoff = 50 * time.Millisecond
 	// helloWait bounds how long rank 0 waits for a connection's hello: a

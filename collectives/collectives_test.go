@@ -576,7 +576,7 @@ func FuzzReadFrame(f *testing.F) {
 	buf.Reset()
 	require.NoError(f, writeFrame(&buf, 0, 2, 0, []byte("a"), []byte("")))
 	f.Add(buf.Bytes(), 2)
-	f.Add([]byte("MRB6"), 1)
+	f.Add([]byte("MRB7"), 1)
 	buf.Reset()
 	require.NoError(f, writeFrameMagic(&buf, prevMagic, 1, 2, 0, []byte("old")))
 	f.Add(buf.Bytes(), 1)

@@ -204,7 +204,12 @@ func (c *Comm) closedErr(p *sched.Plan, err error) error {
 
 // Run executes the collective cfg describes (Rank and NRanks are always
 // the communicator's; Channels, ChunkBytes, GroupSize and, for all-to-all,
-// AllToAllInFlight are filled in from it where zero). In place
+// AllToAllInFlight are filled in from it where zero). Every rank must run
+// a call with the same schedule as well as the same arguments: ranks whose
+// Algorithm (as AlgoAuto resolves it), Channels, ChunkBytes (in whole
+// elements) or, for AlgoHierarchical, GroupSize differ fail the call with
+// ErrMismatch, each naming its own schedule (callTag); AllToAllInFlight
+// may differ. In place
 // (cfg.InPlace) send is nil or recv itself; out of place, send and recv
 // must not overlap.
 // A call whose ctx is already done is refused before anything is sent, with
@@ -364,7 +369,9 @@ func (c *Comm) run(ctx context.Context, cfg sched.Config, send, recv []byte) err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errCallTimeout)
 	defer cancel()
-	return c.execute(ctx, p, callTag(cfg), [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
+	// The tag covers the schedule the plan runs: AlgoAuto as it resolved.
+	cfg.Algorithm = p.Algorithm
+	return c.execute(ctx, p, callTag(cfg), scheduleOf(cfg), [3][]byte{send, recv, c.scratch[:p.ScratchBytes]})
 }
 
 // countFits refuses, before its plan is built, a call of Run whose count

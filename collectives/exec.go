@@ -44,8 +44,10 @@ var errCallTimeout = errors.New("collectives: call timeout")
 // maxStreamDepth at a time). Local steps run inline; transfers complete
 // asynchronously and wake the loop. On any failure the communicator is
 // marked broken and its link closed, and execute returns only once no
-// transfer of the call can write into the caller's buffers any more.
-func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, bufs [3][]byte) (err error) {
+// transfer of the call can write into the caller's buffers any more. Every
+// message carries tag (callTag); sch, the call's schedule, is named in the
+// errors that say the ranks disagree on the call.
+func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, sch callSchedule, bufs [3][]byte) (err error) {
 	n := len(p.Steps)
 	if n == 0 {
 		return nil
@@ -107,7 +109,7 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, bufs [3][
 			pd, err = c.link.recv(s.Peer, s.Channel, tag, rangeOf(bufs, s.Dst), done)
 		}
 		if err != nil {
-			return c.stepErr(p, s, err)
+			return c.stepErr(p, s, sch, err)
 		}
 		inflight[i] = pd
 		return nil
@@ -182,7 +184,7 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, bufs [3][
 			delete(inflight, i)
 			s := &p.Steps[i]
 			if err != nil {
-				return c.stepErr(p, s, err)
+				return c.stepErr(p, s, sch, err)
 			}
 			if s.Kind == sched.KindRecv && int64(got) != s.Dst.Len {
 				// Every message of a plan has one exact length on both
@@ -190,7 +192,7 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, bufs [3][
 				// plans (different counts, types or collectives). A
 				// longer one fails the receive in the link (see
 				// stepErr).
-				return c.stepErr(p, s, fmt.Errorf("%w: received %d bytes where the plan expects %d", ErrMismatch, got, s.Dst.Len))
+				return c.stepErr(p, s, sch, fmt.Errorf("%w: received %d bytes where the plan expects %d", ErrMismatch, got, s.Dst.Len))
 			}
 			finish(i)
 			k := keyOf(s)
@@ -209,29 +211,42 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, bufs [3][
 
 // ErrMismatch is wrapped when a peer's message does not have the length
 // this rank's plan expects, shorter or longer, or carries another call's
-// tag (callTag: a different collective, count, type, reduction or root):
-// the ranks did not call the same collective with the same arguments. A
-// rank whose peer saw the mismatch first and left may instead get an error
-// saying the peer closed the connection.
+// tag (callTag: a different collective, count, type, reduction or root, or
+// a different schedule: algorithm, channels, chunk size, group size): the
+// ranks did not call the same collective with the same arguments and
+// settings. A rank whose peer saw the mismatch first and left may instead
+// get an error saying the peer closed the connection.
 var ErrMismatch = errors.New("ranks disagree on the call")
 
-// mismatchHint ends every ErrMismatch error of a call: the likely cause.
+// mismatchHint starts the end of every ErrMismatch error of a call: the
+// likely cause. mismatchText completes it.
 const mismatchHint = "do all ranks call the same collective with the same count and type?"
 
+// mismatchText is mismatchHint and the schedule of this rank's call, which
+// every rank's must match: the ranks' tags (callTag) are hashes, so a rank
+// cannot tell which setting its peer's message differs in, and each rank
+// names its own values for the user to set side by side. The per-call
+// fields that set them are named, since the communicator's own are
+// compared by New and so agree.
+func mismatchText(sch callSchedule) string {
+	return fmt.Sprintf("%s Their schedules must match too (a call's own sched.Config Algorithm, Channels, ChunkBytes and GroupSize override the communicator's): this rank ran %v, and each rank that sees the disagreement names its own", mismatchHint, sch)
+}
+
 // asMismatch returns err, a failed transfer's error, as an ErrMismatch
-// error when it says that the two sides' messages differ in length, and err
+// error, ending with mismatchText(sch), when it says that the two sides'
+// messages differ in length or belong to different calls, and err
 // unchanged otherwise. Links report a message longer than its receive, or
 // of another call (callTag), in their own words: the TCP baseline's reader
 // wraps ErrMismatch, MetaRoCE fails the receive, and the send too, with
 // transport.ErrMessageTooLarge or transport.ErrTagMismatch.
 // Either means that the peers run different plans, not that the connection
 // broke, so the error says so and wraps ErrMismatch like the short case.
-func asMismatch(err error) error {
+func asMismatch(err error, sch callSchedule) error {
 	switch {
 	case errors.Is(err, ErrMismatch):
-		return fmt.Errorf("%w; %s", err, mismatchHint)
+		return fmt.Errorf("%w; %s", err, mismatchText(sch))
 	case errors.Is(err, transport.ErrMessageTooLarge), errors.Is(err, transport.ErrTagMismatch):
-		return fmt.Errorf("%w: %w; %s", ErrMismatch, err, mismatchHint)
+		return fmt.Errorf("%w: %w; %s", ErrMismatch, err, mismatchText(sch))
 	}
 	return err
 }
@@ -275,15 +290,15 @@ func rangeOf(bufs [3][]byte, r sched.Range) []byte {
 	return bufs[r.Buf][r.Off:r.End()]
 }
 
-// stepErr describes the failure of transfer s of plan p, marks the
-// communicator broken and returns the error.
-func (c *Comm) stepErr(p *sched.Plan, s *sched.Step, err error) error {
+// stepErr describes the failure of transfer s of plan p, whose schedule is
+// sch, marks the communicator broken and returns the error.
+func (c *Comm) stepErr(p *sched.Plan, s *sched.Step, sch callSchedule, err error) error {
 	dir := "sending to"
 	if s.Kind == sched.KindRecv {
 		dir = "receiving from"
 	}
 	return c.markBroken(&PeerError{Peer: s.Peer, lost: connectionLost(err),
-		err: fmt.Errorf("collectives: %v on rank %d: %s rank %d (channel %d, message %d): %w%s", p.Collective, p.Rank, dir, s.Peer, s.Channel, s.Seq, asMismatch(err), peerLeftHint(s.Peer, err))})
+		err: fmt.Errorf("collectives: %v on rank %d: %s rank %d (channel %d, message %d): %w%s", p.Collective, p.Rank, dir, s.Peer, s.Channel, s.Seq, asMismatch(err, sch), peerLeftHint(s.Peer, err))})
 }
 
 // peerLeftHint explains a transfer that failed because its peer closed the

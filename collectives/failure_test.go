@@ -491,6 +491,88 @@ func TestRanksDisagreeOnTheCall(t *testing.T) {
 	}
 }
 
+// TestRanksDisagreeOnTheSchedule: ranks that pass Run different per-call
+// schedules (sched.Config Algorithm, Channels, ChunkBytes) fail the call
+// on every rank with ErrMismatch, each that sees it naming its own
+// schedule; ranks whose schedules only look different (AlgoAuto against
+// the algorithm it picks, different all-to-all messages in flight) pair
+// and get the right result. Before, the tag covered the call's arguments
+// alone: a ring against recursive halving and doubling, and 1 KiB chunks
+// against 2 KiB ones, returned success (by chance, with the right data
+// here; other sizes and rank counts fail on a message's length or wait
+// out the timeout), and a mismatch that was caught asked only about the
+// count and type.
+func TestRanksDisagreeOnTheSchedule(t *testing.T) {
+	dt := reduce.Float32
+	auto := sched.ChooseAlgorithm(sched.AllReduce, 2, 0, 1<<18)
+	cases := []struct {
+		name  string
+		coll  sched.Collective
+		count int // elements; per peer for all-to-all
+		set   func(r int, c *sched.Config)
+		want  [2]string // each rank's schedule in its error; "" where the call must succeed
+	}{
+		{"algorithm", sched.AllReduce, 1 << 16, func(r int, c *sched.Config) {
+			c.Algorithm = [2]sched.Algorithm{sched.AlgoRing, sched.AlgoHalvingDoubling}[r]
+		}, [2]string{"this rank ran algorithm ring, 2 channels, 131072-byte chunks", "this rank ran algorithm halving, 2 channels, 131072-byte chunks"}},
+		{"chunk", sched.AllReduce, 1 << 10, func(r int, c *sched.Config) {
+			c.Algorithm, c.ChunkBytes = sched.AlgoRing, int64(1<<10)<<r
+		}, [2]string{"this rank ran algorithm ring, 2 channels, 1024-byte chunks", "this rank ran algorithm ring, 2 channels, 2048-byte chunks"}},
+		{"channels", sched.AllReduce, 1 << 16, func(r int, c *sched.Config) {
+			c.Algorithm, c.Channels = sched.AlgoRing, r+1
+		}, [2]string{"this rank ran algorithm ring, 1 channel, 131072-byte chunks", "this rank ran algorithm ring, 2 channels, 131072-byte chunks"}},
+		{"auto", sched.AllReduce, 1 << 16, func(r int, c *sched.Config) {
+			if r == 1 {
+				c.Algorithm = auto
+			}
+		}, [2]string{}},
+		{"in flight", sched.AllToAll, 1 << 12, func(r int, c *sched.Config) { c.AllToAllInFlight = 1 + 7*r }, [2]string{}},
+	}
+	for _, tr := range []string{TransportMetaRoCE, TransportTCP} {
+		for _, tc := range cases {
+			t.Run(tr+"/"+tc.name, func(t *testing.T) {
+				var errs, results [2]error
+				cfg := Config{Transport: tr, Timeout: time.Minute, Channels: 2, ChunkBytes: 128 << 10}
+				_ = LaunchLocal(context.Background(), 2, cfg, func(c *Comm) error {
+					r := c.Rank()
+					n := tc.count
+					if tc.coll == sched.AllToAll {
+						n *= c.Size()
+					}
+					buf := fill(dt, n, func(i int) float64 { return value(r, i) })
+					sc := sched.Config{Collective: tc.coll, Count: int64(tc.count), DType: dt, Op: reduce.OpSum, InPlace: true}
+					tc.set(r, &sc)
+					errs[r] = c.Run(context.Background(), sc, nil, buf)
+					if errs[r] == nil && !bytes.Equal(buf, reference(tc.coll, dt, reduce.OpSum, 2, r, tc.count, 0)) {
+						results[r] = fmt.Errorf("rank %d: wrong result", r)
+					}
+					return errs[r]
+				})
+				if tc.want[0] == "" {
+					for r := range 2 {
+						require.NoError(t, errs[r], "rank %d", r)
+						require.NoError(t, results[r])
+					}
+					return
+				}
+				var seen bool
+				for r, err := range errs {
+					switch {
+					case errors.Is(err, ErrMismatch):
+						seen = true
+						require.ErrorContains(t, err, mismatchHint, "rank %d", r)
+						require.ErrorContains(t, err, tc.want[r], "rank %d", r)
+					case err != nil && peerLeft(err) && errors.Is(errs[1-r], ErrMismatch):
+					default:
+						t.Errorf("rank %d: got %v, want ErrMismatch", r, err)
+					}
+				}
+				require.True(t, seen, "no rank reported ErrMismatch")
+			})
+		}
+	}
+}
+
 // TestLaunchReturnsTheFailedRanksError: when one rank's function fails
 // while the others wait in a collective with it, LaunchLocal returns that
 // rank's error, not the error of a peer that saw it leave. Its Close tells

@@ -236,14 +236,14 @@ func TestRendezvousOtherVersion(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, writeFrameMagic(&buf, prevMagic, 0, 2, 0, []byte("a")))
 	_, err := readFrame(&buf, 2)
-	assert.ErrorContains(t, err, `a metaroce rendezvous peer of another version (magic "MRB5", this version's is "MRB6"): `+what)
-	_, err = readFrame(strings.NewReader("MRB4, a frame of a version before the last one"), 2)
-	assert.ErrorContains(t, err, `not a metaroce rendezvous peer of this version (magic "MRB4", this version's is "MRB6"): `+what)
+	assert.ErrorContains(t, err, `a metaroce rendezvous peer of another version (magic "MRB6", this version's is "MRB7"): `+what)
+	_, err = readFrame(strings.NewReader("MRB5, a frame of a version before the last one"), 2)
+	assert.ErrorContains(t, err, `not a metaroce rendezvous peer of this version (magic "MRB5", this version's is "MRB7"): `+what)
 	// Something else listening at the address: not called a version.
 	_, err = readFrame(strings.NewReader("HTTP/1.0 400 Bad Request\r\n\r\n"), 2)
 	assert.ErrorIs(t, err, errNotRendezvous)
 	assert.ErrorContains(t, err, `something other than a metaroce rendezvous listens there`)
-	assert.ErrorContains(t, err, `it answered "HTTP", not a rendezvous frame ("MRB6")`)
+	assert.ErrorContains(t, err, `it answered "HTTP", not a rendezvous frame ("MRB7")`)
 	assert.NotErrorIs(t, err, errVersion)
 	// A reply shorter than a frame's header (a line protocol's error)
 	// reads the same.
@@ -272,7 +272,7 @@ func TestRendezvousOtherVersion(t *testing.T) {
 	assert.Equal(t, uint32(prevMagic), f.magic, "the answer is in the old rank's frame")
 	assert.Equal(t, abortRanks, f.nranks, "the old rank reads rank 0 giving up")
 	require.Len(t, f.blobs, 1)
-	assert.Contains(t, string(f.blobs[0]), "rank 2 from "+c.LocalAddr().String()+` runs another version of metaroce (rendezvous magic "MRB5", rank 0's is "MRB6"): `+what)
+	assert.Contains(t, string(f.blobs[0]), "rank 2 from "+c.LocalAddr().String()+` runs another version of metaroce (rendezvous magic "MRB6", rank 0's is "MRB7"): `+what)
 	for _, err := range []error{recv(ctx, t, rootDone, "rank 0 giving up"), recv(ctx, t, leafDone, "rank 1 giving up")} {
 		assert.ErrorContains(t, err, "rank 2 from "+c.LocalAddr().String()+" runs another version of metaroce")
 		assert.ErrorContains(t, err, what)
@@ -298,7 +298,7 @@ func TestRendezvousOtherVersion(t *testing.T) {
 			}
 			if answer {
 				io.Copy(io.Discard, io.LimitReader(c, 4+int64(len("one"))))
-				_ = writeFrameMagic(c, 0x4d524237, 0, 2, 0, []byte("zero"), []byte("one")) // "MRB7", a later version
+				_ = writeFrameMagic(c, 0x4d524238, 0, 2, 0, []byte("zero"), []byte("one")) // "MRB8", a later version
 			}
 		}()
 		_, err = exchange(ctx, Bootstrap{Rank: 1, NRanks: 2, Root: ln.Addr().String(), Source: "test"}, []byte("one"))
