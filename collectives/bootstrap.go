@@ -562,12 +562,12 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 			b.Progress(rootWaitingLine(b, miss, waited, left))
 			continue
 		case <-ctx.Done():
-			return nil, nil, abortWaiting(conns, tag, missingErr(b, blobs, ctx.Err()))
+			return nil, nil, abortWaiting(conns, tag, missingErr(b, blobs, ctxErr(ctx)))
 		}
 		c, f, herr := h.c, h.f, h.err
 		if c == nil {
 			if ctx.Err() != nil {
-				return nil, nil, abortWaiting(conns, tag, missingErr(b, blobs, ctx.Err()))
+				return nil, nil, abortWaiting(conns, tag, missingErr(b, blobs, ctxErr(ctx)))
 			}
 			return nil, nil, fmt.Errorf("collectives: bootstrap: accept on %s: %w", b.Root, herr)
 		}
@@ -630,9 +630,14 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 // deadline is the plausible cause (longerHint) the error says to give a
 // longer one, and blames the rendezvous address only where one could be
 // wrong: the ranks of LaunchLocal and LaunchOn share the address this
-// package chose.
+// package chose. cause is the error of the context that ended the wait
+// (ctxErr: with the cause of a cancel); a cancel is the caller's, which
+// no address or deadline explains, and its error says so and wraps it.
 func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
 	miss := ranksWhere(0, len(blobs), func(r int) bool { return blobs[r] == nil })
+	if errors.Is(cause, context.Canceled) {
+		return fmt.Errorf("rank 0: cancelled while ranks %s of %d had not joined the rendezvous at %s: %w", rankList(miss), b.NRanks, b.Root, cause)
+	}
 	hint := "check that every rank was started with the same METAROCE_ROOT/MASTER_ADDR:MASTER_PORT"
 	if len(miss) == b.NRanks-1 && b.Vars.Rank != "" {
 		// No rank at all: perhaps none was started (see rootWaitingLine).

@@ -464,9 +464,9 @@ func TestRendezvousDeadlineNamed(t *testing.T) {
 		{"the caller's deadline", Bootstrap{NRanks: 3, Root: "h:1", Source: "slurm", deadline: setupDeadline{d: 500 * time.Millisecond, caller: true}}, context.DeadlineExceeded,
 			[]string{"before the caller's deadline (500ms after New began) ran out", "give a longer one; or " + addrHint},
 			nil},
-		{"cancelled", Bootstrap{NRanks: 3, Root: "h:1", Source: sourceLocal, deadline: setupDeadline{d: time.Millisecond}}, context.Canceled,
-			[]string{"never joined the rendezvous at h:1: context canceled; " + addrHint},
-			[]string{"deadline", "longer"}},
+		{"cancelled", Bootstrap{NRanks: 3, Root: "h:1", Source: "slurm", deadline: setupDeadline{d: time.Millisecond}}, context.Canceled,
+			[]string{"rank 0: cancelled while ranks [1 2] of 3 had not joined the rendezvous at h:1: context canceled"},
+			[]string{"deadline", "longer", "METAROCE_ROOT"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -500,6 +500,32 @@ func TestRendezvousDeadlineNamed(t *testing.T) {
 	assert.ErrorContains(t, err, "the deadline was too short for them to join; give a longer one")
 	assert.NotContains(t, err.Error(), "METAROCE_ROOT")
 	assert.NotContains(t, err.Error(), "starved")
+}
+
+// TestRendezvousRootCancelSaysWhy: rank 0 cancelled while it waits for
+// ranks to join returns the cancel with its cause and the ranks it waited
+// for, without the advice to check the rendezvous address, which does not
+// explain a cancel. Before, the error said "context canceled" alone and
+// blamed METAROCE_ROOT/MASTER_ADDR.
+func TestRendezvousRootCancelSaysWhy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rctx, rcancel := context.WithCancelCause(ctx)
+	defer rcancel(nil)
+	done := make(chan error, 1)
+	root := ln.Addr().String()
+	goExchange(rctx, Bootstrap{Rank: 0, NRanks: 3, Root: root, Source: "slurm", Vars: BootstrapVars{Rank: "SLURM_PROCID", NRanks: "SLURM_NTASKS"}, listener: ln}, "zero", done)
+	cause := errors.New("the operator stopped the job")
+	rcancel(cause)
+	err = recv(ctx, t, done, "rank 0's return")
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, cause)
+	require.ErrorContains(t, err, "rank 0: cancelled while ranks [1 2] of 3 had not joined the rendezvous at "+root+": context canceled: the operator stopped the job")
+	assert.NotContains(t, err.Error(), "METAROCE_ROOT")
+	assert.NotContains(t, err.Error(), "SLURM_PROCID")
 }
 
 // TestRendezvousCancelReturnsAtOnce: a rank other than 0 whose context is
