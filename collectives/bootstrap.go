@@ -73,6 +73,10 @@ type Bootstrap struct {
 	// over, with every rank's endpoint description (by rank), before this
 	// rank connects to its peers (tests).
 	connecting func(eps [][]byte)
+	// turnedAway, when set, is called by a rank other than 0 each time
+	// another job's rank 0 turned it away, before it waits to try again
+	// (tests).
+	turnedAway func()
 }
 
 // BootstrapVars names where BootstrapFromEnv found a Bootstrap's values.
@@ -803,12 +807,32 @@ func exchangeLeaf(ctx context.Context, b Bootstrap, blob []byte) ([][]byte, net.
 		// still queued when that rank 0 finishes is reset, and fails
 		// this rank at once.)
 		lastErr = err
+		if b.turnedAway != nil {
+			b.turnedAway()
+		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job until the deadline: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, lastErr, ctxErr(ctx))
+			return nil, nil, otherJobErr(ctx, b, lastErr)
 		case <-time.After(dialBackoff):
 		}
 	}
+}
+
+// otherJobErr is the error of a rank whose rendezvous ended (ctx is done)
+// while another job's rank 0 answered at its address, lastErr being that
+// rank 0's last answer: the deadline that ran out, named where New set it
+// (setupDeadline), or the caller's cancel with its cause, which no
+// deadline explains. Either way the address was another job's, and the
+// error says to give each job its own.
+func otherJobErr(ctx context.Context, b Bootstrap, lastErr error) error {
+	until := "until the deadline"
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		until = "until this rank's setup was cancelled"
+	case b.deadline.known():
+		until = "until " + b.deadline.String() + " ran out"
+	}
+	return fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job %s: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, until, lastErr, ctxErr(ctx))
 }
 
 // reportWaiting calls b.Progress with line's text every interval, unless

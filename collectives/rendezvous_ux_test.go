@@ -528,6 +528,46 @@ func TestRendezvousRootCancelSaysWhy(t *testing.T) {
 	assert.NotContains(t, err.Error(), "SLURM_PROCID")
 }
 
+// TestRendezvousOtherJobCancelled: a rank that another job's rank 0
+// turned away, cancelled while it waits to try again, says it was
+// cancelled, with the cause, and still that the address served another
+// job; one whose deadline ran out names that deadline. Before, both said
+// "until the deadline".
+func TestRendezvousOtherJobCancelled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	root := ln.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lctx, lcancel := context.WithCancelCause(ctx)
+	defer lcancel(nil)
+	cause := errors.New("the operator stopped the job")
+	done := make(chan error, 1)
+	goExchange(lctx, Bootstrap{Rank: 1, NRanks: 2, Root: root, Source: "test", Job: "mine",
+		turnedAway: func() { lcancel(cause) }}, "one", done)
+	// Another job's rank 0: a frame of no ranks, tagged with its job.
+	c, err := ln.Accept()
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = readFrame(c, 1)
+	require.NoError(t, err)
+	require.NoError(t, writeFrame(c, 0, 0, jobTag("theirs")))
+	err = recv(ctx, t, done, "rank 1's return")
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, cause)
+	require.ErrorIs(t, err, errOtherJob)
+	require.ErrorContains(t, err, "rank 1: the rendezvous at "+root+" served another job until this rank's setup was cancelled: ")
+	require.ErrorContains(t, err, "context canceled: the operator stopped the job")
+	require.NotContains(t, err.Error(), "deadline")
+
+	past, pcancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer pcancel()
+	err = otherJobErr(past, Bootstrap{Rank: 1, Root: root, deadline: setupDeadline{d: 30 * time.Second}}, errOtherJob)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "served another job until the setup deadline of 30s (Config.Timeout) ran out: ")
+}
+
 // TestRendezvousCancelReturnsAtOnce: a rank other than 0 whose context is
 // cancelled while it waits for rank 0's table returns the cancel, with its
 // cause, without waiting for rank 0's word: rank 0 (the test) sends the
