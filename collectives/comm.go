@@ -140,7 +140,7 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	// that one that exits meanwhile fails the others at once (watch.go).
 	var l link
 	err = w.run(ctx, func(ctx context.Context) (err error) {
-		l, err = f.connect(ctx, b.Rank, blobs)
+		l, err = f.connect(ctx, b.Rank, blobs, b.deadline)
 		return err
 	})
 	if err != nil {

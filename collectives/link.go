@@ -49,10 +49,12 @@ type link interface {
 }
 
 // linkFactory opens a link's local side and returns the description peers
-// need to reach it; connect then joins every peer given their descriptions.
+// need to reach it; connect then joins every peer given their descriptions,
+// within ctx, whose deadline is dl (New's setup deadline, which its errors
+// name where it ran out; zero where unknown).
 type linkFactory interface {
 	blob() []byte
-	connect(ctx context.Context, rank int, blobs [][]byte) (link, error)
+	connect(ctx context.Context, rank int, blobs [][]byte, dl setupDeadline) (link, error)
 	abort()
 }
 

@@ -54,8 +54,9 @@ func (f *metaroceFactory) abort() { f.ep.Close() }
 const maxParallelDials = 32
 
 // connect joins every peer: rank r dials the ranks below it and accepts
-// the ranks above it, so each pair has exactly one connection.
-func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte) (link, error) {
+// the ranks above it, so each pair has exactly one connection. Its errors
+// name dl where that deadline ran out.
+func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte, dl setupDeadline) (link, error) {
 	n := len(blobs)
 	l := &metaroceLink{ep: f.ep, conns: make([]*udp.Conn, n), channels: f.cfg.Channels}
 	addrs := make([][]netip.AddrPort, n)
@@ -83,8 +84,12 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 					// set apart), so the setup deadline, which started
 					// before the rendezvous, ends a dial to a silent rank
 					// first, with none of the transport's own advice.
-					return fmt.Errorf("collectives: rank %d connecting to rank %d at %v: rank %d did not answer the handshake before the setup deadline (Config.Timeout, %v, or the caller's own): check that it still runs, that UDP between the hosts is not filtered, and that every rank has the same secret or none: %w",
-						rank, r, addrs[r], r, f.cfg.Timeout, err)
+					when := dl.ended(ctx.Err())
+					if when == "" {
+						when = fmt.Sprintf(" before the setup deadline (Config.Timeout, %v, or the caller's own)", f.cfg.Timeout)
+					}
+					return fmt.Errorf("collectives: rank %d connecting to rank %d at %v: rank %d did not answer the handshake%s: check that it still runs, that UDP between the hosts is not filtered, and that every rank has the same secret or none: %w",
+						rank, r, addrs[r], r, when, err)
 				}
 				if err != nil {
 					return fmt.Errorf("collectives: rank %d connecting to rank %d at %v: %w", rank, r, addrs[r], err)
@@ -95,7 +100,7 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 		}
 		return dials.Wait()
 	})
-	g.Go(func() error { return f.acceptAbove(gctx, rank, addrs, l) })
+	g.Go(func() error { return f.acceptAbove(gctx, rank, addrs, l, dl) })
 	if err := g.Wait(); err != nil {
 		return nil, err // the caller's abort closes the endpoint and its connections
 	}
@@ -103,7 +108,8 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 }
 
 // acceptAbove accepts the connections of the ranks above rank into
-// l.conns, one per rank, until every one has connected or ctx ends.
+// l.conns, one per rank, until every one has connected or ctx ends; its
+// error names dl where that deadline ran out.
 //
 // A connection that names no rank this one waits for (by the plane-0
 // address its HELLO announced: a leftover rank of an earlier job that
@@ -119,13 +125,13 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte)
 // that never answers, and the real ranks must not wait behind it; the
 // endpoint's own close, when the setup fails or the link closes, ends
 // those waits.
-func (f *metaroceFactory) acceptAbove(ctx context.Context, rank int, addrs [][]netip.AddrPort, l *metaroceLink) error {
+func (f *metaroceFactory) acceptAbove(ctx context.Context, rank int, addrs [][]netip.AddrPort, l *metaroceLink, dl setupDeadline) error {
 	n := len(addrs)
 	for left := n - 1 - rank; left > 0; {
 		c, err := f.ep.Accept(ctx)
 		if err != nil {
 			miss := ranksWhere(rank+1, n, func(r int) bool { return l.conns[r] == nil })
-			return fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, rankList(miss), err)
+			return fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s)%s: %w", rank, rankList(miss), dl.ended(ctx.Err()), err)
 		}
 		peer := -1
 		if ra := c.RemoteAddrs(); len(ra) > 0 {

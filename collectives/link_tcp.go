@@ -36,7 +36,7 @@ func (f *tcpFactory) blob() []byte { return []byte(f.ln.Addr().String()) }
 
 func (f *tcpFactory) abort() { f.ln.Close() }
 
-func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (link, error) {
+func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte, dl setupDeadline) (link, error) {
 	n, chans := len(blobs), f.cfg.Channels
 	l := &tcpLink{streams: make([][]*tcpStream, n), channels: chans, addr: f.ln.Addr().String()}
 	for r := range l.streams {
@@ -51,7 +51,7 @@ func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (lin
 			c, err := d.DialContext(ctx, "tcp", string(blobs[r]))
 			if err != nil {
 				l.close()
-				return nil, fmt.Errorf("collectives: tcp: rank %d connecting to rank %d at %s: %w", rank, r, blobs[r], err)
+				return nil, fmt.Errorf("collectives: tcp: rank %d connecting to rank %d at %s%s: %w", rank, r, blobs[r], dl.ended(ctx.Err()), err)
 			}
 			var hello [8]byte
 			binary.BigEndian.PutUint32(hello[:], uint32(rank))
@@ -64,7 +64,7 @@ func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte) (lin
 			l.streams[r][ch] = newTCPStream(c, r)
 		}
 	}
-	if err := f.acceptAbove(ctx, rank, l); err != nil {
+	if err := f.acceptAbove(ctx, rank, l, dl); err != nil {
 		l.close()
 		return nil, err
 	}
@@ -82,7 +82,8 @@ type greeting struct {
 
 // acceptAbove accepts the connections of the ranks above rank, one per
 // channel, into l.streams, until every one has connected or ctx ends (the
-// caller closes the listener then, and l).
+// caller closes the listener then, and l); its error names dl where that
+// deadline ran out.
 //
 // The greetings are read concurrently, and a connection whose greeting
 // does not name a stream still missing (a port scan, a health check, a
@@ -90,7 +91,7 @@ type greeting struct {
 // count: the listener is on an ephemeral port that anything may reach.
 // Read one after another, a silent one held the setup until its deadline,
 // and one with bytes of its own failed New at once, on every rank.
-func (f *tcpFactory) acceptAbove(ctx context.Context, rank int, l *tcpLink) error {
+func (f *tcpFactory) acceptAbove(ctx context.Context, rank int, l *tcpLink, dl setupDeadline) error {
 	n, chans := len(l.streams), l.channels
 	if rank == n-1 {
 		return nil
@@ -150,7 +151,7 @@ func (f *tcpFactory) acceptAbove(ctx context.Context, rank int, l *tcpLink) erro
 			if ctx.Err() != nil {
 				g.err = ctx.Err() // the listener was closed because ctx ended
 			}
-			return fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it to connect (still missing: %s): %w", rank, missingStreams(l.streams, rank), g.err)
+			return fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it to connect (still missing: %s)%s: %w", rank, missingStreams(l.streams, rank), dl.ended(ctx.Err()), g.err)
 		}
 		if g.rank <= rank || g.rank >= n || g.ch < 0 || g.ch >= chans || l.streams[g.rank][g.ch] != nil {
 			f.cfg.Logf("rank %d: closed a connection from %v to the TCP baseline's listener: its greeting (rank %d, channel %d) names no stream this rank waits for", rank, g.c.RemoteAddr(), g.rank, g.ch)

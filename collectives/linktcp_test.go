@@ -85,7 +85,7 @@ func TestTCPSilentConnectionEndsWithSetup(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.connect(ctx, 0, [][]byte{f.blob(), []byte("127.0.0.1:1")})
+		_, err := f.connect(ctx, 0, [][]byte{f.blob(), []byte("127.0.0.1:1")}, setupDeadline{})
 		done <- err
 	}()
 	select {
@@ -127,7 +127,7 @@ func TestTCPStrayConnectionsIgnored(t *testing.T) {
 	for r, f := range []*tcpFactory{f0, f1} {
 		go func() {
 			var err error
-			links[r], err = f.connect(ctx, r, blobs)
+			links[r], err = f.connect(ctx, r, blobs, setupDeadline{})
 			errs <- err
 		}()
 	}
@@ -155,4 +155,94 @@ func TestTCPStrayConnectionsIgnored(t *testing.T) {
 		}
 		require.Equal(t, "hello", string(got))
 	}
+}
+
+// TestConnectDeadlineNamed: when the setup deadline ends the connections
+// that follow the rendezvous, the error names that deadline and its value
+// as the rendezvous' errors do (setupDeadline), on the side that waits for
+// the ranks above it and on the side that dials the ranks below it, over
+// both transports. Before, they ended with "context deadline exceeded"
+// alone, or, for a MetaRoCE dial, "the setup deadline (Config.Timeout, 45s,
+// or the caller's own)", which did not say which.
+func TestConnectDeadlineNamed(t *testing.T) {
+	const d = 150 * time.Millisecond
+	setup := setupDeadline{d: d}
+	caller := setupDeadline{d: d, caller: true}
+	for _, tr := range []string{TransportTCP, TransportMetaRoCE} {
+		cfg, err := Config{Transport: tr, Timeout: 45 * time.Second, Channels: 1}.withDefaults()
+		require.NoError(t, err)
+		open := func() linkFactory {
+			var f linkFactory
+			if tr == TransportTCP {
+				f, err = newTCPFactory(cfg)
+			} else {
+				f, err = newMetaroceFactory(cfg)
+			}
+			require.NoError(t, err)
+			t.Cleanup(f.abort)
+			return f
+		}
+		t.Run(tr+"/waiting for the ranks above", func(t *testing.T) {
+			f, peer := open(), open()
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			defer cancel()
+			_, err := f.connect(ctx, 0, [][]byte{f.blob(), peer.blob()}, setup)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorContains(t, err, "rank 0 waiting for ranks above it to connect (still missing: [1]) before the setup deadline of 150ms (Config.Timeout) ran out: ")
+		})
+		t.Run(tr+"/dialing the ranks below", func(t *testing.T) {
+			// Over MetaRoCE a rank below that never answers the handshake;
+			// a TCP dial to a listening rank completes in the kernel, so
+			// there the deadline has passed before the dial.
+			f := open()
+			below := silentPeer(t)
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			defer cancel()
+			if tr == TransportTCP {
+				below = open().blob()
+				ctx, cancel = context.WithDeadline(context.Background(), time.Unix(1, 0))
+				defer cancel()
+			}
+			_, err := f.connect(ctx, 1, [][]byte{below, f.blob()}, caller)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.ErrorContains(t, err, "rank 1 connecting to rank 0 at ")
+			require.ErrorContains(t, err, " before the caller's deadline (150ms after New began) ran out")
+			require.NotContains(t, err.Error(), "45s")
+		})
+	}
+
+	// Through New, which passes its setup deadline on: rank 1 holds back
+	// from connecting until rank 0 has given up waiting for it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var rootErr error
+	rootGone := make(chan struct{})
+	leafDone := make(chan struct{})
+	cfg := Config{Transport: TransportTCP, Timeout: 3 * time.Second}
+	for r := range 2 {
+		go func() {
+			b := Bootstrap{Rank: r, NRanks: 2, Root: ln.Addr().String(), Source: "test"}
+			if r == 0 {
+				b.listener = ln
+			} else {
+				b.connecting = func([][]byte) { <-rootGone }
+			}
+			c, err := New(context.Background(), b, cfg)
+			if c != nil {
+				c.Close()
+			}
+			if r == 0 {
+				rootErr = err
+				close(rootGone)
+			} else {
+				close(leafDone)
+			}
+		}()
+	}
+	<-rootGone
+	<-leafDone
+	err = rootErr
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "rank 0 waiting for ranks above it to connect (still missing: [1]) before the setup deadline of 3s (Config.Timeout) ran out: ")
 }

@@ -193,7 +193,7 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 		if !confirmed.Load() {
 			err = context.Cause(ctx)
 			if !errors.Is(err, errLeft) {
-				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did before the setup ended: %w", b.Rank, b.Root, err)
+				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did %s: %w", b.Rank, b.Root, setupEnded(ctx, b), err)
 				// Rank 0 must not confirm to the others now.
 				_ = w.send(w.root, abortRanks, abortText(err))
 			}
@@ -294,7 +294,7 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 			}
 			if fail == nil {
 				missing := ranksWhere(1, len(w.leaves), func(r int) bool { return !reported[r] })
-				fails(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers before the setup ended: %w", rankList(missing), context.Cause(ctx)))
+				fails(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers %s: %w", rankList(missing), setupEnded(ctx, b), context.Cause(ctx)))
 			}
 		}
 	}
@@ -316,6 +316,16 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 	// broken at its first collective.
 	w.each(func(c net.Conn) { _ = w.send(c, b.NRanks) })
 	return nil
+}
+
+// setupEnded is the words for when the watch's wait ended, ctx being done:
+// "before the setup deadline of 1m0s (Config.Timeout) ran out" where New's
+// deadline did (setupDeadline.ended), else "before the setup ended".
+func setupEnded(ctx context.Context, b Bootstrap) string {
+	if s := b.deadline.ended(ctx.Err()); s != "" {
+		return s[1:]
+	}
+	return "before the setup ended"
 }
 
 // abortText is err's text for an abort frame, cut to what a frame's entry

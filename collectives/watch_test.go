@@ -226,3 +226,48 @@ func TestWatchKeepAlive(t *testing.T) {
 		w.close()
 	}
 }
+
+// TestWatchDeadlineNamed: when New's setup deadline ends the watch's wait
+// for the other ranks' reports (at rank 0) or for rank 0's confirmation
+// (at the others), the error names the deadline and its value, as the
+// rendezvous' errors do. Before, it said "before the setup ended".
+func TestWatchDeadlineNamed(t *testing.T) {
+	for _, r := range []int{0, 1} {
+		t.Run(fmt.Sprintf("rank %d", r), func(t *testing.T) {
+			root, err := freeLocalAddr()
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// Rank r runs its watch under a short deadline; the other
+			// rank joins the rendezvous and then says nothing.
+			const d = 150 * time.Millisecond
+			ws := make(chan *setupWatch, 2)
+			for q := range 2 {
+				go func() {
+					b := Bootstrap{Rank: q, NRanks: 2, Root: root, Source: "test", deadline: setupDeadline{d: d}}
+					_, w, err := exchangeWatched(ctx, b, []byte{byte(q)})
+					assert.NoError(t, err)
+					ws <- w
+				}()
+			}
+			var mine *setupWatch
+			for range 2 {
+				w := recv(ctx, t, ws, "a rank's rendezvous")
+				require.NotNil(t, w)
+				defer w.close()
+				if w.b.Rank == r {
+					mine = w
+				}
+			}
+			wctx, wcancel := context.WithTimeout(ctx, d)
+			defer wcancel()
+			err = mine.run(wctx, func(context.Context) error { return nil })
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			want := "ranks [1] did not report connecting to their peers before the setup deadline of 150ms (Config.Timeout) ran out: "
+			if r == 1 {
+				want = "rank 1: connected to every peer, but rank 0 at " + root + " did not confirm that every rank did before the setup deadline of 150ms (Config.Timeout) ran out: "
+			}
+			require.ErrorContains(t, err, want)
+		})
+	}
+}
