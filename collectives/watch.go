@@ -42,8 +42,9 @@ type setupWatch struct {
 
 // echoGrace is how long a rank whose own setup failed waits for rank 0's
 // abort before it returns its own error as the cause (New may so take
-// Config.Timeout and this much).
-const echoGrace = time.Second
+// Config.Timeout and this much); a rank whose caller cancelled it does
+// not wait (runLeaf). A variable for tests only.
+var echoGrace = time.Second
 
 // watchWrite bounds each write of the watch: a report or an abort is a
 // few hundred bytes into an idle connection, and a peer that does not
@@ -168,13 +169,23 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 		// It may be the echo of another's, though: rank 0 tells the
 		// ranks why it gives up before it closes its endpoint, whose
 		// closing (a refused dial) can still reach this rank's setup
-		// first. Prefer rank 0's word where it follows soon.
-		_ = w.send(w.root, abortRanks, abortText(err))
-		select {
-		case <-heard:
-		case <-time.After(echoGrace):
+		// first. Prefer rank 0's word where it follows soon. Not after
+		// the caller's cancel: ctx's cause is then the caller's for
+		// good, so rank 0's word could not take its place (outcome),
+		// the cancel is the reason anyway, and the caller is owed its
+		// return at once rather than echoGrace later.
+		cancelled := callerCancelled(ctx)
+		if cancelled {
+			err = withCancelCause(ctx, err)
 		}
-		err = outcome(ctx, err)
+		_ = w.send(w.root, abortRanks, abortText(err))
+		if !cancelled {
+			select {
+			case <-heard:
+			case <-time.After(echoGrace):
+			}
+			err = outcome(ctx, err)
+		}
 	}
 	switch {
 	case err == nil:
@@ -192,8 +203,13 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		if !confirmed.Load() {
 			err = context.Cause(ctx)
-			if !errors.Is(err, errLeft) {
+			switch {
+			case callerCancelled(ctx):
+				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but cancelled while waiting for rank 0 at %s to confirm that every rank did: %w", b.Rank, b.Root, ctxErr(ctx))
+			case !errors.Is(err, errLeft):
 				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did %s: %w", b.Rank, b.Root, setupEnded(ctx, b), err)
+			}
+			if !errors.Is(err, errLeft) {
 				// Rank 0 must not confirm to the others now.
 				_ = w.send(w.root, abortRanks, abortText(err))
 			}
@@ -202,6 +218,25 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 	ending.Store(true)
 	w.root.Close()
 	<-heard
+	return err
+}
+
+// callerCancelled reports whether ctx, the context runLeaf gives the
+// setup, was cancelled by New's caller: cancelled, and not by the watch,
+// whose causes wrap errLeft (runLeaf's watch cancels with no other).
+func callerCancelled(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), errLeft)
+}
+
+// withCancelCause returns err, the error of a setup that the caller
+// cancelled, wrapping the cancel's cause as well where the caller gave one
+// (context.WithCancelCause) and err does not wrap it already: the links'
+// errors carry ctx.Err() alone, which says that the setup was cancelled
+// but not why.
+func withCancelCause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && c != ctx.Err() && !errors.Is(err, c) {
+		return fmt.Errorf("%w (the cancel's cause: %w)", err, c)
+	}
 	return err
 }
 

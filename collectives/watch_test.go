@@ -271,3 +271,79 @@ func TestWatchDeadlineNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchLeafCancelReturnsAtOnce: a rank other than 0 whose caller
+// cancels its setup after the rendezvous returns at once with the cancel
+// and its cause, and tells rank 0 why; it does not wait for rank 0 to
+// answer, whose word could not replace the cancel as the reason. Before,
+// it waited up to echoGrace (a second; an hour here, with a rank 0 that
+// never answers) for rank 0's echo, and its error lacked the cause. The
+// same while it waits for rank 0's confirmation, having connected.
+func TestWatchLeafCancelReturnsAtOnce(t *testing.T) {
+	defer func(g time.Duration) { echoGrace = g }(echoGrace)
+	echoGrace = time.Hour
+	for _, connected := range []bool{false, true} {
+		t.Run(fmt.Sprintf("connected %v", connected), func(t *testing.T) {
+			root, err := freeLocalAddr()
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			ws := make(chan *setupWatch, 2)
+			for r := range 2 {
+				go func() {
+					_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test"}, []byte{byte(r)})
+					assert.NoError(t, err)
+					ws <- w
+				}()
+			}
+			var w0, w1 *setupWatch
+			for range 2 {
+				w := recv(ctx, t, ws, "a rank's rendezvous")
+				require.NotNil(t, w)
+				defer w.close()
+				if w.b.Rank == 0 {
+					w0 = w
+				} else {
+					w1 = w
+				}
+			}
+			// Rank 0 is the test: it reads what rank 1 says and never
+			// answers.
+			lctx, lcancel := context.WithCancelCause(ctx)
+			defer lcancel(nil)
+			started := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				done <- w1.run(lctx, func(ctx context.Context) error {
+					close(started)
+					if connected {
+						return nil
+					}
+					<-ctx.Done()
+					return fmt.Errorf("rank 1 waiting for ranks above it to connect: %w", ctx.Err())
+				})
+			}()
+			<-started
+			if connected {
+				f, err := readFrame(w0.leaves[1], 1)
+				require.NoError(t, err)
+				require.Equal(t, 2, f.nranks, "rank 1's report")
+			}
+			cause := errors.New("the operator stopped the job")
+			lcancel(cause)
+			err = recv(ctx, t, done, "rank 1's return")
+			require.ErrorIs(t, err, context.Canceled)
+			require.ErrorIs(t, err, cause)
+			want := "rank 1 waiting for ranks above it to connect: context canceled (the cancel's cause: the operator stopped the job)"
+			if connected {
+				want = "rank 1: connected to every peer, but cancelled while waiting for rank 0 at " + root + " to confirm that every rank did: context canceled: the operator stopped the job"
+			}
+			require.ErrorContains(t, err, want)
+			f, err := readFrame(w0.leaves[1], 1)
+			require.NoError(t, err)
+			require.Equal(t, abortRanks, f.nranks, "rank 1's abort")
+			require.Len(t, f.blobs, 1)
+			require.Contains(t, string(f.blobs[0]), "the operator stopped the job")
+		})
+	}
+}
