@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"bufio"
 	"fmt"
 	"io/fs"
 	"os"
@@ -45,23 +46,45 @@ func TestDiscoverEmptyTree(t *testing.T) {
 	}
 }
 
+// TestDiscoverBrokenTree: a tree that exists but does not read is an error
+// that names the file and what is wrong with it, and begins with the
+// package's "gpu: " once, also where it wraps a parser's own gpu error.
 func TestDiscoverBrokenTree(t *testing.T) {
+	const (
+		kfdNode1 = "sys/class/kfd/kfd/topology/nodes/1"
+		nvInfo   = "proc/driver/nvidia/gpus/0000:01:00.0/information"
+	)
 	cases := []struct {
 		name string
 		fsys fstest.MapFS
 		want string
 	}{
-		{"duplicate key", fstest.MapFS{"sys/class/kfd/kfd/topology/nodes/1/properties": {Data: []byte("simd_count 4\nsimd_count 4\n")}}, "appears twice"},
-		{"node without properties", fstest.MapFS{"sys/class/kfd/kfd/topology/nodes/1/gpu_id": {Data: []byte("7\n")}}, "nodes/1"},
-		{"bad bus location", fstest.MapFS{"proc/driver/nvidia/gpus/x/information": {Data: []byte("Model: X\nBus Location: nonsense\n")}}, "bad PCI address"},
+		{"duplicate key", fstest.MapFS{kfdNode1 + "/properties": {Data: []byte("simd_count 4\nsimd_count 4\n")}},
+			"gpu: KFD node " + kfdNode1 + `: KFD properties: key "simd_count" appears twice`},
+		{"duplicate key in a memory bank", fstest.MapFS{
+			kfdNode1 + "/properties":             {Data: []byte("simd_count 4\n")},
+			kfdNode1 + "/mem_banks/0/properties": {Data: []byte("heap_type 1\nheap_type 1\n")},
+		}, "gpu: KFD node " + kfdNode1 + ` bank 0: KFD properties: key "heap_type" appears twice`},
+		{"node without properties", fstest.MapFS{kfdNode1 + "/gpu_id": {Data: []byte("7\n")}}, "nodes/1"},
+		{"bad bus location", fstest.MapFS{"proc/driver/nvidia/gpus/x/information": {Data: []byte("Model: X\nBus Location: nonsense\n")}},
+			`gpu: proc/driver/nvidia/gpus/x/information: bad PCI address "nonsense"`},
+		{"duplicate NVIDIA key", fstest.MapFS{nvInfo: {Data: []byte("Model: X\nModel: Y\n")}},
+			"gpu: " + nvInfo + `: NVIDIA information: key "Model" appears twice`},
+		{"NVIDIA line too long", fstest.MapFS{nvInfo: {Data: []byte("Model: " + strings.Repeat("x", bufio.MaxScanTokenSize) + "\n")}},
+			"gpu: " + nvInfo + ": NVIDIA information: " + bufio.ErrTooLong.Error()},
 		{"missing information", fstest.MapFS{"proc/driver/nvidia/gpus/0000:01:00.0/power": {Data: []byte("x")}}, "information"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Discover(Options{Root: c.fsys, NoCUDADriver: true})
 			require.ErrorContains(t, err, c.want)
+			require.True(t, strings.HasPrefix(err.Error(), "gpu: "), "%q lacks the package's prefix", err)
+			require.Equal(t, 1, strings.Count(err.Error(), "gpu: "), "%q has the prefix more than once", err)
 		})
 	}
+	// The wrapped cause stays reachable under the one prefix.
+	_, err := DiscoverNVIDIAProc(fstest.MapFS{nvInfo: {Data: []byte(strings.Repeat("x", bufio.MaxScanTokenSize+1))}})
+	require.ErrorIs(t, err, bufio.ErrTooLong)
 }
 
 // TestDiscoverThisMachine runs discovery on the real root. On a machine

@@ -63,7 +63,8 @@ func gfxArch(v uint64) string {
 // fs.FS rooted at "/". CPU nodes (no SIMDs) are skipped, and so are GPU
 // nodes the kernel will not show this process (a container's device cgroup
 // hides them). A machine without the amdgpu driver has no topology: the
-// result is empty and the error nil.
+// result is empty and the error nil. Every error begins "gpu: " once and
+// names the file.
 func DiscoverAMD(fsys fs.FS) ([]Device, error) {
 	devs, _, err := discoverAMD(fsys)
 	return devs, err
@@ -141,7 +142,7 @@ func kfdNode(fsys fs.FS, dir string) (d Device, isGPU bool, err error) {
 	}
 	p, err := ParseKFDProperties(raw)
 	if err != nil {
-		return d, false, fmt.Errorf("gpu: KFD node %s: %w", dir, err)
+		return d, false, fmt.Errorf("gpu: KFD node %s: %w", dir, withoutPrefix(err))
 	}
 	gpuID := p["gpu_id"]
 	if b, err := fs.ReadFile(fsys, dir+"/gpu_id"); err == nil {
@@ -206,7 +207,7 @@ func kfdMemory(fsys fs.FS, dir string) (uint64, error) {
 		}
 		p, err := ParseKFDProperties(raw)
 		if err != nil {
-			return 0, fmt.Errorf("gpu: KFD node %s bank %s: %w", dir, b.Name(), err)
+			return 0, fmt.Errorf("gpu: KFD node %s bank %s: %w", dir, b.Name(), withoutPrefix(err))
 		}
 		if h := p["heap_type"]; h == kfdHeapFBPublic || h == kfdHeapFBPrivate {
 			total += p["size_in_bytes"]

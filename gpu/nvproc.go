@@ -44,7 +44,8 @@ func ParseNVInformation(b []byte) (map[string]string, error) {
 // below fsys (an fs.FS rooted at "/"), ordered by PCI address, which is the
 // CUDA ordinal order under CUDA_DEVICE_ORDER=PCI_BUS_ID. MemBytes is 0: the
 // file carries no size (QueryCUDA supplies it). Without the driver the result
-// is empty and the error nil.
+// is empty and the error nil. Every error begins "gpu: " once and names the
+// file.
 func DiscoverNVIDIAProc(fsys fs.FS) ([]Device, error) {
 	ents, err := fs.ReadDir(fsys, nvProcGPUs)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -62,7 +63,7 @@ func DiscoverNVIDIAProc(fsys fs.FS) ([]Device, error) {
 		}
 		info, err := ParseNVInformation(raw)
 		if err != nil {
-			return nil, fmt.Errorf("gpu: %s: %w", file, err)
+			return nil, fmt.Errorf("gpu: %s: %w", file, withoutPrefix(err))
 		}
 		loc := info["Bus Location"]
 		if loc == "" {
@@ -70,7 +71,7 @@ func DiscoverNVIDIAProc(fsys fs.FS) ([]Device, error) {
 		}
 		pci, err := ParsePCI(loc)
 		if err != nil {
-			return nil, fmt.Errorf("gpu: %s: %w", file, err)
+			return nil, fmt.Errorf("gpu: %s: %w", file, withoutPrefix(err))
 		}
 		devs = append(devs, Device{Vendor: NVIDIA, Name: info["Model"], PCI: pci, NUMANode: NUMANodeOf(fsys, pci)})
 	}
