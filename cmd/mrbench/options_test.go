@@ -342,9 +342,11 @@ func TestHeaderValidationIsCheckCount(t *testing.T) {
 	}
 }
 
-// TestIgnoredFlagsNoted: --seed where nothing drops datagrams, and
-// --transport with the rccl backend, have no effect; each is accepted with
-// a note that says so, and a flag that takes effect gets none.
+// TestIgnoredFlagsNoted: --loss and --seed where no MetaRoCE table runs
+// (nothing drops datagrams), and --transport with the rccl backend, have
+// no effect; each is accepted with a note that says so, and a flag that
+// takes effect gets none (--loss with --transport both drops the MetaRoCE
+// table's datagrams).
 func TestIgnoredFlagsNoted(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -352,8 +354,20 @@ func TestIgnoredFlagsNoted(t *testing.T) {
 	}{
 		{[]string{"--seed", "7"}, []string{"--seed 7 ignored: no --loss is given"}},
 		{[]string{"--seed", "0"}, []string{"--seed 0 ignored: no --loss is given"}},
-		{[]string{"--seed", "7", "--loss", "0.1", "--transport", "tcp"}, []string{"--seed 7 ignored: --transport tcp runs no MetaRoCE table"}},
-		{[]string{"--seed", "7", "--loss", "0.1", "--backend", "rccl"}, []string{"--seed 7 ignored: --backend rccl runs no MetaRoCE table"}},
+		{[]string{"--seed", "7", "--loss", "0.1", "--transport", "tcp"}, []string{
+			"--loss 0.1 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only",
+			"--seed 7 ignored: --transport tcp runs no MetaRoCE table"}},
+		{[]string{"--seed", "7", "--loss", "0.1", "--backend", "rccl"}, []string{
+			"--loss 0.1 ignored: --backend rccl runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only",
+			"--seed 7 ignored: --backend rccl runs no MetaRoCE table"}},
+		{[]string{"--loss", "0.25", "--transport", "tcp"}, []string{"--loss 0.25 ignored: --transport tcp runs no MetaRoCE table"}},
+		{[]string{"--loss", "0.25", "--backend", "rccl"}, []string{"--loss 0.25 ignored: --backend rccl runs no MetaRoCE table"}},
+		{[]string{"--loss", "0.25", "--transport", "metaroce", "--backend", "rccl"}, []string{
+			"--loss 0.25 ignored: --backend rccl runs no MetaRoCE table",
+			"--transport metaroce ignored: --backend rccl"}},
+		{[]string{"--loss", "0.25"}, nil},
+		{[]string{"--loss", "0.25", "--transport", "both"}, nil},
+		{[]string{"--loss", "0", "--transport", "tcp"}, nil},
 		{[]string{"--transport", "tcp", "--backend", "rccl"}, []string{"--transport tcp ignored: --backend rccl measures RCCL/NCCL over its own transports"}},
 		{[]string{"--transport", "both", "--backend", "rccl"}, []string{"--transport both ignored: --backend rccl"}},
 		{[]string{"--seed", "7", "--loss", "0.1"}, nil},
@@ -379,5 +393,18 @@ func TestIgnoredSeedNotedOnStderr(t *testing.T) {
 	code, out, errs := runMrbench(t, "-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--seed", "7")
 	require.Equal(t, exitOK, code, errs)
 	assert.Equal(t, 1, strings.Count(errs, "mrbench: --seed 7 ignored: no --loss is given, and it seeds only --loss's drops of MetaRoCE datagrams; add --loss P to drop some\n"), errs)
+	assert.Contains(t, out, "# Avg bus bandwidth")
+}
+
+// TestIgnoredLossNotedOnStderr: a run with --loss over TCP alone still
+// runs, with "loss: none" in its header, and says on stderr, once for the
+// job, that --loss has no effect.
+func TestIgnoredLossNotedOnStderr(t *testing.T) {
+	clearLauncherEnv(t, nil)
+	code, out, errs := runMrbench(t, "-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--loss", "0.1")
+	require.Equal(t, exitOK, code, errs)
+	assert.Equal(t, 1, strings.Count(errs, "mrbench: --loss 0.1 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only; use --transport metaroce or both to drop some\n"), errs)
+	assert.Equal(t, 1, strings.Count(errs, " ignored: "), errs)
+	assert.Contains(t, out, "# loss: none (--loss drops MetaRoCE datagrams only)\n")
 	assert.Contains(t, out, "# Avg bus bandwidth")
 }

@@ -429,11 +429,20 @@ func (o *options) dropsMetaRoCE() bool {
 // a flag is accepted, as -z on the host backend is (whose header says so)
 // and -np under a launcher is, so that one command line serves several
 // runs; the note keeps a user from reading its absent effect into the
-// results. --seed seeds MetaRoCE's datagram drops only; --transport
-// selects the host backend's transports, of which the rccl backend runs
-// neither.
+// results. --loss drops MetaRoCE's datagrams only, and --seed seeds those
+// drops; --transport selects the host backend's transports, of which the
+// rccl backend runs neither.
 func (o *options) ignoredFlags() []string {
 	var notes []string
+	if o.Loss > 0 && !o.dropsMetaRoCE() {
+		// The header's "loss: none" records it with the results; the
+		// note says it on stderr as the run starts, as for --seed.
+		why := "--transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only; use --transport metaroce or both to drop some"
+		if o.Backend == backendRCCL {
+			why = "--backend rccl runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only; leave out --backend rccl to drop some"
+		}
+		notes = append(notes, fmt.Sprintf("--loss %g ignored: %s", o.Loss, why))
+	}
 	if o.set["seed"] && !o.dropsMetaRoCE() {
 		typed := o.Seed
 		if o.SeedDrawn {
