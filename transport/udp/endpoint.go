@@ -64,6 +64,10 @@ type Endpoint struct {
 	// Request, are guarded by it.
 	drive sync.Mutex
 	dead  bool // the loop has exited and released the sockets
+	// finalCore is the core's counters as the loop's exit left them, for
+	// Stats once the endpoint has stopped: set by exit under drive before
+	// it closes done, so that reading it after done needs no lock.
+	finalCore *transport.Counters
 
 	// Set up by Listen, then guarded by drive.
 	core      *transport.Endpoint
@@ -457,9 +461,42 @@ func (e *Endpoint) SetConcurrentSenders(k int) error {
 	return e.enqueue(command{kind: cmdFunc, fn: func() { e.core.SetConcurrentSenders(k) }})
 }
 
-// Stats returns the endpoint's counters.
+// Stats returns the endpoint's counters. Once the event loop has exited
+// (Close), Core is the core's counters as the exit left them and Conns is
+// 0, the exit having ended every connection; a call that meets the exit
+// waits for it to end and reports the same, as Conn.Stats does.
 func (e *Endpoint) Stats() EndpointStats {
-	s := EndpointStats{
+	ch := make(chan EndpointStats, 1)
+	err := e.enqueue(command{kind: cmdFunc, fn: func() {
+		if e.finalCore != nil {
+			// The exit runs the commands it found queued last,
+			// once it has ended the connections.
+			ch <- e.stoppedStats()
+			return
+		}
+		s := e.driverStats()
+		s.Core = e.core.Counters()
+		s.Conns = e.core.NumConns()
+		ch <- s
+	}})
+	if err != nil {
+		// The exit refuses commands from its start and records the
+		// core's counters after: wait for it to finish.
+		<-e.done
+		return e.stoppedStats()
+	}
+	select {
+	case s := <-ch:
+		return s
+	case <-e.done:
+		return e.stoppedStats()
+	}
+}
+
+// driverStats returns the datapath's own counters, the fields of
+// EndpointStats that need no turn of the loop to read.
+func (e *Endpoint) driverStats() EndpointStats {
+	return EndpointStats{
 		RxDatagrams: e.counters.rxDatagrams.Load(),
 		TxDatagrams: e.counters.txDatagrams.Load(),
 		FaultDrops:  e.counters.faultDrops.Load(),
@@ -467,18 +504,15 @@ func (e *Endpoint) Stats() EndpointStats {
 		TxDrops:     e.counters.txDrops.Load(),
 		AuthDrops:   e.counters.authDrops.Load(),
 	}
-	ch := make(chan EndpointStats, 1)
-	err := e.enqueue(command{kind: cmdFunc, fn: func() {
-		s.Core = e.core.Counters()
-		s.Conns = e.core.NumConns()
-		ch <- s
-	}})
-	if err != nil {
-		return s
-	}
-	select {
-	case s = <-ch:
-	case <-e.done:
+}
+
+// stoppedStats returns the counters of an endpoint whose loop has exited
+// (done is closed), or, on the exit's own turn, is ending (finalCore is
+// set): the core's as the exit recorded them, and no connection.
+func (e *Endpoint) stoppedStats() EndpointStats {
+	s := e.driverStats()
+	if e.finalCore != nil {
+		s.Core = *e.finalCore
 	}
 	return s
 }

@@ -2,6 +2,8 @@ package udp
 
 import (
 	"bytes"
+	"fmt"
+	"net/netip"
 	"runtime"
 	"testing"
 
@@ -89,6 +91,69 @@ func TestCallsDuringLoopExitWaitForIt(t *testing.T) {
 			_, err = recv.Test()
 			requireEndpointClosedFor(t, err, p.a, "posted receive")
 			<-e.done
+		})
+	}
+}
+
+// dropMalformed hands e's core, on a turn of its loop, one datagram it
+// cannot parse, so that its counters hold something to report.
+func dropMalformed(t *testing.T, e *Endpoint) {
+	t.Helper()
+	onLoop(t, e, func() { e.handle(e.now(), netip.MustParseAddrPort("127.0.0.1:9"), 0, 0, []byte{0xff}) })
+}
+
+// TestEndpointStatsDuringLoopExit: an Endpoint.Stats that meets the event
+// loop's exit reports the core's counters as the exit left them, with no
+// connection, as Conn.Stats reports a connection's final counters. One
+// that comes after the exit has started refusing commands waits for it to
+// end (it used to return at once on the refusal, without the core's
+// counters); one queued before, which the exit itself answers, reports the
+// same. A queued send's notify holds the exit inside the window.
+func TestEndpointStatsDuringLoopExit(t *testing.T) {
+	for _, refused := range []bool{true, false} {
+		t.Run(fmt.Sprintf("refused=%v", refused), func(t *testing.T) {
+			p := newPair(t, Config{Seed: 93, Addrs: lo, Core: transport.Config{HandshakeRetry: 10 * transport.Millisecond}})
+			e := p.ea
+			dropMalformed(t, e)
+			live := e.Stats()
+			require.Equal(t, uint64(1), live.Core.Dropped[transport.DropMalformed])
+			require.Equal(t, 1, live.Conns)
+
+			inExit, resume := make(chan struct{}), make(chan struct{})
+			returned := make(chan bool, 1)
+			var st EndpointStats
+			stats := func() { st = e.Stats(); returned <- true }
+			var queueErr error
+			onLoop(t, e, func() {
+				if !refused {
+					// Queued behind this turn, the loop's last,
+					// as the send below is: the exit answers it.
+					queued := e.nCmds.Load()
+					go stats()
+					for e.nCmds.Load() == queued {
+						runtime.Gosched()
+					}
+				}
+				_, queueErr = p.a.SendNotify(2, make([]byte, 100), 0, func() {
+					close(inExit)
+					<-resume
+				})
+				e.stopping, e.stopDeadline = true, 0
+			})
+			require.NoError(t, queueErr)
+			<-inExit
+			_, err := p.a.Send(3, nil, 0)
+			require.ErrorIs(t, err, ErrEndpointClosed, "the exit refuses commands by now")
+			if refused {
+				go stats()
+				waitReturnedOrBlocked(t, returned, "(*Endpoint).Stats")
+			}
+			close(resume)
+			<-returned
+			require.Equal(t, uint64(1), st.Core.Dropped[transport.DropMalformed], "the core's counters as the exit left them")
+			require.Zero(t, st.Conns, "the exit ended the connection")
+			<-e.done
+			require.Equal(t, st, e.Stats(), "the same once the exit has ended")
 		})
 	}
 }

@@ -346,6 +346,10 @@ func (e *Endpoint) exit() {
 		e.connGone(c, peerErr(c.remote, ErrEndpointClosed))
 		delete(e.conns, id)
 	}
+	// Stats reports these once the loop has stopped: after done, and
+	// from a Stats command queued before the exit, run just below.
+	final := e.core.Counters()
+	e.finalCore = &final
 	for i := range left {
 		if cmd := &left[i]; cmd.fn != nil && (cmd.kind == cmdFunc || cmd.kind == cmdAbort) {
 			cmd.fn()

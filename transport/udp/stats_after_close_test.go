@@ -3,6 +3,7 @@ package udp
 import (
 	"testing"
 
+	"github.com/metaroce/metaroce/transport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,4 +36,23 @@ func TestStatsAfterEndpointClose(t *testing.T) {
 		sent += ps.PacketsSent
 	}
 	require.NotZero(t, sent)
+}
+
+// TestEndpointStatsAfterClose: a closed endpoint's Stats reports the
+// core's counters as the loop left them, and no connection, rather than
+// the core's counters zeroed: a user who asks after Close what the core
+// dropped gets the answer.
+func TestEndpointStatsAfterClose(t *testing.T) {
+	p := newPairNoCleanup(t, Config{})
+	defer p.eb.Close()
+	dropMalformed(t, p.ea)
+	live := p.ea.Stats()
+	require.Equal(t, uint64(1), live.Core.Dropped[transport.DropMalformed])
+	require.Equal(t, 1, live.Conns)
+
+	require.NoError(t, p.ea.Close())
+	st := p.ea.Stats()
+	require.Equal(t, uint64(1), st.Core.Dropped[transport.DropMalformed], "the core's counters as the loop left them")
+	require.Zero(t, st.Conns, "Close ended the connection")
+	require.GreaterOrEqual(t, st.TxDatagrams, live.TxDatagrams)
 }
