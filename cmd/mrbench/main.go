@@ -20,15 +20,13 @@ import (
 // it with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// exitInterrupted is the exit status after SIGINT, SIGTERM or SIGHUP (a
-// closed terminal, which must still tear a --netlab fabric down), as a shell
-// reports a command ended by SIGINT (128 + 2).
-const exitInterrupted = 130
-
 func main() {
 	// The first signal ends the run, which still writes what it measured.
 	ctx, stop := interrupt.Context(context.Background())
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr) // exitInterrupted after a signal
+	// After SIGINT, SIGTERM or SIGHUP (a closed terminal, which must still
+	// tear a --netlab fabric down) the code is 128 plus the signal's
+	// number, as a shell reports a command the signal ended.
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

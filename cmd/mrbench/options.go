@@ -387,8 +387,9 @@ mrbench sim -h lists the simulator's scenarios and their flags.
 Exit status: 0 when every table ran and checked out; 1 when a run failed or
 produced wrong results; 2 on bad usage or configuration (flags, a launcher's
 environment variables, a missing RCCL/NCCL library, the ranks of a launched
-job started with different flags), found before anything runs; 130 when
-interrupted (the tables so far are still written to --json and --csv).
+job started with different flags), found before anything runs; 130, 143 or
+129 (128 + the signal's number) when SIGINT, SIGTERM or SIGHUP interrupted
+the run (the tables so far are still written to --json and --csv).
 `)
 }
 

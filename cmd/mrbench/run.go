@@ -18,6 +18,7 @@ import (
 	"github.com/metaroce/metaroce/collectives/sched"
 	"github.com/metaroce/metaroce/gpu"
 	"github.com/metaroce/metaroce/internal/bytesize"
+	"github.com/metaroce/metaroce/internal/interrupt"
 )
 
 // Exit codes.
@@ -25,6 +26,8 @@ const (
 	exitOK    = 0
 	exitFail  = 1 // a run failed or produced wrong results
 	exitUsage = 2
+	// A run that a signal interrupted exits 128 + the signal's number
+	// (interrupt.ExitStatus; run).
 )
 
 // rankEnv is what a launcher gives each of its ranks for one table.
@@ -88,13 +91,16 @@ func printError(w io.Writer, cmd string, err error) []string {
 
 // run is mrbench without the process around it: it parses args, runs the
 // tables, writes stdout and stderr, and returns the exit code. A run that
-// the context's cancellation (a signal) cut short exits with
-// exitInterrupted and says so, once, on stderr.
+// the context's cancellation (a signal) cut short says so, once, on
+// stderr, and exits with 128 plus the signal's number (130 for SIGINT, 143
+// for SIGTERM, 129 for SIGHUP; interrupt.ExitStatus), as a shell reports
+// a command that the signal ended and as mrconform and mrsoak do; 130 for
+// a context cancelled without a signal as its cause.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := runCommand(ctx, args, stdout, stderr)
 	if code != exitOK && interrupted(ctx) {
 		fmt.Fprintln(stderr, "mrbench: interrupted")
-		return exitInterrupted
+		return interrupt.ExitStatus(ctx)
 	}
 	return code
 }

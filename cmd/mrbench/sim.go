@@ -119,7 +119,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case o = <-done:
 	case <-ctx.Done():
 		if interrupted(ctx) {
-			return exitInterrupted // run says so
+			return exitFail // run says so, and exits with the signal's status
 		}
 		fmt.Fprintf(stderr, "mrbench sim: %v\n", ctx.Err())
 		return exitFail

@@ -10,9 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/internal/interrupt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,7 +86,7 @@ func TestStrayLauncherEnvironment(t *testing.T) {
 	var out bytes.Buffer
 	code := run(ctx, []string{"-np", "4", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "--timeout", "60s"}, &out, errw)
 	errs := errw.String()
-	assert.Equal(t, exitInterrupted, code, errs)
+	assert.Equal(t, exitCancelled, code, errs)
 	assert.Contains(t, errs, "mrbench: launcher slurm: rank 0 of 2 (SLURM_PROCID=0, SLURM_NTASKS=2), rendezvous at "+root+" (from METAROCE_ROOT)\n")
 	assert.Contains(t, errs, "mrbench: -np 4 ignored: the slurm environment makes this process rank 0 of a job of 2; to run 4 ranks in this process, unset SLURM_PROCID and SLURM_NTASKS\n")
 	assert.Contains(t, errs, "mrbench: rank 0: waiting for rank 1 (1 of 2 joined the rendezvous at "+root+") after ")
@@ -127,7 +129,7 @@ func TestLauncherEnvironmentErrorsAreUsage(t *testing.T) {
 // TestInterruptedRun: a run whose context is cancelled (main's context on
 // SIGINT) mid-sweep says it was interrupted, on stderr, on the table's
 // FAILED line and in --json, instead of the cancelled collective's "a peer
-// may have died ... context canceled", and exits with exitInterrupted. The
+// may have died ... context canceled", and exits 130, as for SIGINT. The
 // test cancels when the first row is printed.
 func TestInterruptedRun(t *testing.T) {
 	clearLauncherEnv(t, nil)
@@ -139,7 +141,7 @@ func TestInterruptedRun(t *testing.T) {
 	code := run(ctx, []string{"-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1M", "-f", "2", "-n", "1", "-w", "0",
 		"--timeout", "60s", "--json", p}, out, &errb)
 	errs := errb.String()
-	assert.Equal(t, exitInterrupted, code, errs)
+	assert.Equal(t, exitCancelled, code, errs)
 	assert.Equal(t, "mrbench: interrupted\n", errs)
 	assert.Contains(t, out.String(), "# FAILED: interrupted\n")
 	b, err := os.ReadFile(p)
@@ -155,6 +157,32 @@ func TestInterruptedRun(t *testing.T) {
 	assert.Equal(t, "failed", rep.Tables[0].Status)
 	assert.Equal(t, "interrupted", rep.Tables[0].Error)
 	assert.NotEmpty(t, rep.Tables[0].Rows, "the rows before the interruption are kept")
+}
+
+// exitCancelled is the status of a run whose context was cancelled without
+// a signal as its cause (a test's cancel), which stands for Ctrl-C: SIGINT's.
+const exitCancelled = 128 + int(syscall.SIGINT)
+
+// TestSignalExitStatus: a run that a signal interrupts mid-sweep exits 128
+// plus the signal's number (130 for SIGINT, 143 for SIGTERM, 129 for
+// SIGHUP), as a shell reports a command the signal ended and as mrconform
+// and mrsoak do, so that a script tells a kill from a Ctrl-C. It exited
+// 130 for each of them. The test ends the context with the cause main's
+// context gets (interrupt.Signal) when the first row is printed.
+func TestSignalExitStatus(t *testing.T) {
+	clearLauncherEnv(t, nil)
+	for sig, want := range map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGTERM: 143, syscall.SIGHUP: 129} {
+		t.Run(sig.String(), func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			out := &watchWriter{match: regexp.MustCompile(`(?m)^ +\d+ +\d+ +float`), then: func() { cancel(interrupt.Signal{Sig: sig}) }}
+			var errb bytes.Buffer
+			code := run(ctx, []string{"-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1M", "-f", "2", "-n", "1", "-w", "0",
+				"--timeout", "60s"}, out, &errb)
+			assert.Equal(t, want, code, errb.String())
+			assert.Equal(t, "mrbench: interrupted\n", errb.String())
+		})
+	}
 }
 
 // TestHelpFlagOrder pins the order of mrbench -h: the sections of
