@@ -89,6 +89,35 @@ func printError(w io.Writer, cmd string, err error) []string {
 	return lines
 }
 
+// collectivesTimeout is how the errors of collectives' setup name the
+// deadline that ran out, "the setup deadline of 1ms (Config.Timeout)", by
+// the Config field that mrbench sets from -T.
+const collectivesTimeout = "Config.Timeout"
+
+// inFlagTerms returns err as mrbench's user reads it: where its text names
+// collectives' Config.Timeout, the flag that sets it, -T, takes the name's
+// place ("the setup deadline of 1ms (-T) ran out ...: give a longer one"),
+// so that the advice to give a longer deadline says how. collectives
+// exports no type for its deadline's errors, so its text is what is
+// matched; the error stays reachable through errors.Is and errors.As.
+// Any other err, nil included, is returned as it is.
+func inFlagTerms(err error) error {
+	if err == nil || !strings.Contains(err.Error(), collectivesTimeout) {
+		return err
+	}
+	return flagTermsError{err}
+}
+
+// flagTermsError is an error whose text names -T for Config.Timeout
+// (inFlagTerms).
+type flagTermsError struct{ err error }
+
+func (e flagTermsError) Error() string {
+	return strings.ReplaceAll(e.err.Error(), collectivesTimeout, "-T")
+}
+
+func (e flagTermsError) Unwrap() error { return e.err }
+
 // run is mrbench without the process around it: it parses args, runs the
 // tables, writes stdout and stderr, and returns the exit code. A run that
 // the context's cancellation (a signal) cut short says so, once, on
@@ -356,6 +385,9 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 	if err != nil && interrupted(ctx) {
 		err = errInterrupted
 	}
+	// Named as the user sets it, on the FAILED lines, on stderr and in
+	// --json alike.
+	err = inFlagTerms(err)
 	t.finish()
 	if !isRoot {
 		return t, false, err

@@ -290,3 +290,37 @@ func TestLocalRunNamesUnreadVariables(t *testing.T) {
 	code, _, errs = runMrbench(t, "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0")
 	assert.Equal(t, exitOK, code, "the TCP baseline reads no secret: %s", errs)
 }
+
+// TestSetupDeadlineNamesFlag: a setup that the deadline ends (rank 1 of a
+// launched job never joins) names that deadline by the flag that sets it,
+// -T, on stdout's FAILED line, on stderr and in --json, where it said
+// "(Config.Timeout)", the library's field, which no mrbench user sets; the
+// advice to give a longer one then says how.
+func TestSetupDeadlineNamesFlag(t *testing.T) {
+	root := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	clearLauncherEnv(t, map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_ROOT": root})
+	p := filepath.Join(t.TempDir(), "r.json")
+	code, out, errs := runMrbench(t, "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-T", "200ms", "--json", p)
+	require.Equal(t, exitFail, code, errs)
+	const named = "never joined the rendezvous at %s before the setup deadline of 200ms (-T) ran out"
+	assert.Contains(t, errs, fmt.Sprintf(named, root))
+	assert.Contains(t, out, "FAILED: ")
+	assert.Contains(t, out, fmt.Sprintf(named, root))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), fmt.Sprintf(named, root))
+	for what, text := range map[string]string{"stderr": errs, "stdout": out, "--json": string(b)} {
+		assert.NotContains(t, text, "Config.Timeout", what)
+	}
+}
+
+// TestInFlagTerms: the error that names -T for Config.Timeout still
+// matches what it wraps, and an error that names no Config.Timeout (nil,
+// errInterrupted, compared by identity) is returned as it is.
+func TestInFlagTerms(t *testing.T) {
+	err := inFlagTerms(fmt.Errorf("collectives: rank 1 connecting to rank 0: rank 0 did not answer the handshake before the setup deadline (Config.Timeout, 1ms, or the caller's own): %w", context.DeadlineExceeded))
+	assert.EqualError(t, err, "collectives: rank 1 connecting to rank 0: rank 0 did not answer the handshake before the setup deadline (-T, 1ms, or the caller's own): context deadline exceeded")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NoError(t, inFlagTerms(nil))
+	assert.Same(t, errInterrupted, inFlagTerms(errInterrupted))
+}
