@@ -17,6 +17,18 @@ import (
 	"github.com/metaroce/metaroce/fabric/sim/scenarios"
 	"github.com/metaroce/metaroce/internal/bytesize"
 	"github.com/metaroce/metaroce/internal/cli"
+	"github.com/metaroce/metaroce/transport/wire"
+)
+
+// simMinMTU and simMaxMTU bound the payload bytes per packet that the
+// scenarios take for --mtu, 0 (their default, 4096) aside: from the
+// payload whose MetaRoCE DATA datagram, with its header, is the protocol's
+// smallest datagram (520 bytes) to 65000, under the 16-bit datagram size.
+// fabric/sim/scenarios, which refuses the others, exports neither bound;
+// TestSimMTURange checks these against its refusal.
+const (
+	simMinMTU = wire.MinDatagram - wire.DataHeaderLen
+	simMaxMTU = 65_000
 )
 
 // runSim is `mrbench sim SCENARIO [flags]`: one scenario of the fabric
@@ -31,7 +43,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed of the simulation, 1 or more")
 	fs.BoolVar(&opts.Smoke, "smoke", false, "small, fast variant (16 hosts or fewer, short runs)")
 	fs.Float64Var(&opts.LinkGbps, "link-gbps", 0, "link rate in Gb/s (0: the scenario's default, 400)")
-	fs.IntVar(&opts.MTU, "mtu", 0, "payload bytes per packet (0: 4096)")
+	fs.IntVar(&opts.MTU, "mtu", 0, fmt.Sprintf("payload bytes per packet, %d to %d (0: 4096)", simMinMTU, simMaxMTU))
 	fs.StringVar(&sizes, "sizes", "", "collective: comma-separated sizes per rank, K/M/G suffixes (default 1M,16M)")
 	fs.StringVar(&losses, "losses", "", "collective: comma-separated loss percentages across spines (default 0,0.1,1)")
 	fs.StringVar(&ops, "ops", "", "collective: comma-separated operations, allreduce and/or alltoall (default both)")

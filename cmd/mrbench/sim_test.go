@@ -92,6 +92,24 @@ func TestSimBadValues(t *testing.T) {
 	}
 }
 
+// TestSimMTURange: mrbench sim -h gives --mtu's range, which it only
+// defaulted ("(0: 4096)"), and the range is the scenarios' own: a value
+// just outside it either way is refused with an error that names the same
+// bounds.
+func TestSimMTURange(t *testing.T) {
+	bounds := fmt.Sprintf("%d to %d", simMinMTU, simMaxMTU)
+	assert.Equal(t, "520 to 65000", bounds)
+	code, out, errs := runMrbench(t, "sim", "-h")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "payload bytes per packet, "+bounds+" (0: 4096)")
+	for _, mtu := range []int{simMinMTU - 1, simMaxMTU + 1} {
+		code, out, errs := runMrbench(t, "sim", "loss", "--smoke", "--mtu", fmt.Sprint(mtu))
+		assert.Equal(t, exitUsage, code, "--mtu %d: %s", mtu, errs)
+		assert.Empty(t, out, "--mtu %d", mtu)
+		assert.Contains(t, errs, fmt.Sprintf("MTU %d bytes: want 0 (the default, 4096) or %s", mtu, bounds), "--mtu %d", mtu)
+	}
+}
+
 // TestSimCollectiveRowsUsage: a bad, empty or repeated size, loss or
 // operation, or a row flag given to another scenario, is a usage error
 // that names the flag's value.
