@@ -346,7 +346,9 @@ func TestHeaderValidationIsCheckCount(t *testing.T) {
 // (nothing drops datagrams), and --transport with the rccl backend, have
 // no effect; each is accepted with a note that says so, and a flag that
 // takes effect gets none (--loss with --transport both drops the MetaRoCE
-// table's datagrams).
+// table's datagrams). --loss and --seed, ignored together for the same
+// reason, share one note that names both, instead of two that repeated
+// the reason.
 func TestIgnoredFlagsNoted(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -355,11 +357,12 @@ func TestIgnoredFlagsNoted(t *testing.T) {
 		{[]string{"--seed", "7"}, []string{"--seed 7 ignored: no --loss is given"}},
 		{[]string{"--seed", "0"}, []string{"--seed 0 ignored: no --loss is given"}},
 		{[]string{"--seed", "7", "--loss", "0.1", "--transport", "tcp"}, []string{
-			"--loss 0.1 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only",
-			"--seed 7 ignored: --transport tcp runs no MetaRoCE table"}},
+			"--loss 0.1 and --seed 7 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only (--seed seeds those drops); use --transport metaroce or both to drop some"}},
 		{[]string{"--seed", "7", "--loss", "0.1", "--backend", "rccl"}, []string{
-			"--loss 0.1 ignored: --backend rccl runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only",
-			"--seed 7 ignored: --backend rccl runs no MetaRoCE table"}},
+			"--loss 0.1 and --seed 7 ignored: --backend rccl runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only (--seed seeds those drops); leave out --backend rccl to drop some"}},
+		{[]string{"--seed", "0", "--loss", "0.1", "--transport", "metaroce", "--backend", "rccl"}, []string{
+			"--loss 0.1 and --seed 0 ignored: --backend rccl runs no MetaRoCE table",
+			"--transport metaroce ignored: --backend rccl"}},
 		{[]string{"--loss", "0.25", "--transport", "tcp"}, []string{"--loss 0.25 ignored: --transport tcp runs no MetaRoCE table"}},
 		{[]string{"--loss", "0.25", "--backend", "rccl"}, []string{"--loss 0.25 ignored: --backend rccl runs no MetaRoCE table"}},
 		{[]string{"--loss", "0.25", "--transport", "metaroce", "--backend", "rccl"}, []string{
@@ -406,5 +409,17 @@ func TestIgnoredLossNotedOnStderr(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(errs, "mrbench: --loss 0.1 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only; use --transport metaroce or both to drop some\n"), errs)
 	assert.Equal(t, 1, strings.Count(errs, " ignored: "), errs)
 	assert.Contains(t, out, "# loss: none (--loss drops MetaRoCE datagrams only)\n")
+	assert.Contains(t, out, "# Avg bus bandwidth")
+}
+
+// TestIgnoredLossAndSeedOneNote: --loss and --seed over TCP alone, both
+// without effect for the same reason, are noted on stderr in one line that
+// names both, where two lines gave that reason twice.
+func TestIgnoredLossAndSeedOneNote(t *testing.T) {
+	clearLauncherEnv(t, nil)
+	code, out, errs := runMrbench(t, "-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--loss", "0.1", "--seed", "7")
+	require.Equal(t, exitOK, code, errs)
+	assert.Equal(t, 1, strings.Count(errs, "mrbench: --loss 0.1 and --seed 7 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only (--seed seeds those drops); use --transport metaroce or both to drop some\n"), errs)
+	assert.Equal(t, 1, strings.Count(errs, " ignored: "), errs)
 	assert.Contains(t, out, "# Avg bus bandwidth")
 }

@@ -463,7 +463,9 @@ func (o *options) dropsMetaRoCE() bool {
 }
 
 // ignoredFlags returns a note for each flag given explicitly that has no
-// effect in this run, one line each, without the "mrbench: " prefix. Such
+// effect in this run, one line each, without the "mrbench: " prefix; flags
+// ignored for the same reason (--loss and --seed where no MetaRoCE table
+// runs) share one note, which names both. Such
 // a flag is accepted, as -z on the host backend is (whose header says so)
 // and -np under a launcher is, so that one command line serves several
 // runs; the note keeps a user from reading its absent effect into the
@@ -472,29 +474,31 @@ func (o *options) dropsMetaRoCE() bool {
 // rccl backend runs neither.
 func (o *options) ignoredFlags() []string {
 	var notes []string
-	if o.Loss > 0 && !o.dropsMetaRoCE() {
-		// The header's "loss: none" records it with the results; the
-		// note says it on stderr as the run starts, as for --seed.
-		why := "--transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only; use --transport metaroce or both to drop some"
-		if o.Backend == backendRCCL {
-			why = "--backend rccl runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only; leave out --backend rccl to drop some"
-		}
-		notes = append(notes, fmt.Sprintf("--loss %g ignored: %s", o.Loss, why))
+	seedIgnored := o.set["seed"] && !o.dropsMetaRoCE()
+	typedSeed := o.Seed
+	if o.SeedDrawn {
+		typedSeed = 0 // Seed is the one drawn for it
 	}
-	if o.set["seed"] && !o.dropsMetaRoCE() {
-		typed := o.Seed
-		if o.SeedDrawn {
-			typed = 0 // Seed is the one drawn for it
+	switch {
+	case o.Loss > 0 && !o.dropsMetaRoCE():
+		// The header's "loss: none" records it with the results; the
+		// note says it on stderr as the run starts. --seed, given too,
+		// is ignored for the same reason, and named in the same line
+		// rather than in a second one that repeats it.
+		noTable, way := "--transport tcp", "use --transport metaroce or both"
+		if o.Backend == backendRCCL {
+			noTable, way = "--backend rccl", "leave out --backend rccl"
 		}
-		why := "no --loss is given, and it seeds only --loss's drops of MetaRoCE datagrams; add --loss P to drop some"
-		switch {
-		case o.Loss == 0:
-		case o.Backend == backendRCCL:
-			why = "--backend rccl runs no MetaRoCE table, so --loss drops nothing for it to seed"
-		default:
-			why = "--transport tcp runs no MetaRoCE table, so --loss drops nothing for it to seed"
+		flags, seeds := fmt.Sprintf("--loss %g", o.Loss), ""
+		if seedIgnored {
+			flags += fmt.Sprintf(" and --seed %d", typedSeed)
+			seeds = " (--seed seeds those drops)"
 		}
-		notes = append(notes, fmt.Sprintf("--seed %d ignored: %s", typed, why))
+		notes = append(notes, fmt.Sprintf("%s ignored: %s runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only%s; %s to drop some",
+			flags, noTable, seeds, way))
+	case seedIgnored:
+		// No --loss at all (with one, the case above holds).
+		notes = append(notes, fmt.Sprintf("--seed %d ignored: no --loss is given, and it seeds only --loss's drops of MetaRoCE datagrams; add --loss P to drop some", typedSeed))
 	}
 	if o.set["transport"] && o.Backend == backendRCCL {
 		typed := transportBoth
