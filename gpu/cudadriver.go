@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"strings"
 	"unsafe"
 
 	"github.com/metaroce/metaroce/gpu/internal/dl"
@@ -158,8 +157,9 @@ func QueryCUDA(path string) ([]Device, error) {
 		}
 		pci, err := ParsePCI(cString(bus[:]))
 		if err != nil {
-			// ParsePCI's error has the package's prefix already.
-			return nil, fmt.Errorf("gpu: %s: cuDeviceGetPCIBusId of device %d: %s", lib.Path(), i, strings.TrimPrefix(err.Error(), "gpu: "))
+			// ParsePCI's error has the package's prefix already:
+			// withoutPrefix reads it without, and keeps it reachable.
+			return nil, fmt.Errorf("gpu: %s: cuDeviceGetPCIBusId of device %d: %w", lib.Path(), i, withoutPrefix(err))
 		}
 		devs = append(devs, Device{Vendor: NVIDIA, Index: i, Name: cString(name[:]), MemBytes: mem, PCI: pci, NUMANode: -1})
 	}

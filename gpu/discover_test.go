@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -207,6 +208,22 @@ func TestQueryCUDAErrors(t *testing.T) {
 	_, err = QueryCUDA(lib)
 	onePrefix(t, err)
 	require.ErrorContains(t, err, lib+`: cuDeviceGetPCIBusId of device 0: bad PCI address "nonsense"`)
+	// The parser's error stays reachable under the one prefix, where it
+	// was flattened into the text.
+	_, parseErr := ParsePCI("nonsense")
+	require.Error(t, parseErr)
+	require.True(t, inChain(err, parseErr.Error()), "%q does not wrap ParsePCI's error %q", err, parseErr)
+}
+
+// inChain reports whether an error in err's chain (errors.Unwrap) has the
+// text msg.
+func inChain(err error, msg string) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == msg {
+			return true
+		}
+	}
+	return false
 }
 
 func TestDiscoverMergesCUDA(t *testing.T) {
