@@ -6,7 +6,8 @@ is averaged over the ranks and turned into bus bandwidth with nccl-tests'
 factors (all-reduce 2(n-1)/n, all-to-all (n-1)/n; size is the bytes of one
 rank's buffer).
 
-Usage: gloo_bench.py [-np N] [-n ITERS] [-w WARMUP] SIZE...   (bytes, K/M/G)
+Usage: gloo_bench.py [-np N] [-n ITERS] [-w WARMUP] [-c allreduce|alltoall] SIZE...
+(SIZE in bytes, K/M/G suffix; -c runs that collective alone, both without it)
 Under torchrun (RANK and WORLD_SIZE set) it joins that job; otherwise it
 spawns N processes with torch.multiprocessing on a free loopback port.
 Output, rank 0 only, one line per collective and size:
@@ -40,7 +41,7 @@ def bench(rank, n, args):
         dist.init_process_group("gloo", rank=rank, world_size=n,
                                 init_method="tcp://127.0.0.1:%d" % args.port)
     torch.set_num_threads(1)
-    for coll in ("allreduce", "alltoall"):
+    for coll in args.colls:
         factor = 2.0 * (n - 1) / n if coll == "allreduce" else (n - 1) / n
         for size in args.sizes:
             count = size // 4
@@ -92,8 +93,11 @@ def main():
     p.add_argument("-np", type=int, default=2, help="processes to spawn (ignored under torchrun)")
     p.add_argument("-n", dest="iters", type=int, default=10, help="timed iterations per size")
     p.add_argument("-w", dest="warmup", type=int, default=2, help="warm-up iterations per size")
+    p.add_argument("-c", dest="coll", choices=("allreduce", "alltoall"),
+                   help="run this collective alone (default: both, all-reduce first)")
     p.add_argument("sizes", nargs="+", type=parse_size, help="sizes in bytes (K/M/G suffixes)")
     args = p.parse_args()
+    args.colls = (args.coll,) if args.coll else ("allreduce", "alltoall")
     if args.iters < 1 or args.warmup < 0 or args.np < 1:
         p.error("want -n >= 1, -w >= 0, -np >= 1")
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:

@@ -7,7 +7,8 @@
  *   all-to-all  busbw = size / time * (n-1)/n
  * where size is the bytes of one rank's buffer (for all-to-all, all n blocks).
  *
- * Usage: mpi_bench [-n iters] [-w warmup] SIZE...   (SIZE in bytes, K/M suffix)
+ * Usage: mpi_bench [-n iters] [-w warmup] [-c allreduce|alltoall] SIZE...
+ * (SIZE in bytes, K/M suffix; -c runs that collective alone, both without it)
  * Output, rank 0 only, one line per collective and size:
  *   RESULT <collective> <bytes> <time_us> <algbw GB/s> <busbw GB/s> <wrong>
  * The result of the last call is checked against the sum every rank should
@@ -69,7 +70,7 @@ int main(int argc, char **argv) {
     int me, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    int iters = 10, warmup = 2;
+    int iters = 10, warmup = 2, only = -1;
     long sizes[64];
     int nsizes = 0;
     for (int i = 1; i < argc; i++) {
@@ -77,6 +78,13 @@ int main(int argc, char **argv) {
             iters = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
             warmup = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+            i++;
+            only = !strcmp(argv[i], "allreduce") ? 0 : !strcmp(argv[i], "alltoall") ? 1 : -2;
+            if (only == -2) {
+                if (me == 0) fprintf(stderr, "mpi_bench: -c %s: want allreduce or alltoall\n", argv[i]);
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
         } else {
             long s = parse_size(argv[i]);
             if (s < 0 || nsizes == 64) {
@@ -87,10 +95,11 @@ int main(int argc, char **argv) {
         }
     }
     if (iters < 1 || warmup < 0 || nsizes == 0) {
-        if (me == 0) fprintf(stderr, "usage: mpi_bench [-n iters>=1] [-w warmup>=0] SIZE...\n");
+        if (me == 0) fprintf(stderr, "usage: mpi_bench [-n iters>=1] [-w warmup>=0] [-c allreduce|alltoall] SIZE...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     for (int c = 0; c < 2; c++) {
+        if (only >= 0 && c != only) continue;
         const char *name = c == 0 ? "allreduce" : "alltoall";
         double factor = c == 0 ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
         for (int s = 0; s < nsizes; s++) {

@@ -5,8 +5,10 @@
 # MPI with its default transports and with `--mca btl tcp,self`, and PyTorch's
 # gloo backend. Every peer runs the same sizes and rank counts, and reports
 # bus bandwidth with nccl-tests' formulas (all-reduce size/time*2(n-1)/n,
-# all-to-all size/time*(n-1)/n). The machine is noisy: read the ratios, and
-# use --rounds to take medians over interleaved rounds.
+# all-to-all size/time*(n-1)/n). Each peer runs each collective and size in
+# a process of its own, as mrbench does, so that no measurement starts on
+# connections another collective warmed up. The machine is noisy: read the
+# ratios, and use --rounds to take medians over interleaved rounds.
 #
 # A virtual machine's CPUs can also sit close together for minutes and far
 # apart for the next minutes, as the host moves them, and every benchmark
@@ -350,7 +352,7 @@ run_mrbench() {
 }
 
 run_peer() {
-	local peer=$1 n=$2 b
+	local peer=$1 n=$2 op b
 	case "$peer" in
 	metaroce) run_mrbench metaroce metaroce "$n" ;;
 	mrbench-tcp) run_mrbench mrbench-tcp tcp "$n" ;;
@@ -358,19 +360,24 @@ run_peer() {
 		[ "$have_mpi" = 1 ] || return 0
 		local extra=()
 		[ "$peer" = ompi-tcp ] && extra=(--mca btl tcp,self)
-		for b in $size_bytes; do
-			measure "$work/out" mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" \
-				-n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
-				note "$peer $n ranks $b: failed: $(tail -c 300 "$work/err")"
-			record "$peer" "$n" <"$work/out"
+		for op in allreduce alltoall; do
+			for b in $size_bytes; do
+				measure "$work/out" mpirun "${mpirun_flags[@]}" "${extra[@]}" -np "$n" "$work/mpi_bench" \
+					-c "$op" -n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
+					note "$peer $n ranks $op $b: failed: $(tail -c 300 "$work/err")"
+				record "$peer" "$n" <"$work/out"
+			done
 		done
 		;;
 	gloo)
 		[ -n "$python" ] || return 0
-		for b in $size_bytes; do
-			measure "$work/out" "$python" "$here/gloo_bench.py" -np "$n" -n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
-				note "gloo $n ranks $b: failed: $(tail -c 300 "$work/err")"
-			record gloo "$n" <"$work/out"
+		for op in allreduce alltoall; do
+			for b in $size_bytes; do
+				measure "$work/out" "$python" "$here/gloo_bench.py" -np "$n" -c "$op" \
+					-n "$(iters_for "$b")" -w "$(warmup_for "$b")" "$b" ||
+					note "gloo $n ranks $op $b: failed: $(tail -c 300 "$work/err")"
+				record gloo "$n" <"$work/out"
+			done
 		done
 		;;
 	esac

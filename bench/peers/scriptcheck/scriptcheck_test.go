@@ -61,6 +61,40 @@ func TestMPIBenchCompiles(t *testing.T) {
 	require.NoError(t, err, "mpicc: %s", out)
 }
 
+// TestMPIBenchRunsOneCollective runs mpi_bench on one rank where mpirun
+// exists: -c alltoall measures the all-to-all alone, in a process that ran
+// no all-reduce before it, and an unknown collective is refused.
+func TestMPIBenchRunsOneCollective(t *testing.T) {
+	for _, tool := range []string{"mpicc", "mpirun"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found (Debian: openmpi-bin libopenmpi-dev)", tool)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "mpi_bench")
+	out, err := exec.Command("mpicc", "-O2", "-o", bin, filepath.Join("..", "mpi_bench.c")).CombinedOutput()
+	require.NoError(t, err, "mpicc: %s", out)
+	mpirun := func(args ...string) ([]byte, error) {
+		flags := []string{"--oversubscribe", "-np", "1"}
+		if os.Getuid() == 0 {
+			flags = append(flags, "--allow-run-as-root")
+		}
+		return exec.Command("mpirun", append(append(flags, bin), args...)...).CombinedOutput()
+	}
+	out, err = mpirun("-c", "alltoall", "-n", "2", "-w", "1", "4K")
+	require.NoError(t, err, "%s", out)
+	var results []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "RESULT ") {
+			results = append(results, strings.Join(strings.Fields(line)[:3], " "))
+		}
+	}
+	require.Equal(t, []string{"RESULT alltoall 4096"}, results, "%s", out)
+
+	out, err = mpirun("-c", "broadcast", "4K")
+	require.Error(t, err, "%s", out)
+	require.Contains(t, string(out), "mpi_bench: -c broadcast: want allreduce or alltoall")
+}
+
 // TestGlooBenchParses byte-compiles gloo_bench.py where python3 exists; it
 // does not need torch.
 func TestGlooBenchParses(t *testing.T) {
