@@ -739,6 +739,11 @@ func (s setupDeadline) longerHint(b Bootstrap, cause error) *deadlineHint {
 		return nil
 	}
 	switch {
+	case b.Source == sourceHosts:
+		// LaunchOn's ranks reach rank 0 through the hosts' network,
+		// which may drop what it carries (a fabric with loss or a black
+		// hole in place): the deadline is one cause of two.
+		return &deadlineHint{fmt.Sprintf("all %d ranks run in this process, on hosts whose network this package reaches rank 0 through: the deadline was too short for them to join, or that network dropped the rendezvous (loss, a black hole, a link down); give a longer deadline or check the network", b.NRanks)}
 	case b.inProcess():
 		return &deadlineHint{fmt.Sprintf("all %d ranks run in this process, on a rendezvous address of its own: the deadline was too short for them to join; give a longer one", b.NRanks)}
 	case s.d < minSetupDeadline:

@@ -455,6 +455,9 @@ func TestRendezvousDeadlineNamed(t *testing.T) {
 		{"in process", Bootstrap{NRanks: 3, Root: "h:1", Source: sourceLocal, deadline: setupDeadline{d: time.Millisecond}}, context.DeadlineExceeded,
 			[]string{"ranks [1 2] of 3 never joined the rendezvous at h:1 before the setup deadline of 1ms (Config.Timeout) ran out: context deadline exceeded; all 3 ranks run in this process, on a rendezvous address of its own: the deadline was too short for them to join; give a longer one"},
 			[]string{"METAROCE_ROOT"}},
+		{"on namespace hosts", Bootstrap{NRanks: 2, Root: "h:1", Source: sourceHosts, deadline: setupDeadline{d: time.Second}}, context.DeadlineExceeded,
+			[]string{"ranks [1] of 2 never joined the rendezvous at h:1 before the setup deadline of 1s (Config.Timeout) ran out: context deadline exceeded; all 2 ranks run in this process, on hosts whose network this package reaches rank 0 through: the deadline was too short for them to join, or that network dropped the rendezvous (loss, a black hole, a link down); give a longer deadline or check the network"},
+			[]string{"METAROCE_ROOT", "address of its own"}},
 		{"launched, short", Bootstrap{NRanks: 3, Root: "h:1", Source: "slurm", deadline: setupDeadline{d: 2 * time.Second}}, context.DeadlineExceeded,
 			[]string{"never joined the rendezvous at h:1 before the setup deadline of 2s (Config.Timeout) ran out: context deadline exceeded; a deadline under 10s may end before the launcher has started every rank: give a longer one; or " + addrHint},
 			nil},
@@ -470,7 +473,7 @@ func TestRendezvousDeadlineNamed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := missingErr(c.b, blobs, c.cause)
+			err := missingErr(c.b, blobs[:c.b.NRanks], c.cause)
 			require.ErrorIs(t, err, c.cause)
 			for _, w := range c.want {
 				assert.ErrorContains(t, err, w)
