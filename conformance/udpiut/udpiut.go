@@ -21,9 +21,12 @@ const compsBuffer = 64
 // IUT is an in-process UDP endpoint driven through conformance.IUT.
 //
 // Every finished receive and send is queued, however many finish before
-// the suite reads them, and delivered in the order they finished: one
-// goroutine per request records its completion in queue, and one
-// goroutine (deliver) moves the queue, oldest first, into comps. A
+// the suite reads them, and none is dropped: one goroutine per request
+// records its completion in queue, and one goroutine (deliver) moves the
+// queue, oldest first, into comps. Requests that finish in the same turn
+// of the datapath wake their goroutines together, so their completions
+// may be queued in either order; the suite matches completions by flow
+// and direction, not by order. A
 // bounded channel alone dropped every completion past its 64th that
 // finished while the suite was not reading, and the case waiting for one
 // failed as if the IUT had never reported it.
