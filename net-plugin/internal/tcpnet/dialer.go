@@ -149,13 +149,19 @@ func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx 
 // the sockets already accepted are closed at once, not at Abort, which may
 // come much later (NCCL may stop calling connect without a word, see
 // core's abandonAfter): until they close, the listener keeps the
-// connection half assembled (listener.dropAbandonedLocked).
+// connection half assembled (listener.dropAbandonedLocked). The first
+// error also cancels the connect's context, which ends the other sockets'
+// dials, backoffs and handshakes at once (closing their sockets) instead
+// of letting them run until the connect timeout for a connection already
+// failed, each socket the listener accepted meanwhile being closed here
+// as soon as it arrived.
 func (d *dialer) finish(idx int, c *net.TCPConn, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
 		if d.err == nil {
 			d.err = err
+			d.cancel()
 			for i, s := range d.socks {
 				if s != nil {
 					_ = s.Close()

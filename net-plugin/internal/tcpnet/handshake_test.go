@@ -355,6 +355,37 @@ func TestFailedConnectReleasesAcceptedSockets(t *testing.T) {
 	}
 }
 
+// TestFailedConnectStopsOtherSockets: when the listener refuses one
+// socket of a connect while another still waits for its answer, the
+// connect fails and the waiting socket's handshake ends at once (the
+// dialer closes it) instead of going on until the connect timeout, an
+// hour here, only for the socket to be closed when its answer comes.
+func TestFailedConnectStopsOtherSockets(t *testing.T) {
+	hb, conns := fakeListener(t, 2)
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: time.Hour})
+	noErr(t, err)
+	d, err := b.Dial(0, hb)
+	noErr(t, err)
+	defer d.Abort()
+	refused, waiting := <-conns, <-conns
+	defer refused.Close()
+	defer waiting.Close()
+	_, err = refused.Write([]byte{helloStale})
+	noErr(t, err)
+	sc, err := stepUntilDone(t, d)
+	if sc != nil || !errors.Is(err, backend.ErrRemote) {
+		t.Fatalf("connect with a refused socket: %v, %v; want ErrRemote", sc, err)
+	}
+	// The read ends when the dialer closes the socket; its deadline,
+	// far below the connect timeout, only turns a socket left waiting
+	// into a failure instead of a hang.
+	noErr(t, waiting.SetReadDeadline(time.Now().Add(backendtest.Deadline)))
+	var buf [1]byte
+	if n, err := waiting.Read(buf[:]); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("unanswered socket of a failed connect: read %d bytes, %v; want the end of the stream", n, err)
+	}
+}
+
 // TestHelloClosedUnansweredIsRemote: a peer that closes the socket without
 // answering the hello (whatever took the handle's port is no listener of
 // this version) fails connect as a stale or foreign handle: ErrRemote,
