@@ -19,6 +19,13 @@ import (
 // maxReady bounds the announced flows a listener holds before Accept.
 const maxReady = 64
 
+// maxAbandoned bounds the connects a peer remembers as given up with their
+// answers still to come (peer.abandoned). Each entry lives one round trip
+// to the listener, so only a burst of connects timing out together fills
+// it; past the bound the oldest is forgotten, and its late accept is
+// ignored, leaving the listener's comm queued until the listener closes.
+const maxAbandoned = 64
+
 // maxListenFlow is the largest flow id a listener takes (listeners
 // number theirs 1, 2, 3, …; ctrlFlow is 0). A comm's data flow is twice
 // its listener's flow or one more (peer.dataFlow), and has to fit the
@@ -148,6 +155,49 @@ type peer struct {
 	// are never reused, a closed listener is refused by flow and nonce,
 	// and an open one accepts each connection only once (listener.from).
 	flows map[uint32]bool
+	// abandoned holds the announcements on this connection whose connect
+	// gave up (its deadline, an abort) before the listener's answer came,
+	// oldest first, at most maxAbandoned: the only accepts that
+	// declineAccept may act on. An entry goes when its answer arrives,
+	// when a new connect announces the same flow, or with the peer.
+	abandoned []abandonedConnect
+}
+
+// abandonedConnect is an announcement whose connect gave up before its
+// answer came: the peer's listener flow and nonce, from the listen handle.
+type abandonedConnect struct {
+	flow  uint32
+	nonce uint64
+}
+
+// abandonLocked records that the connect announcing listener flow flow
+// with nonce gave up before its answer came, forgetting the oldest record
+// past maxAbandoned; d.mu must be held.
+func (p *peer) abandonLocked(flow uint32, nonce uint64) {
+	p.forgetAbandonedLocked(flow)
+	if len(p.abandoned) == maxAbandoned {
+		p.abandoned = slices.Delete(p.abandoned, 0, 1)
+	}
+	p.abandoned = append(p.abandoned, abandonedConnect{flow, nonce})
+}
+
+// forgetAbandonedLocked drops the record of a given-up connect to listener
+// flow flow, if any; d.mu must be held.
+func (p *peer) forgetAbandonedLocked(flow uint32) {
+	p.abandoned = slices.DeleteFunc(p.abandoned, func(a abandonedConnect) bool { return a.flow == flow })
+}
+
+// takeAbandonedLocked reports whether a connect to listener flow flow with
+// nonce gave up here before its answer came, and drops that record, which
+// the answer uses up; d.mu must be held. A mismatched nonce leaves the
+// record for the real answer.
+func (p *peer) takeAbandonedLocked(flow uint32, nonce uint64) bool {
+	i := slices.Index(p.abandoned, abandonedConnect{flow, nonce})
+	if i < 0 {
+		return false
+	}
+	p.abandoned = slices.Delete(p.abandoned, i, i+1)
+	return true
 }
 
 // dataFlow is the flow a comm uses on p's connection, from the flow its
@@ -252,21 +302,39 @@ func (d *device) handleCtrl(p *peer, m ctrlMsg) {
 // answer per waiter) under d.mu, in the step that removes the waiter: a
 // connect that ends meanwhile removes its waiter under d.mu as well, and
 // then finds either the answer in its channel or, its waiter having been
-// still there, that the answer will come here to nobody. An accept that
-// nobody waits for is one whose connect ended after it announced: the
-// listener queued a comm for a connect that has failed here, and
-// declineAccept has it dropped.
+// still there, that the answer will come here to nobody, and records it
+// as abandoned (peer.abandoned). An accept that nobody waits for and that
+// matches such a record, flow and nonce, is one whose connect ended after
+// it announced: the listener queued a comm for a connect that has failed
+// here, and declineAccept has it dropped. Any other accept nobody waits
+// for (a duplicate, one past the record's bound, or one from a faulty or
+// hostile peer, which may name the flow of a live comm or one beyond
+// every listener's) is logged and ignored: aborting a flow on its word
+// could end a working comm, or, for a listener flow of 2^31 or more, whose
+// data flow wraps to ctrlFlow, the connection's control channel. The
+// flow's range and p.flows are checked as well, so that no record can
+// lead to either.
 func (d *device) answered(p *peer, m ctrlMsg) {
 	key := waitKey{p, m.Flow}
+	decline, stray := false, false
 	d.mu.Lock()
 	ch := d.waiters[key]
-	if ch != nil {
+	switch {
+	case ch != nil:
 		delete(d.waiters, key)
 		ch <- m
+	case p.takeAbandonedLocked(m.Flow, m.Nonce):
+		decline = m.Kind == ctrlAccept && m.Flow >= 1 && m.Flow <= maxListenFlow && !p.flows[m.Flow]
+		stray = m.Kind == ctrlAccept && !decline
+	default:
+		stray = m.Kind == ctrlAccept
 	}
 	d.mu.Unlock()
-	if ch == nil && m.Kind == ctrlAccept {
+	switch {
+	case decline:
 		d.declineAccept(p, m)
+	case stray:
+		d.logf("NET/MetaRoCE : udpnet: ignored an accept of flow %d from peer %s that no connect here gave up on (a duplicate, or a faulty peer)", m.Flow, p.name)
 	}
 }
 
@@ -358,6 +426,7 @@ func (d *device) gone(p *peer, err error) {
 	var ended []*recvConn
 	d.mu.Lock()
 	p.dead = true
+	p.abandoned = nil // no answer comes any more
 	if d.peers[p.key] == p {
 		delete(d.peers, p.key)
 	}

@@ -93,6 +93,10 @@ func (d *device) announce(ctx context.Context, p *peer, h listenHandle) (retry b
 		return false, fmt.Errorf("udpnet: this process already connected to flow %d of peer %s: each listen handle takes one connect: %w", h.Flow, p.name, backend.ErrInvalidUsage)
 	}
 	d.waiters[key] = ch
+	// An earlier connect to this flow that gave up is superseded: its
+	// answer, if still to come, goes to this one, as the listener
+	// accepts each connection once.
+	p.forgetAbandonedLocked(h.Flow)
 	hook := d.awaitingAnswer
 	d.mu.Unlock()
 	forget := func() {
@@ -113,12 +117,19 @@ func (d *device) announce(ctx context.Context, p *peer, h listenHandle) (retry b
 	case m, ok := <-ch:
 		return d.answer(p, h, m, ok)
 	case <-ctx.Done():
-		forget()
-		// An answer handed over before forget took the waiter away is in
-		// ch already (answered fills it under d.mu): the listener holds
-		// a comm for an accept, so the connect completes, as it would
-		// have had the answer been seen first. Past forget, an answer
-		// finds no waiter, and answered withdraws an accept.
+		// An answer handed over before the waiter is taken away here is
+		// in ch already (answered fills it under d.mu): the listener
+		// holds a comm for an accept, so the connect completes, as it
+		// would have had the answer been seen first. A waiter still
+		// there has had no answer: it goes, and the announcement is
+		// recorded as abandoned, in the same step, so that answered
+		// withdraws the accept that comes later, and only that one.
+		d.mu.Lock()
+		if d.waiters[key] == ch {
+			delete(d.waiters, key)
+			p.abandonLocked(h.Flow, h.Nonce)
+		}
+		d.mu.Unlock()
 		select {
 		case m, ok := <-ch:
 			if ok {

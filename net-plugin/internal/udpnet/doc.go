@@ -18,7 +18,10 @@
 //     completes only when the receiver knows the flow. A connect that ended
 //     (its deadline, an abort) before an accept came back answers that
 //     accept with a withdrawal, on which the listener drops the comm it
-//     queued for it, and aborts the comm's flow. A connection that ends
+//     queued for it, and aborts the comm's flow; any other accept that no
+//     connect waits for (a duplicate, a faulty peer's) is ignored, since
+//     aborting a flow on its word could end a live comm or the control
+//     flow. A connection that ends
 //     drops at once the comms its listeners queued for it. On the
 //     connection the comm's data travel on twice the listener's flow id,
 //     plus one when the listener's side dialed the connection: both sides

@@ -161,3 +161,94 @@ func TestConnectionEndDropsQueuedComms(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, rc, "Accept handed out a comm whose connection had ended")
 }
+
+// TestStrayAcceptLeavesLiveCommWorking: an accept that no connect here
+// waits for or gave up on (a duplicate, or one from a faulty or hostile
+// peer), naming the listener flow of a live send comm, is ignored instead
+// of aborting that comm's flow: a message still crosses the comm.
+func TestStrayAcceptLeavesLiveCommWorking(t *testing.T) {
+	a, b := newBackend(t, 49), newBackend(t, 50)
+	sc, rc := connect(t, a, b)
+	a.devs[0].handleCtrl(sc.p, ctrlMsg{Kind: ctrlAccept, Flow: sc.connected, Nonce: 1})
+
+	buf := make([]byte, 2)
+	r, err := rc.Irecv([][]byte{buf}, []int32{5})
+	require.NoError(t, err)
+	s, err := sc.Isend([]byte("ok"), 5)
+	require.NoError(t, err)
+	backendtest.Wait(t, s, nil)
+	backendtest.Wait(t, r, nil)
+	require.Equal(t, "ok", string(buf))
+}
+
+// TestStrayAcceptBeyondListenFlowsLeavesControlFlow: an accept naming
+// listener flow 2^31, which no listener takes and whose data flow would
+// wrap to the control flow on the side that dialed the connection, is
+// ignored there instead of aborting the control flow: the connection
+// stays alive and carries the next connect.
+func TestStrayAcceptBeyondListenFlowsLeavesControlFlow(t *testing.T) {
+	a, b := newBackend(t, 51), newBackend(t, 52)
+	sc, _ := connect(t, a, b)
+	ap := sc.p
+	require.True(t, ap.dialed, "the test needs the side that dialed the connection")
+	a.devs[0].handleCtrl(ap, ctrlMsg{Kind: ctrlAccept, Flow: 1 << 31, Nonce: 1})
+
+	next, _ := connect(t, a, b)
+	require.Same(t, ap, next.p, "the next connect needed a new connection")
+	ad := a.devs[0]
+	ad.mu.Lock()
+	defer ad.mu.Unlock()
+	require.False(t, ap.dead, "the connection ended")
+}
+
+// TestAbandonedRecords: a peer remembers at most maxAbandoned given-up
+// connects, forgetting the oldest first; an answer uses up the record of
+// its flow only when its nonce is the one announced, so that a stray
+// answer with another nonce leaves the record for the real one.
+func TestAbandonedRecords(t *testing.T) {
+	p := &peer{}
+	for f := range uint32(maxAbandoned + 1) {
+		p.abandonLocked(f+1, uint64(f)+100)
+	}
+	require.Len(t, p.abandoned, maxAbandoned)
+	require.False(t, p.takeAbandonedLocked(1, 100), "the oldest record outlived the bound")
+	require.False(t, p.takeAbandonedLocked(2, 7), "a stray nonce matched")
+	require.True(t, p.takeAbandonedLocked(2, 101))
+	require.False(t, p.takeAbandonedLocked(2, 101), "a record answered twice")
+	p.abandonLocked(3, 5) // a later give-up on flow 3 replaces the earlier record
+	require.False(t, p.takeAbandonedLocked(3, 102))
+	require.True(t, p.takeAbandonedLocked(3, 5))
+}
+
+// TestDeclineChecksFlow: even an accept that matches a record of a
+// given-up connect is withdrawn only for a listener flow in range and
+// with no live comm of this side on it: a record naming a live comm's
+// flow, or flow 2^31 (whose data flow wraps to the control flow on the
+// side that dialed), leaves the comm and the connection working.
+func TestDeclineChecksFlow(t *testing.T) {
+	a, b := newBackend(t, 53), newBackend(t, 54)
+	sc, rc := connect(t, a, b)
+	ap, ad := sc.p, a.devs[0]
+	require.True(t, ap.dialed, "the test needs the side that dialed the connection")
+	ad.mu.Lock()
+	ap.abandonLocked(sc.connected, 9)
+	ap.abandonLocked(1<<31, 9)
+	ad.mu.Unlock()
+	ad.handleCtrl(ap, ctrlMsg{Kind: ctrlAccept, Flow: sc.connected, Nonce: 9})
+	ad.handleCtrl(ap, ctrlMsg{Kind: ctrlAccept, Flow: 1 << 31, Nonce: 9})
+
+	buf := make([]byte, 2)
+	r, err := rc.Irecv([][]byte{buf}, []int32{5})
+	require.NoError(t, err)
+	s, err := sc.Isend([]byte("ok"), 5)
+	require.NoError(t, err)
+	backendtest.Wait(t, s, nil)
+	backendtest.Wait(t, r, nil)
+	require.Equal(t, "ok", string(buf))
+	next, _ := connect(t, a, b)
+	require.Same(t, ap, next.p, "the next connect needed a new connection")
+	ad.mu.Lock()
+	defer ad.mu.Unlock()
+	require.False(t, ap.dead, "the connection ended")
+	require.Empty(t, ap.abandoned, "the answers left their records")
+}
