@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -184,10 +185,40 @@ func (s *Sim) Start() {
 // or stop returns true (checked after every event; nil: never). An until
 // the run has already passed leaves the time where it is.
 func (s *Sim) Run(until int64, stop func() bool) {
+	s.run(nil, until, stop)
+}
+
+// ctxCheckEvents is the number of events RunContext executes between two
+// looks at its context: one event takes well under a microsecond of wall
+// time, so a cancelled run stops within a few milliseconds, while the
+// check costs the event loop a counter decrement per event rather than a
+// channel poll.
+const ctxCheckEvents = 4096
+
+// RunContext is Run that also stops once ctx is done, returning ctx.Err():
+// it looks at ctx before the first event and then after every
+// ctxCheckEvents events, so that a caller's cancellation (an interrupted
+// command, a test that gave up) ends a run that would otherwise go on to
+// its virtual-time limit. The fabric is left as the last event left it; a
+// run that ends otherwise returns nil.
+func (s *Sim) RunContext(ctx context.Context, until int64, stop func() bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.run(ctx.Done(), until, stop) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// run is Run, which also returns, reporting true, once done is closed,
+// looking at it every ctxCheckEvents events (a nil done: never).
+func (s *Sim) run(done <-chan struct{}, until int64, stop func() bool) bool {
+	check := ctxCheckEvents
 	for s.heap.Len() > 0 {
 		if at, _ := s.heap.Next(); at > until {
 			s.now = max(s.now, until)
-			return
+			return false
 		}
 		_, e := s.heap.Pop()
 		s.now = e.at
@@ -219,9 +250,20 @@ func (s *Sim) Run(until int64, stop func() bool) {
 			e.fn(s.now)
 		}
 		if stop != nil && stop() {
-			return
+			return false
+		}
+		if done != nil {
+			if check--; check == 0 {
+				check = ctxCheckEvents
+				select {
+				case <-done:
+					return true
+				default:
+				}
+			}
 		}
 	}
+	return false
 }
 
 // enqueue puts pk on egress port pi, applying drop tail and ECN marking at

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -348,4 +349,79 @@ func BenchmarkEngine(b *testing.B) {
 	s.Start()
 	s.Run(math.MaxInt64, nil)
 	b.ReportMetric(float64(s.Stats.Events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// ticker schedules an event every ns of virtual time on s, forever, calling
+// each(n) with the count of events it has run so far.
+func ticker(s *Sim, each func(n int)) {
+	n := 0
+	var tick func(now int64)
+	tick = func(now int64) {
+		n++
+		each(n)
+		s.At(now+1, tick)
+	}
+	s.At(0, tick)
+}
+
+// TestRunContextStopsWhenCancelled: a run without end (an event that
+// schedules the next one, forever) whose context an event cancels returns
+// the context's error within ctxCheckEvents events of the cancel, instead
+// of running to its virtual-time limit; a context cancelled before the run
+// stops it before its first event.
+func TestRunContextStopsWhenCancelled(t *testing.T) {
+	const cancelAt = 10_000
+	s := &Sim{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ticker(s, func(n int) {
+		if n == cancelAt {
+			cancel()
+		}
+	})
+	err := s.RunContext(ctx, math.MaxInt64, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.GreaterOrEqual(t, s.Stats.Events, uint64(cancelAt))
+	assert.LessOrEqual(t, s.Stats.Events, uint64(cancelAt+ctxCheckEvents))
+
+	before := s.Stats.Events
+	require.ErrorIs(t, s.RunContext(ctx, math.MaxInt64, nil), context.Canceled)
+	assert.Equal(t, before, s.Stats.Events, "a cancelled context runs no event")
+}
+
+// TestRunContextLiveIsRun: with a context that stays live, RunContext ends
+// as Run does (at until, or when stop says so), after the same events, and
+// returns nil.
+func TestRunContextLiveIsRun(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		until int64
+		stop  int
+	}{
+		{"until", 3*ctxCheckEvents + 5, 0},
+		{"stop", math.MaxInt64, 2*ctxCheckEvents + 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A context that can be cancelled, and is not: RunContext
+			// looks at it every ctxCheckEvents events.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			runOne := func(withCtx bool) (uint64, int64) {
+				s := &Sim{}
+				n := 0
+				ticker(s, func(k int) { n = k })
+				stop := func() bool { return tc.stop > 0 && n >= tc.stop }
+				if withCtx {
+					require.NoError(t, s.RunContext(ctx, tc.until, stop))
+				} else {
+					s.Run(tc.until, stop)
+				}
+				return s.Stats.Events, s.Now()
+			}
+			e1, t1 := runOne(false)
+			e2, t2 := runOne(true)
+			assert.Equal(t, e1, e2)
+			assert.Equal(t, t1, t2)
+		})
+	}
 }
