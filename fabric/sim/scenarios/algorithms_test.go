@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,8 +37,8 @@ func runPlanJob(t *testing.T, o *Options, c sim.Config, proto string, plans []*s
 		wrap(s)
 	}
 	j := newPlanJob(s, plans)
-	r := &runner{o: o}
-	r.runApps(s, j.apps(), 2_000_000_000, j.done)
+	r := &runner{ctx: context.Background(), o: o}
+	require.NoError(t, r.runApps(s, j.apps(), 2_000_000_000, j.done))
 	require.NoError(t, j.Err)
 	require.Equal(t, len(plans), j.Finished, "%s: not every rank finished", proto)
 	return s, j

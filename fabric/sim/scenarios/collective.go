@@ -133,7 +133,9 @@ func collectiveScenario(r *runner) (*Result, error) {
 					}
 					j := newPlanJob(s, plans)
 					r.label = fmt.Sprintf("%s %s %g%% %s", op, bytesize.Format(int64(size)), lp, proto)
-					r.runApps(s, j.apps(), 2_000_000_000, j.done)
+					if err := r.runApps(s, j.apps(), 2_000_000_000, j.done); err != nil {
+						return nil, err
+					}
 					status := "ok"
 					var us, bw float64
 					switch {

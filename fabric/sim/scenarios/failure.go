@@ -91,7 +91,7 @@ func failureScenario(r *runner) (*Result, error) {
 			}
 			armed := false
 			r.label = kase + " failure " + proto
-			r.run(s, j, 1_000_000_000, func() bool {
+			err = r.run(s, j, 1_000_000_000, func() bool {
 				if j.Start >= 0 && !armed {
 					armed = true
 					var err error
@@ -106,6 +106,9 @@ func failureScenario(r *runner) (*Result, error) {
 				}
 				return j.Start >= 0 && s.Now() >= j.Start+dur
 			})
+			if err != nil {
+				return nil, err
+			}
 			if j.Start < 0 {
 				return nil, fmt.Errorf("failure %s %s: connections never came up: %v", kase, proto, j.Err)
 			}

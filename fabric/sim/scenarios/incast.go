@@ -95,7 +95,9 @@ func incastScenario(r *runner) (*Result, error) {
 		}
 		s.At(0, sample)
 		r.label = proto
-		r.run(s, j, 1_000_000_000, func() bool { return j.Start >= 0 && s.Now() >= j.Start+dur })
+		if err := r.run(s, j, 1_000_000_000, func() bool { return j.Start >= 0 && s.Now() >= j.Start+dur }); err != nil {
+			return nil, err
+		}
 		if j.Start < 0 {
 			return nil, fmt.Errorf("incast %s: connections never came up: %v", proto, j.Err)
 		}

@@ -49,7 +49,9 @@ func lossScenario(r *runner) (*Result, error) {
 			g := newGoodputMeter(s, j, dur/10, dur)
 			s.OnRx = func(_ int64, _ *sim.Host, pk *sim.Packet) { g.observe(pk) }
 			r.label = fmt.Sprintf("%g%% loss %s", lp, proto)
-			r.run(s, j, 1_000_000_000, func() bool { return j.Start >= 0 && s.Now() >= j.Start+dur })
+			if err := r.run(s, j, 1_000_000_000, func() bool { return j.Start >= 0 && s.Now() >= j.Start+dur }); err != nil {
+				return nil, err
+			}
 			if j.Start < 0 {
 				return nil, fmt.Errorf("loss %.1f%% %s: connections never came up: %v", lp, proto, j.Err)
 			}

@@ -66,12 +66,15 @@ func planesScenario(r *runner) (*Result, error) {
 				return v
 			}
 			r.label = fmt.Sprintf("%d-plane %s", p, proto)
-			r.run(s, j, 1_000_000_000, func() bool {
+			err = r.run(s, j, 1_000_000_000, func() bool {
 				if j.Start >= 0 && rx0 == nil && s.Now() >= j.Start+warm {
 					rx0, retx0 = rxNow(), wastedPkts(s, j)
 				}
 				return j.Start >= 0 && s.Now() >= j.Start+dur
 			})
+			if err != nil {
+				return nil, err
+			}
 			if j.Start < 0 || rx0 == nil {
 				return nil, fmt.Errorf("planes %d %s: connections never came up: %v", p, proto, j.Err)
 			}

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,16 +21,16 @@ func TestProgressLines(t *testing.T) {
 	o.fill()
 	s, err := build(&o, o.fabric(2, 2, 2, 1), MetaRoCE)
 	require.NoError(t, err)
-	r := &runner{o: &o, start: time.Now()}
+	r := &runner{ctx: context.Background(), o: &o, start: time.Now()}
 	r.label = "first"
-	r.runApps(s, nil, 1000, func() bool { return true })
+	require.NoError(t, r.runApps(s, nil, 1000, func() bool { return true }))
 	assert.Empty(t, b.String(), "a run within ProgressAfter")
 
 	s, err = build(&o, o.fabric(2, 2, 2, 1), MetaRoCE)
 	require.NoError(t, err)
 	r.start = time.Now().Add(-ProgressAfter - time.Second) // as if long under way
 	r.label = "allreduce 1G 0% metaroce"
-	r.runApps(s, nil, 1000, func() bool { return true })
+	require.NoError(t, r.runApps(s, nil, 1000, func() bool { return true }))
 	assert.Regexp(t, `^  2 runs done after \d+ s; last: allreduce 1G 0% metaroce: [0-9.]+ M events/s\n$`, b.String())
 }
 
@@ -41,12 +42,12 @@ func TestProgressLinesCounted(t *testing.T) {
 	var b strings.Builder
 	o := Options{Smoke: true, Progress: &b}
 	o.fill()
-	r := &runner{o: &o, start: time.Now().Add(-ProgressAfter - time.Second), total: 2, even: true}
+	r := &runner{ctx: context.Background(), o: &o, start: time.Now().Add(-ProgressAfter - time.Second), total: 2, even: true}
 	for _, label := range []string{"first", "second"} {
 		s, err := build(&o, o.fabric(2, 2, 2, 1), MetaRoCE)
 		require.NoError(t, err)
 		r.label = label
-		r.runApps(s, nil, 1000, func() bool { return true })
+		require.NoError(t, r.runApps(s, nil, 1000, func() bool { return true }))
 	}
 	assert.Regexp(t, `^  1 of 2 runs done after \d+ s, ETA [0-9.hms]+; last: first: [0-9.]+ M events/s\n`+
 		`  2 of 2 runs done after \d+ s; last: second: [0-9.]+ M events/s\n$`, b.String())
@@ -54,11 +55,11 @@ func TestProgressLinesCounted(t *testing.T) {
 	b.Reset()
 	o = Options{Smoke: true, Log: &b}
 	o.fill()
-	r = &runner{o: &o, start: time.Now(), total: 2, even: true}
+	r = &runner{ctx: context.Background(), o: &o, start: time.Now(), total: 2, even: true}
 	for range 3 { // one run more than declared: no "k of N" for it
 		s, err := build(&o, o.fabric(2, 2, 2, 1), MetaRoCE)
 		require.NoError(t, err)
-		r.runApps(s, nil, 1000, func() bool { return true })
+		require.NoError(t, r.runApps(s, nil, 1000, func() bool { return true }))
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	require.Len(t, lines, 3)
@@ -67,10 +68,10 @@ func TestProgressLinesCounted(t *testing.T) {
 	assert.Regexp(t, `^  ran 4 hosts`, lines[2])
 
 	b.Reset()
-	r = &runner{o: &o, start: time.Now(), total: 2}
+	r = &runner{ctx: context.Background(), o: &o, start: time.Now(), total: 2}
 	s, err := build(&o, o.fabric(2, 2, 2, 1), MetaRoCE)
 	require.NoError(t, err)
-	r.runApps(s, nil, 1000, func() bool { return true })
+	require.NoError(t, r.runApps(s, nil, 1000, func() bool { return true }))
 	assert.Regexp(t, `^  \[1 of 2\] ran 4 hosts`, b.String(), "runs of different sizes: no ETA")
 }
 
@@ -116,7 +117,7 @@ func TestDeclaredTotals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
 			tc.o.Log = &b
-			_, r, err := run(tc.name, tc.o)
+			_, r, err := run(context.Background(), tc.name, tc.o)
 			require.NoError(t, err)
 			require.Positive(t, r.total)
 			assert.Equal(t, r.total, r.runs)

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -268,6 +269,9 @@ func metaroceConfig(o *Options, c sim.Config) transport.Config {
 
 // runner accumulates the simulator's speed over the runs of a scenario.
 type runner struct {
+	// ctx ends the scenario: each simulation looks at it as it runs
+	// (sim.Sim.RunContext), and a scenario returns its error at once.
+	ctx   context.Context
 	o     *Options
 	perf  Perf
 	start time.Time // wall clock at the scenario's start
@@ -285,24 +289,32 @@ type runner struct {
 	label string // what the next run is, for progress lines ("" if unsaid)
 }
 
-// run attaches job j's apps to s and runs until stop or the hard limit.
-func (r *runner) run(s *sim.Sim, j *job, limit int64, stop func() bool) {
+// run attaches job j's apps to s and runs until stop or the hard limit
+// (runApps).
+func (r *runner) run(s *sim.Sim, j *job, limit int64, stop func() bool) error {
 	apps := make([]sim.App, len(j.hosts))
 	for h, jh := range j.hosts {
 		apps[h] = jh
 	}
-	r.runApps(s, apps, limit, stop)
+	return r.runApps(s, apps, limit, stop)
 }
 
 // runApps attaches apps (indexed by host) to s and runs until stop or the
-// hard limit, logging the simulator's speed.
-func (r *runner) runApps(s *sim.Sim, apps []sim.App, limit int64, stop func() bool) {
+// hard limit, logging the simulator's speed. It returns an error only when
+// r.ctx ended the run, which then neither counts nor logs it: the scenario
+// returns that error rather than tabulate a run cut short.
+func (r *runner) runApps(s *sim.Sim, apps []sim.App, limit int64, stop func() bool) error {
 	for h, a := range apps {
 		s.Hosts()[h].App = a
 	}
 	t0 := time.Now()
 	s.Start()
-	s.Run(limit, stop)
+	if err := s.RunContext(r.ctx, limit, stop); err != nil {
+		if r.label != "" {
+			return fmt.Errorf("scenarios: run %d (%s) stopped: %w", r.runs+1, r.label, err)
+		}
+		return fmt.Errorf("scenarios: run %d stopped: %w", r.runs+1, err)
+	}
 	wall := time.Since(t0).Seconds()
 	r.perf.Events += s.Stats.Events
 	r.perf.WallSeconds += wall
@@ -324,6 +336,7 @@ func (r *runner) runApps(s *sim.Sim, apps []sim.App, limit int64, stop func() bo
 		}
 	}
 	r.label = ""
+	return nil
 }
 
 // counted reports whether the progress lines can say "k of N": the
@@ -434,14 +447,26 @@ var catalogue = map[string]func(*runner) (*Result, error){
 	"failure":    failureScenario,
 }
 
-// Run runs the named scenario.
+// Run runs the named scenario to its end (RunContext with a context that
+// never ends).
 func Run(name string, opts Options) (*Result, error) {
-	res, _, err := run(name, opts)
+	return RunContext(context.Background(), name, opts)
+}
+
+// RunContext runs the named scenario until it ends or ctx does: each of
+// its simulations looks at ctx every few thousand events (a few
+// milliseconds of wall time), and once ctx is done the scenario stops and
+// returns an error that wraps ctx.Err() (errors.Is matches
+// context.Canceled or context.DeadlineExceeded), with no result: a table
+// with rows missing would read as complete. Options are checked first, so
+// that a bad one is reported as ErrUsage even with ctx already done.
+func RunContext(ctx context.Context, name string, opts Options) (*Result, error) {
+	res, _, err := run(ctx, name, opts)
 	return res, err
 }
 
-// run is Run, returning also the runner, which counts the runs done.
-func run(name string, opts Options) (*Result, *runner, error) {
+// run is RunContext, returning also the runner, which counts the runs done.
+func run(ctx context.Context, name string, opts Options) (*Result, *runner, error) {
 	f, ok := catalogue[name]
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: unknown scenario %q (have %v)", ErrUsage, name, Names())
@@ -456,7 +481,7 @@ func run(name string, opts Options) (*Result, *runner, error) {
 	if opts.Log != nil {
 		fmt.Fprintf(opts.Log, "scenario %s seed %d smoke %v\n", name, opts.Seed, opts.Smoke)
 	}
-	r := &runner{o: &opts, start: time.Now()}
+	r := &runner{ctx: ctx, o: &opts, start: time.Now()}
 	res, err := f(r)
 	if err != nil {
 		return nil, nil, err

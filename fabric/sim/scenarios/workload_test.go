@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,8 +30,8 @@ func TestStreamLongerThanSendQueue(t *testing.T) {
 					n++
 				}
 			}
-			r := &runner{o: &o}
-			r.run(s, j, 1_000_000_000, func() bool { return j.Finished == 2 || j.Err != nil })
+			r := &runner{ctx: context.Background(), o: &o}
+			require.NoError(t, r.run(s, j, 1_000_000_000, func() bool { return j.Finished == 2 || j.Err != nil }))
 			require.NoError(t, j.Err)
 			require.NoError(t, j.Refused)
 			assert.Equal(t, 2, j.Finished)
@@ -49,8 +50,8 @@ func TestRefusedCallReported(t *testing.T) {
 	s, err := build(&o, o.fabric(2, 2, 1, 1), MetaRoCE)
 	require.NoError(t, err)
 	j := newJob(s, streams(2, [][2]int{{0, 1}}, 1<<62, 1))
-	r := &runner{o: &o}
-	r.run(s, j, 10_000_000, func() bool { return j.Refused != nil })
+	r := &runner{ctx: context.Background(), o: &o}
+	require.NoError(t, r.run(s, j, 10_000_000, func() bool { return j.Refused != nil }))
 	require.Error(t, j.Refused)
 	assert.Contains(t, j.Refused.Error(), "host 0: send to host 1")
 }
