@@ -117,44 +117,32 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		opts.Progress = stderr
 	}
-	type outcome struct {
-		res *scenarios.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := scenarios.Run(name, opts)
-		done <- outcome{res, err}
-	}()
-	var o outcome
-	select {
-	case o = <-done:
-	case <-ctx.Done():
-		if interrupted(ctx) {
+	// The scenario stops within milliseconds of ctx's end (a signal), so
+	// it is waited for: none of it goes on running after runSim returns.
+	res, err := scenarios.RunContext(ctx, name, opts)
+	if err != nil {
+		usage := errors.Is(err, scenarios.ErrUsage)
+		if !usage && interrupted(ctx) {
 			return exitFail // run says so, and exits with the signal's status
 		}
-		fmt.Fprintf(stderr, "mrbench sim: %v\n", ctx.Err())
-		return exitFail
-	}
-	if o.err != nil {
-		printError(stderr, "mrbench sim", o.err)
-		if errors.Is(o.err, scenarios.ErrUsage) {
+		printError(stderr, "mrbench sim", err)
+		if usage {
 			return exitUsage
 		}
 		return exitFail
 	}
-	if err := o.res.WriteText(stdout); err != nil {
+	if err := res.WriteText(stdout); err != nil {
 		printError(stderr, "mrbench sim", err)
 		return exitFail
 	}
-	if err := writeSimFiles(o.res, jsonPath, csvPath, plotPath); err != nil {
+	if err := writeSimFiles(res, jsonPath, csvPath, plotPath); err != nil {
 		printError(stderr, "mrbench sim", err)
 		return exitFail
 	}
 	if !verbose {
 		// The simulator's speed, on stderr: wall-clock figures stay out
 		// of the seeded, byte-identical output (-v prints them per run).
-		p := o.res.Perf
+		p := res.Perf
 		fmt.Fprintf(stderr, "mrbench sim %s: %.1f M events in %.1f s, %.2f M events/s\n",
 			name, float64(p.Events)/1e6, p.WallSeconds, p.EventsPerSec()/1e6)
 	}

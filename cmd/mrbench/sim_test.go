@@ -1,17 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/metaroce/metaroce/gpu/rccl"
+	"github.com/metaroce/metaroce/internal/interrupt"
 )
 
 func TestSimScenario(t *testing.T) {
@@ -223,4 +228,49 @@ func TestPlotNameOnlyExtensionRefused(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing written")
+}
+
+// cancellingWriter keeps what is written to it, safe for concurrent
+// writers, and cancels its context once the text holds at.
+type cancellingWriter struct {
+	mu     sync.Mutex
+	b      strings.Builder
+	at     string
+	cancel context.CancelFunc
+}
+
+func (w *cancellingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.at) {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+func (w *cancellingWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestSimInterruptStopsScenario: mrbench sim interrupted after the
+// scenario's first run exits with the interruption's status once the
+// scenario has stopped, after no further run; none of it is left running
+// in this process. Before, runSim returned at the cancel and the scenario
+// went on in a goroutine to the end of its sweep.
+func TestSimInterruptStopsScenario(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := &cancellingWriter{at: " ran ", cancel: cancel}
+	var out strings.Builder
+	code := run(ctx, []string{"sim", "loss", "--smoke", "-v"}, &out, errs)
+	assert.Equal(t, interrupt.ExitStatus(ctx), code, errs.String())
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	assert.NotContains(t, stacks, "fabric/sim/scenarios.", "a scenario still runs after mrbench sim returned")
+	assert.Equal(t, 1, strings.Count(errs.String(), " ran "), "runs after the interrupt:\n%s", errs.String())
+	assert.Contains(t, errs.String(), "mrbench: interrupted")
+	assert.Empty(t, out.String(), "no table of a scenario cut short")
 }
