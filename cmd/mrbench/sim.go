@@ -31,6 +31,16 @@ const (
 	simMaxMTU = 65_000
 )
 
+// simMinLinkGbps and simMaxLinkGbps bound the link rate in Gb/s that the
+// scenarios take for --link-gbps, 0 (their default, 400) aside: from 1
+// kb/s, the slowest link the simulator models, to 100 Tb/s. As for the
+// MTU, fabric/sim/scenarios refuses the others without exporting the
+// bounds; TestSimFlagRanges checks these against its refusal.
+const (
+	simMinLinkGbps float64 = 1e-6
+	simMaxLinkGbps float64 = 100_000
+)
+
 // runSim is `mrbench sim SCENARIO [flags]`: one scenario of the fabric
 // simulator, printed as text tables, optionally written as JSON, CSV and
 // PNG plots.
@@ -42,10 +52,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var verbose bool
 	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed of the simulation, 1 or more")
 	fs.BoolVar(&opts.Smoke, "smoke", false, "small, fast variant (16 hosts or fewer, short runs)")
-	fs.Float64Var(&opts.LinkGbps, "link-gbps", 0, "link rate in Gb/s (0: the scenario's default, 400)")
+	fs.Float64Var(&opts.LinkGbps, "link-gbps", 0, fmt.Sprintf("link rate in Gb/s, %g to %g (0: the scenario's default, 400)", simMinLinkGbps, simMaxLinkGbps))
 	fs.IntVar(&opts.MTU, "mtu", 0, fmt.Sprintf("payload bytes per packet, %d to %d (0: 4096)", simMinMTU, simMaxMTU))
-	fs.StringVar(&sizes, "sizes", "", "collective: comma-separated sizes per rank, K/M/G suffixes (default 1M,16M)")
-	fs.StringVar(&losses, "losses", "", "collective: comma-separated loss percentages across spines (default 0,0.1,1)")
+	fs.StringVar(&sizes, "sizes", "", fmt.Sprintf("collective: comma-separated sizes per rank, each a multiple of 1K from 1K to %s, K/M/G suffixes (default 1M,16M; with --smoke 256K,2M)",
+		bytesize.Format(scenarios.MaxCollectiveBytes)))
+	fs.StringVar(&losses, "losses", "", "collective: comma-separated loss percentages across spines, each at least 0 and under 100 (default 0,0.1,1; with --smoke 0,1)")
 	fs.StringVar(&ops, "ops", "", "collective: comma-separated operations, allreduce and/or alltoall (default both)")
 	fs.StringVar(&jsonPath, "json", "", "write the result as JSON to this file (see SCHEMA.md)")
 	fs.StringVar(&csvPath, "csv", "", "write the result's tables as CSV to this file")

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/metaroce/metaroce/fabric/sim/scenarios"
 	"github.com/metaroce/metaroce/gpu/rccl"
 	"github.com/metaroce/metaroce/internal/interrupt"
 )
@@ -112,6 +113,55 @@ func TestSimMTURange(t *testing.T) {
 		assert.Equal(t, exitUsage, code, "--mtu %d: %s", mtu, errs)
 		assert.Empty(t, out, "--mtu %d", mtu)
 		assert.Contains(t, errs, fmt.Sprintf("MTU %d bytes: want 0 (the default, 4096) or %s", mtu, bounds), "--mtu %d", mtu)
+	}
+}
+
+// TestSimFlagRanges: mrbench sim -h gives the range of every flag the
+// scenarios bound (--link-gbps, --sizes and --losses gave only a default),
+// and each range is the scenarios' own: a value just outside it is refused
+// with the scenarios' error naming the same bounds, while the bounds
+// themselves pass the scenarios' checks, the run then ending at once on a
+// context already cancelled.
+func TestSimFlagRanges(t *testing.T) {
+	code, help, errs := runMrbench(t, "sim", "-h")
+	require.Equal(t, exitOK, code, errs)
+	for _, want := range []string{
+		"link rate in Gb/s, 1e-06 to 100000 (0: the scenario's default, 400)",
+		"sizes per rank, each a multiple of 1K from 1K to 1G,",
+		"loss percentages across spines, each at least 0 and under 100",
+	} {
+		assert.Contains(t, help, want)
+	}
+	maxK := scenarios.MaxCollectiveBytes / 1024
+	for _, tc := range []struct {
+		args []string
+		want string // the scenarios' refusal; "" where the value is in range
+	}{
+		{[]string{"loss", "--link-gbps", "9.99e-7"}, "link rate 9.99e-07 Gb/s: want 0 (the default) or 1e-06 to 100000"},
+		{[]string{"loss", "--link-gbps", "100000.5"}, "link rate 100000.5 Gb/s: want 0 (the default) or 1e-06 to 100000"},
+		{[]string{"loss", "--link-gbps", fmt.Sprint(simMinLinkGbps)}, ""},
+		{[]string{"loss", "--link-gbps", fmt.Sprint(simMaxLinkGbps)}, ""},
+		{[]string{"collective", "--sizes", "0"}, "collective size 0: want a multiple of 1 KiB from 1 KiB to 1073741824 bytes"},
+		{[]string{"collective", "--sizes", fmt.Sprintf("%dK", maxK+1)}, fmt.Sprintf("collective size %d: want a multiple of 1 KiB from 1 KiB to 1073741824 bytes", (maxK+1)*1024)},
+		{[]string{"collective", "--sizes", "1K,1G"}, ""},
+		{[]string{"collective", "--losses", "-0.001"}, "collective loss -0.001%: want a percentage in [0, 100)"},
+		{[]string{"collective", "--losses", "100"}, "collective loss 100%: want a percentage in [0, 100)"},
+		{[]string{"collective", "--losses", "0,99.999"}, ""},
+	} {
+		args := append([]string{"sim"}, tc.args...)
+		if tc.want != "" {
+			code, out, errs := runMrbench(t, args...)
+			assert.Equal(t, exitUsage, code, "%v: %s", tc.args, errs)
+			assert.Empty(t, out, "%v", tc.args)
+			assert.Contains(t, errs, tc.want, "%v", tc.args)
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var out, errb strings.Builder
+		code := run(ctx, args, &out, &errb)
+		assert.Equal(t, interrupt.ExitStatus(ctx), code, "%v: %s", tc.args, errb.String())
+		assert.NotContains(t, errb.String(), "want", "%v", tc.args)
 	}
 }
 
