@@ -294,6 +294,17 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 		if fail != nil {
 			return
 		}
+		if errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, errLeft) {
+			// This rank's own error (its setup's, or its wait for
+			// the reports) after a cancel, which is the caller's:
+			// this watch cancels ctx only below, once fail is set.
+			// (runLeaf's callerCancelled, which knows the watch's
+			// cancels by their cause, errLeft, would not do here:
+			// this watch cancels with this rank's own error too.)
+			// The links' errors carry ctx.Err() alone: add the
+			// cancel's cause, as runLeaf does.
+			err = withCancelCause(ctx, err)
+		}
 		fail = err
 		// Tell every rank, best effort (each learns it otherwise when
 		// its rendezvous connection closes), before this rank's setup
@@ -318,9 +329,9 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 				fails(err)
 			}
 		case <-ctx.Done():
-			// The deadline, or the cancel of fails. This rank's own
-			// setup ends with it, and its error says more than the
-			// reports still missing.
+			// The deadline, the caller's cancel, or the cancel of
+			// fails. This rank's own setup ends with it, and its
+			// error says more than the reports still missing.
 			if !setupDone {
 				setupDone = true
 				if err := outcome(ctx, <-done); err != nil {
@@ -329,7 +340,13 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 			}
 			if fail == nil {
 				missing := ranksWhere(1, len(w.leaves), func(r int) bool { return !reported[r] })
-				fails(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers %s: %w", rankList(missing), setupEnded(ctx, b), context.Cause(ctx)))
+				if errors.Is(ctx.Err(), context.Canceled) {
+					// The caller's cancel (fail is nil: not the
+					// watch's), with its cause.
+					fails(fmt.Errorf("collectives: setup: cancelled while ranks %s had not reported connecting to their peers: %w", rankList(missing), ctxErr(ctx)))
+				} else {
+					fails(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers %s: %w", rankList(missing), setupEnded(ctx, b), context.Cause(ctx)))
+				}
 			}
 		}
 	}

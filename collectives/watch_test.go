@@ -347,3 +347,88 @@ func TestWatchLeafCancelReturnsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchRootCancelWrapsCause: rank 0 whose caller cancels its setup
+// after the rendezvous returns the cancel with its cause, and tells the
+// other ranks why, while its own setup still runs (whose error, as the
+// links', carries "context canceled" alone) and once it has connected and
+// waits for the others' reports. Before, its error lacked the cause in
+// the first case, and in the second wrapped the cause but not
+// context.Canceled, saying the ranks "did not report ... before the setup
+// ended". Rank 0's own failure, after which its watch cancels the setup
+// itself, is not taken for a cancel.
+func TestWatchRootCancelWrapsCause(t *testing.T) {
+	const own = "rank 0 cannot open its endpoint"
+	for _, tc := range []struct {
+		name string
+		// setup is rank 0's setup, started: it waits for the cancel,
+		// returns at once, or fails on its own.
+		setup func(ctx context.Context) error
+		want  string
+	}{
+		{"connecting", func(ctx context.Context) error {
+			<-ctx.Done()
+			return fmt.Errorf("rank 0 waiting for ranks above it to connect: %w", ctx.Err())
+		}, "rank 0 waiting for ranks above it to connect: context canceled (the cancel's cause: the operator stopped the job)"},
+		{"connected", func(context.Context) error { return nil },
+			"collectives: setup: cancelled while ranks [1] had not reported connecting to their peers: context canceled: the operator stopped the job"},
+		{"failed", func(context.Context) error { return errors.New(own) }, own},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, err := freeLocalAddr()
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			ws := make(chan *setupWatch, 2)
+			for r := range 2 {
+				go func() {
+					_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test"}, []byte{byte(r)})
+					assert.NoError(t, err)
+					ws <- w
+				}()
+			}
+			var w0, w1 *setupWatch
+			for range 2 {
+				w := recv(ctx, t, ws, "a rank's rendezvous")
+				require.NotNil(t, w)
+				defer w.close()
+				if w.b.Rank == 0 {
+					w0 = w
+				} else {
+					w1 = w
+				}
+			}
+			// Rank 1 is the test: it never reports, and reads what
+			// rank 0 says.
+			rctx, rcancel := context.WithCancelCause(ctx)
+			defer rcancel(nil)
+			started := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				done <- w0.run(rctx, func(ctx context.Context) error {
+					close(started)
+					return tc.setup(ctx)
+				})
+			}()
+			<-started
+			cause := errors.New("the operator stopped the job")
+			if tc.name == "failed" {
+				// Rank 0 gives up on its own, and its watch cancels
+				// the setup; the caller does not.
+				err = recv(ctx, t, done, "rank 0's return")
+				require.EqualError(t, err, own)
+			} else {
+				rcancel(cause)
+				err = recv(ctx, t, done, "rank 0's return")
+				require.ErrorIs(t, err, context.Canceled)
+				require.ErrorIs(t, err, cause)
+				require.ErrorContains(t, err, tc.want)
+			}
+			f, err := readFrame(w1.root, 1)
+			require.NoError(t, err)
+			require.Equal(t, abortRanks, f.nranks, "rank 0's abort")
+			require.Len(t, f.blobs, 1)
+			require.Contains(t, string(f.blobs[0]), tc.want)
+		})
+	}
+}
