@@ -648,7 +648,7 @@ func missingErr(b Bootstrap, blobs [][]byte, cause error) error {
 		hint = fmt.Sprintf("%s; if no other rank was started, %s=%d and %s=%d do not belong to this run: %s",
 			hint, b.Vars.Rank, b.Rank, b.Vars.NRanks, b.NRanks, unsetHint(b))
 	}
-	err := fmt.Errorf("ranks %s of %d never joined the rendezvous at %s%s: %w", rankList(miss), b.NRanks, b.Root, b.deadline.ended(cause), cause)
+	err := b.deadline.wrap(fmt.Errorf("ranks %s of %d never joined the rendezvous at %s%s: %w", rankList(miss), b.NRanks, b.Root, b.deadline.ended(cause), cause), cause)
 	switch longer := b.deadline.longerHint(b, cause); {
 	case longer == nil:
 		return fmt.Errorf("%w; %s", err, hint)
@@ -703,23 +703,42 @@ func newSetupDeadline(ctx context.Context, timeout time.Duration) setupDeadline 
 // known reports whether New set the deadline.
 func (s setupDeadline) known() bool { return s.d > 0 || s.caller }
 
-// String names the deadline: "the setup deadline of 1ms (Config.Timeout)".
-func (s setupDeadline) String() string {
-	if s.caller {
-		return fmt.Sprintf("the caller's deadline (%v after New began)", s.d)
+// error is the deadline as the errors of a setup that it ended wrap it,
+// cause being the error that ended it; nil where cause is another (a
+// cancel) or the deadline is unknown.
+func (s setupDeadline) error(cause error) *DeadlineError {
+	if !s.known() || !errors.Is(cause, context.DeadlineExceeded) {
+		return nil
 	}
-	return fmt.Sprintf("the setup deadline of %v (Config.Timeout)", s.d)
+	return &DeadlineError{Timeout: s.d, Caller: s.caller, Field: timeoutField}
+}
+
+// String names the deadline: "the setup deadline of 1ms (Config.Timeout)"
+// (DeadlineError.Error).
+func (s setupDeadline) String() string {
+	return (&DeadlineError{Timeout: s.d, Caller: s.caller, Field: timeoutField}).Error()
 }
 
 // ended is the words an error puts after what did not happen, where
 // cause, the error that ended it, is the deadline's: " before the setup
 // deadline of 1ms (Config.Timeout) ran out"; "" where cause is another
-// (a cancel) or the deadline is unknown.
+// (a cancel) or the deadline is unknown. An error with these words is
+// passed to wrap.
 func (s setupDeadline) ended(cause error) string {
-	if !s.known() || !errors.Is(cause, context.DeadlineExceeded) {
-		return ""
+	if d := s.error(cause); d != nil {
+		return " before " + d.Error() + " ran out"
 	}
-	return " before " + s.String() + " ran out"
+	return ""
+}
+
+// wrap returns err, an error that names the deadline in ended(cause)'s
+// words, wrapping the deadline as a *DeadlineError as well where it
+// names it; err as it is where it does not.
+func (s setupDeadline) wrap(err, cause error) error {
+	if d := s.error(cause); d != nil {
+		return &endedError{err: err, dl: d}
+	}
+	return err
 }
 
 // deadlineHint is the advice of an error whose setup deadline was too
@@ -837,7 +856,7 @@ func otherJobErr(ctx context.Context, b Bootstrap, lastErr error) error {
 	case b.deadline.known():
 		until = "until " + b.deadline.String() + " ran out"
 	}
-	return fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job %s: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, until, lastErr, ctxErr(ctx))
+	return b.deadline.wrap(fmt.Errorf("collectives: bootstrap: rank %d: the rendezvous at %s served another job %s: %w (%w); give each job its own METAROCE_ROOT, or MASTER_ADDR and MASTER_PORT", b.Rank, b.Root, until, lastErr, ctxErr(ctx)), ctx.Err())
 }
 
 // reportWaiting calls b.Progress with line's text every interval, unless
@@ -891,8 +910,8 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		// another job's rank 0 dials again, and no stale error shows.)
 		select {
 		case <-ctx.Done():
-			return nil, nil, withLongerHint(b, fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s%s: %w (last error: %v)",
-				b.Rank, b.Root, b.deadline.ended(ctx.Err()), ctxErr(ctx), err), ctx.Err())
+			return nil, nil, withLongerHint(b, b.deadline.wrap(fmt.Errorf("collectives: bootstrap: rank %d could not reach rank 0's rendezvous at %s%s: %w (last error: %v)",
+				b.Rank, b.Root, b.deadline.ended(ctx.Err()), ctxErr(ctx), err), ctx.Err()), ctx.Err())
 		case <-time.After(dialBackoff):
 		}
 	}
@@ -952,8 +971,8 @@ func joinRoot(ctx context.Context, b Bootstrap, tag uint64, blob []byte, reached
 		switch {
 		case ctx.Err() != nil:
 			err = ctx.Err()
-			return nil, nil, withLongerHint(b, fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s%s (some ranks may not have started): %w",
-				b.Rank, b.Root, b.deadline.ended(err), err), err)
+			return nil, nil, withLongerHint(b, b.deadline.wrap(fmt.Errorf("collectives: bootstrap: rank %d: waiting for the table from rank 0 at %s%s (some ranks may not have started): %w",
+				b.Rank, b.Root, b.deadline.ended(err), err), err), err)
 		case errors.Is(err, errVersion):
 			why = "rank 0 answered"
 		case errors.Is(err, errNotRendezvous):

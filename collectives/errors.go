@@ -1,10 +1,12 @@
 package collectives
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"syscall"
+	"time"
 
 	"github.com/metaroce/metaroce/transport"
 )
@@ -84,3 +86,70 @@ func connectionLost(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
+
+// DeadlineError is the deadline of New's setup, wrapped by the error of a
+// setup that this deadline ended: the rendezvous' on rank 0 and on the
+// other ranks, the connections after it over either transport (dialing
+// the ranks below, waiting for the ranks above), and the setup watch's
+// waits for the ranks' reports and for rank 0's confirmation. errors.As
+// finds it, and errors.Is(err, context.DeadlineExceeded) holds as well.
+//
+// Such an error names the deadline in the words of its DeadlineError's
+// Error method, "the setup deadline of 1m0s (Config.Timeout)", which its
+// text contains as they are. A program that sets Config.Timeout from a
+// setting of its own (a command-line flag, say) may put Named's words,
+// which name that setting instead, in their place.
+//
+// An error that another rank sent as text (rank 0's abort, naming the
+// deadline that ended its own setup) wraps none: its words are that
+// rank's.
+type DeadlineError struct {
+	// Timeout is the deadline's length from New's start: Config.Timeout,
+	// or, where Caller is set, what was left then of the caller's
+	// context's own.
+	Timeout time.Duration
+	// Caller is set where the caller's context's deadline came before
+	// Config.Timeout's: no setting of this package sets it, and the
+	// words name none.
+	Caller bool
+	// Field is the setting that sets Timeout, "Config.Timeout", which
+	// the words name where Caller is not set.
+	Field string
+	// either is set where the deadline that ended a handshake is not
+	// known (a link's connect run outside New): Field's, or the
+	// caller's, whichever came first.
+	either bool
+}
+
+// timeoutField is DeadlineError.Field of the errors of this package.
+const timeoutField = "Config.Timeout"
+
+// Error names the deadline by Field: Named(e.Field).
+func (e *DeadlineError) Error() string { return e.Named(e.Field) }
+
+// Named names the deadline as Error does, with setting in Field's place:
+// Named("-T") is "the setup deadline of 1m0s (-T)" where Error is "the
+// setup deadline of 1m0s (Config.Timeout)". The caller's deadline names no
+// setting: "the caller's deadline (500ms after New began)" either way.
+func (e *DeadlineError) Named(setting string) string {
+	switch {
+	case e.Caller:
+		return fmt.Sprintf("the caller's deadline (%v after New began)", e.Timeout)
+	case e.either:
+		return fmt.Sprintf("the setup deadline (%s, %v, or the caller's own)", setting, e.Timeout)
+	}
+	return fmt.Sprintf("the setup deadline of %v (%s)", e.Timeout, setting)
+}
+
+// Unwrap returns context.DeadlineExceeded: the deadline ran out.
+func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// endedError is the error of a setup that its deadline ended: err, whose
+// text names the deadline in dl's words, and dl, which errors.As finds.
+type endedError struct {
+	err error
+	dl  *DeadlineError
+}
+
+func (e *endedError) Error() string   { return e.err.Error() }
+func (e *endedError) Unwrap() []error { return []error{e.err, e.dl} }

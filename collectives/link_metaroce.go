@@ -84,12 +84,13 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte,
 					// set apart), so the setup deadline, which started
 					// before the rendezvous, ends a dial to a silent rank
 					// first, with none of the transport's own advice.
-					when := dl.ended(ctx.Err())
-					if when == "" {
-						when = fmt.Sprintf(" before the setup deadline (Config.Timeout, %v, or the caller's own)", f.cfg.Timeout)
+					when, d := dl.ended(ctx.Err()), dl.error(ctx.Err())
+					if d == nil {
+						d = &DeadlineError{Timeout: f.cfg.Timeout, Field: timeoutField, either: true}
+						when = " before " + d.Error()
 					}
-					return fmt.Errorf("collectives: rank %d connecting to rank %d at %v: rank %d did not answer the handshake%s: check that it still runs, that UDP between the hosts is not filtered, and that every rank has the same secret or none: %w",
-						rank, r, addrs[r], r, when, err)
+					return &endedError{err: fmt.Errorf("collectives: rank %d connecting to rank %d at %v: rank %d did not answer the handshake%s: check that it still runs, that UDP between the hosts is not filtered, and that every rank has the same secret or none: %w",
+						rank, r, addrs[r], r, when, err), dl: d}
 				}
 				if err != nil {
 					return fmt.Errorf("collectives: rank %d connecting to rank %d at %v: %w", rank, r, addrs[r], err)
@@ -131,7 +132,7 @@ func (f *metaroceFactory) acceptAbove(ctx context.Context, rank int, addrs [][]n
 		c, err := f.ep.Accept(ctx)
 		if err != nil {
 			miss := ranksWhere(rank+1, n, func(r int) bool { return l.conns[r] == nil })
-			return fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s)%s: %w", rank, rankList(miss), dl.ended(ctx.Err()), err)
+			return dl.wrap(fmt.Errorf("collectives: rank %d waiting for ranks above it to connect (still missing: %s)%s: %w", rank, rankList(miss), dl.ended(ctx.Err()), err), ctx.Err())
 		}
 		peer := -1
 		if ra := c.RemoteAddrs(); len(ra) > 0 {

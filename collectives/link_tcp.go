@@ -51,7 +51,7 @@ func (f *tcpFactory) connect(ctx context.Context, rank int, blobs [][]byte, dl s
 			c, err := d.DialContext(ctx, "tcp", string(blobs[r]))
 			if err != nil {
 				l.close()
-				return nil, fmt.Errorf("collectives: tcp: rank %d connecting to rank %d at %s%s: %w", rank, r, blobs[r], dl.ended(ctx.Err()), err)
+				return nil, dl.wrap(fmt.Errorf("collectives: tcp: rank %d connecting to rank %d at %s%s: %w", rank, r, blobs[r], dl.ended(ctx.Err()), err), ctx.Err())
 			}
 			var hello [8]byte
 			binary.BigEndian.PutUint32(hello[:], uint32(rank))
@@ -151,7 +151,7 @@ func (f *tcpFactory) acceptAbove(ctx context.Context, rank int, l *tcpLink, dl s
 			if ctx.Err() != nil {
 				g.err = ctx.Err() // the listener was closed because ctx ended
 			}
-			return fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it to connect (still missing: %s)%s: %w", rank, missingStreams(l.streams, rank), dl.ended(ctx.Err()), g.err)
+			return dl.wrap(fmt.Errorf("collectives: tcp: rank %d waiting for ranks above it to connect (still missing: %s)%s: %w", rank, missingStreams(l.streams, rank), dl.ended(ctx.Err()), g.err), ctx.Err())
 		}
 		if g.rank <= rank || g.rank >= n || g.ch < 0 || g.ch >= chans || l.streams[g.rank][g.ch] != nil {
 			f.cfg.Logf("rank %d: closed a connection from %v to the TCP baseline's listener: its greeting (rank %d, channel %d) names no stream this rank waits for", rank, g.c.RemoteAddr(), g.rank, g.ch)

@@ -207,7 +207,7 @@ func (w *setupWatch) runLeaf(ctx context.Context, cancel context.CancelCauseFunc
 			case callerCancelled(ctx):
 				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but cancelled while waiting for rank 0 at %s to confirm that every rank did: %w", b.Rank, b.Root, ctxErr(ctx))
 			case !errors.Is(err, errLeft):
-				err = fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did %s: %w", b.Rank, b.Root, setupEnded(ctx, b), err)
+				err = b.deadline.wrap(fmt.Errorf("collectives: setup: rank %d: connected to every peer, but rank 0 at %s did not confirm that every rank did %s: %w", b.Rank, b.Root, setupEnded(ctx, b), err), ctx.Err())
 			}
 			if !errors.Is(err, errLeft) {
 				// Rank 0 must not confirm to the others now.
@@ -345,7 +345,7 @@ func (w *setupWatch) runRoot(ctx context.Context, cancel context.CancelCauseFunc
 					// watch's), with its cause.
 					fails(fmt.Errorf("collectives: setup: cancelled while ranks %s had not reported connecting to their peers: %w", rankList(missing), ctxErr(ctx)))
 				} else {
-					fails(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers %s: %w", rankList(missing), setupEnded(ctx, b), context.Cause(ctx)))
+					fails(b.deadline.wrap(fmt.Errorf("collectives: setup: ranks %s did not report connecting to their peers %s: %w", rankList(missing), setupEnded(ctx, b), context.Cause(ctx)), ctx.Err()))
 				}
 			}
 		}
