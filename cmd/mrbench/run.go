@@ -89,31 +89,37 @@ func printError(w io.Writer, cmd string, err error) []string {
 	return lines
 }
 
-// collectivesTimeout is how the errors of collectives' setup name the
-// deadline that ran out, "the setup deadline of 1ms (Config.Timeout)", by
-// the Config field that mrbench sets from -T.
-const collectivesTimeout = "Config.Timeout"
-
-// inFlagTerms returns err as mrbench's user reads it: where its text names
-// collectives' Config.Timeout, the flag that sets it, -T, takes the name's
-// place ("the setup deadline of 1ms (-T) ran out ...: give a longer one"),
-// so that the advice to give a longer deadline says how. collectives
-// exports no type for its deadline's errors, so its text is what is
-// matched; the error stays reachable through errors.Is and errors.As.
-// Any other err, nil included, is returned as it is.
+// inFlagTerms returns err as mrbench's user reads it: where it is the
+// error of a setup that its deadline ended, which names that deadline by
+// collectives' Config field ("the setup deadline of 1ms (Config.Timeout)"),
+// the flag that sets it, -T, takes the field's place ("the setup deadline
+// of 1ms (-T) ran out ...: give a longer one"), so that the advice to give
+// a longer deadline says how. collectives.DeadlineError, which such an
+// error wraps, gives its words both ways; the error stays reachable
+// through errors.Is and errors.As. Any other err, nil included, is
+// returned as it is, as is one that names the caller's deadline, which no
+// flag sets.
 func inFlagTerms(err error) error {
-	if err == nil || !strings.Contains(err.Error(), collectivesTimeout) {
+	var d *collectives.DeadlineError
+	if !errors.As(err, &d) {
 		return err
 	}
-	return flagTermsError{err}
+	named := d.Named("-T")
+	if named == d.Error() {
+		return err
+	}
+	return flagTermsError{err: err, lib: d.Error(), flag: named}
 }
 
-// flagTermsError is an error whose text names -T for Config.Timeout
-// (inFlagTerms).
-type flagTermsError struct{ err error }
+// flagTermsError is an error whose text names the setup deadline by -T
+// (inFlagTerms): lib, the library's words for it, become flag.
+type flagTermsError struct {
+	err       error
+	lib, flag string
+}
 
 func (e flagTermsError) Error() string {
-	return strings.ReplaceAll(e.err.Error(), collectivesTimeout, "-T")
+	return strings.ReplaceAll(e.err.Error(), e.lib, e.flag)
 }
 
 func (e flagTermsError) Unwrap() error { return e.err }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/internal/interrupt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -314,13 +315,21 @@ func TestSetupDeadlineNamesFlag(t *testing.T) {
 	}
 }
 
-// TestInFlagTerms: the error that names -T for Config.Timeout still
-// matches what it wraps, and an error that names no Config.Timeout (nil,
+// TestInFlagTerms: the error of a setup that its deadline ended, which
+// wraps a collectives.DeadlineError, names -T where it named collectives'
+// Config.Timeout, and still matches what it wraps; one that names the
+// caller's deadline, which no flag sets, and any other error (nil,
 // errInterrupted, compared by identity) is returned as it is.
 func TestInFlagTerms(t *testing.T) {
-	err := inFlagTerms(fmt.Errorf("collectives: rank 1 connecting to rank 0: rank 0 did not answer the handshake before the setup deadline (Config.Timeout, 1ms, or the caller's own): %w", context.DeadlineExceeded))
-	assert.EqualError(t, err, "collectives: rank 1 connecting to rank 0: rank 0 did not answer the handshake before the setup deadline (-T, 1ms, or the caller's own): context deadline exceeded")
+	d := &collectives.DeadlineError{Timeout: time.Millisecond, Field: "Config.Timeout"}
+	err := inFlagTerms(fmt.Errorf("collectives: tcp: rank 1 connecting to rank 0 at h:1 before %w ran out: %w", d, context.DeadlineExceeded))
+	assert.EqualError(t, err, "collectives: tcp: rank 1 connecting to rank 0 at h:1 before the setup deadline of 1ms (-T) ran out: context deadline exceeded")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	var got *collectives.DeadlineError
+	require.ErrorAs(t, err, &got)
+	assert.Same(t, d, got)
+	caller := fmt.Errorf("rank 1 waiting for the table before %w ran out", &collectives.DeadlineError{Timeout: time.Millisecond, Caller: true, Field: "Config.Timeout"})
+	assert.Same(t, caller, inFlagTerms(caller))
 	assert.NoError(t, inFlagTerms(nil))
 	assert.Same(t, errInterrupted, inFlagTerms(errInterrupted))
 }
