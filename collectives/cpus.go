@@ -41,26 +41,111 @@ func hostCPUs(read func(string) ([]byte, error)) int {
 // hierarchy, mounted at /sys/fs/cgroup (or /sys/fs/cgroup/unified next to
 // v1 hierarchies), whose cpuset.cpus.effective lists the CPUs; a v1 line
 // whose controllers include cpuset ("3:cpuset:/path") into the cpuset
-// hierarchy, whose cpuset.effective_cpus does (or the nearest ancestor's:
-// nearestCPUList). Inside a container with its own cgroup namespace the
-// paths are the container's own ("/"), and its files its cpuset.
+// hierarchy, mounted where /proc/self/mountinfo says (v1Mounts: alone at
+// /sys/fs/cgroup/cpuset, or beside other controllers, as at
+// /sys/fs/cgroup/cpuset,cpu), whose cpuset.effective_cpus does (or the
+// nearest ancestor's: nearestCPUList). Inside a container with its own
+// cgroup namespace the paths are the container's own ("/"), and its files
+// its cpuset.
 func cgroupCPUs(read func(string) ([]byte, error)) int {
 	for _, g := range ownCgroups(read) {
-		var mounts []string
-		var file string
 		switch {
 		case g.unified():
-			mounts, file = unifiedMounts, "cpuset.cpus.effective"
+			for _, m := range unifiedMounts {
+				if n := nearestCPUList(read, m, g.dir, "cpuset.cpus.effective"); n > 0 {
+					return n
+				}
+			}
 		case g.has("cpuset"):
-			mounts, file = []string{"/sys/fs/cgroup/cpuset"}, "cpuset.effective_cpus"
-		}
-		for _, m := range mounts {
-			if n := nearestCPUList(read, m, g.dir, file); n > 0 {
-				return n
+			mounts := v1Mounts(read, "cpuset")
+			if len(mounts) == 0 {
+				// No mount table, or no cpuset mount in it: the
+				// path where systemd and container runtimes mount
+				// the cpuset hierarchy when it is alone.
+				mounts = []cgroupMount{{root: "/", point: "/sys/fs/cgroup/cpuset"}}
+			}
+			for _, m := range mounts {
+				if n := nearestCPUList(read, m.point, m.dir(g.dir), "cpuset.effective_cpus"); n > 0 {
+					return n
+				}
 			}
 		}
 	}
 	return 0
+}
+
+// cgroupMount is a mount of a cgroup v1 hierarchy: its mount point, and
+// its root, the cgroup of the hierarchy that the mount point shows ("/",
+// the whole hierarchy, or, in a container without a cgroup namespace, the
+// container's own cgroup).
+type cgroupMount struct{ root, point string }
+
+// v1Mounts lists the mounts of the cgroup v1 hierarchy with controller
+// ctrl that /proc/self/mountinfo shows: those of file system type
+// "cgroup" whose super options (the last field) include ctrl, wherever
+// they are mounted and whatever other controllers share the hierarchy.
+// A line of mountinfo is "id parent major:minor root point options
+// [optional fields...] - type source super-options" (proc(5)), its paths
+// with space, tab, newline and backslash written as octal escapes. None
+// where the file cannot be read or shows no such mount; lines that do not
+// parse are skipped.
+func v1Mounts(read func(string) ([]byte, error), ctrl string) []cgroupMount {
+	b, err := read("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []cgroupMount
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-") // ends the optional fields
+		if sep < 6 || len(f) < sep+4 || f[sep+1] != "cgroup" {
+			continue
+		}
+		if !slices.Contains(strings.Split(f[sep+3], ","), ctrl) {
+			continue
+		}
+		out = append(out, cgroupMount{root: unescapeMountPath(f[3]), point: unescapeMountPath(f[4])})
+	}
+	return out
+}
+
+// unescapeMountPath undoes mountinfo's escapes of a path: a backslash and
+// three octal digits stand for that byte (\040 a space).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if c, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(c))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// dir returns cgroup, a cgroup of the mount's hierarchy as
+// /proc/self/cgroup names it, as a directory under the mount point: its
+// path below the mount's root where it lies there, else the path itself,
+// whose walk up to "/" (nearestCPUList) reaches what the mount shows.
+func (m cgroupMount) dir(cgroup string) string {
+	cgroup = path.Clean("/" + cgroup)
+	root := path.Clean("/" + m.root)
+	switch {
+	case root == "/":
+		return cgroup
+	case cgroup == root:
+		return "/"
+	}
+	if rest, ok := strings.CutPrefix(cgroup, root+"/"); ok {
+		return "/" + rest
+	}
+	return cgroup
 }
 
 // unifiedMounts are where the cgroup v2 hierarchy is mounted: alone, or

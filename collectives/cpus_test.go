@@ -86,6 +86,61 @@ func TestHostCPUs(t *testing.T) {
 	require.GreaterOrEqual(t, HostCPUs(), 1)
 }
 
+// TestCgroupV1CpusetMount: a cgroup v1 cpuset is found where
+// /proc/self/mountinfo says its hierarchy is mounted (a "cgroup" mount
+// whose super options include cpuset): beside other controllers
+// (/sys/fs/cgroup/cpuset,cpu, as systemd names a co-mounted hierarchy),
+// elsewhere than /sys/fs/cgroup, at a path with an escaped space, and
+// with the container's own cgroup as the mount's root. Before, only
+// /sys/fs/cgroup/cpuset was read, and such a cpuset was missed. A mount
+// table without a cpuset mount, or none, leaves that path; other cgroup
+// mounts, and lines that do not parse, are skipped.
+func TestCgroupV1CpusetMount(t *testing.T) {
+	const (
+		online = "/sys/devices/system/cpu/online"
+		ext4   = "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"
+		v2     = "25 22 0:23 / /sys/fs/cgroup/unified rw,nosuid shared:5 - cgroup2 cgroup2 rw,nsdelegate\n"
+		memory = "31 24 0:28 / /sys/fs/cgroup/memory rw,nosuid shared:13 - cgroup cgroup rw,memory\n"
+	)
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  int
+	}{
+		{"co-mounted with cpu", map[string]string{online: "0-63", "/proc/self/cgroup": "4:memory:/job_7\n3:cpuset,cpu:/job_7\n0::/\n",
+			"/proc/self/mountinfo":                                  ext4 + v2 + memory + "30 24 0:27 / /sys/fs/cgroup/cpuset,cpu rw,nosuid,nodev shared:12 - cgroup cgroup rw,cpuset,cpu\n",
+			"/sys/fs/cgroup/cpuset,cpu/job_7/cpuset.effective_cpus": "0-3"}, 4},
+		{"mounted elsewhere", map[string]string{online: "0-63", "/proc/self/cgroup": "2:cpuset:/batch/9\n",
+			"/proc/self/mountinfo":                         ext4 + "40 22 0:30 / /cgroup/cpuset rw,relatime - cgroup none rw,cpuset\n",
+			"/cgroup/cpuset/batch/9/cpuset.effective_cpus": "8-9"}, 2},
+		{"escaped mount point", map[string]string{online: "0-63", "/proc/self/cgroup": "2:cpuset:/a\n",
+			"/proc/self/mountinfo":               "40 22 0:30 / /mnt/cg\\040v1 rw master:3 shared:7 - cgroup cg rw,cpuset\n",
+			"/mnt/cg v1/a/cpuset.effective_cpus": "5"}, 1},
+		{"container's cgroup as the mount's root", map[string]string{online: "0-63", "/proc/self/cgroup": "3:cpuset,cpu:/docker/abc/task\n",
+			"/proc/self/mountinfo":                                            "50 40 0:27 /docker/abc /sys/fs/cgroup/cpuset,cpu ro,nosuid - cgroup cgroup rw,cpuset,cpu\n",
+			"/sys/fs/cgroup/cpuset,cpu/task/cpuset.effective_cpus":            "0-5",
+			"/sys/fs/cgroup/cpuset,cpu/docker/abc/task/cpuset.effective_cpus": "0-62"}, 6},
+		{"no cpuset mount", map[string]string{online: "0-63", "/proc/self/cgroup": "3:cpuset:/x\n",
+			"/proc/self/mountinfo":                          ext4 + memory + "garbage line\n- cgroup cgroup rw,cpuset\n",
+			"/sys/fs/cgroup/cpuset/x/cpuset.effective_cpus": "0-6"}, 7},
+		{"cpuset in another file system's options", map[string]string{online: "0-63", "/proc/self/cgroup": "3:cpuset:/x\n",
+			"/proc/self/mountinfo":          "60 22 0:40 / /fake rw - tmpfs tmpfs rw,cpuset\n",
+			"/fake/x/cpuset.effective_cpus": "0", "/sys/fs/cgroup/cpuset/x/cpuset.effective_cpus": "0-1"}, 2},
+		{"no mount table", map[string]string{online: "0-63", "/proc/self/cgroup": "3:cpuset:/x\n",
+			"/sys/fs/cgroup/cpuset/x/cpuset.effective_cpus": "0-2"}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			read := func(name string) ([]byte, error) {
+				if v, ok := c.files[name]; ok {
+					return []byte(v), nil
+				}
+				return nil, errors.New("no such file")
+			}
+			require.Equal(t, c.want, hostCPUs(read))
+		})
+	}
+}
+
 // TestHostCPUsQuota: a CFS CPU quota (a Kubernetes CPU limit, docker
 // --cpus) counts as its CPUs, rounded up, where it allows fewer than the
 // host has online or the cpuset holds: cgroup v2's cpu.max and cgroup v1's
