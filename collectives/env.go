@@ -401,14 +401,22 @@ func parseLocalSize(scheme, s string) (int, error) {
 // slurmStepLocalSize returns the tasks of this Slurm job step on this node,
 // from the step's own layout, which srun gives each task:
 // SLURM_STEP_TASKS_PER_NODE lists the step's tasks per node, in node
-// order, as "4", "4(x2)" (4 on each of 2 nodes) or a list of those ("4(x2),2"),
-// and SLURM_NODEID is this node's index among them. SLURM_NTASKS_PER_NODE
-// is the count asked for, which an srun inside the allocation inherits even
-// where its own tasks sit otherwise: srun -n 4 in an allocation of 4 nodes
-// with --ntasks-per-node=4 places one task per node, but reads as 4 on this
-// host. ok is false outside Slurm, where either variable is missing, and
-// where they do not parse or this node is beyond the list: then the
-// requested count is read as before (parseLocalSize).
+// order, as "4", "4(x2)" (4 on each of 2 nodes) or a list of those
+// ("4(x2),2"), and SLURM_NODEID is this node's index among them. srun(1),
+// OUTPUT ENVIRONMENT VARIABLES (https://slurm.schedmd.com/srun.html), has
+// SLURM_NODEID as "the relative node ID of the current node" and
+// SLURM_STEP_TASKS_PER_NODE as the "number of processes per node within
+// the step". Relative to the step, not to the allocation: slurmstepd sets
+// it to this node's index in the node list of the step it launches, the
+// index by which it also takes this node's task count from the step's,
+// so that srun -N2 -r2 in an allocation of 4 nodes numbers its nodes 0
+// and 1. SLURM_NTASKS_PER_NODE is the count asked for, which an srun
+// inside the allocation inherits even where its own tasks sit otherwise:
+// srun -n 4 in an allocation of 4 nodes with --ntasks-per-node=4 places
+// one task per node, but reads as 4 on this host. ok is false outside
+// Slurm, where either variable is missing, and where they do not parse or
+// this node is beyond the list: then the requested count is read as
+// before (parseLocalSize).
 func slurmStepLocalSize(scheme string, get func(string) (string, bool)) (n int, ok bool) {
 	if scheme != "slurm" {
 		return 0, false
