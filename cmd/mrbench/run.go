@@ -130,10 +130,13 @@ func (e flagTermsError) Unwrap() error { return e.err }
 // stderr, and exits with 128 plus the signal's number (130 for SIGINT, 143
 // for SIGTERM, 129 for SIGHUP; interrupt.ExitStatus), as a shell reports
 // a command that the signal ended and as mrconform and mrsoak do; 130 for
-// a context cancelled without a signal as its cause.
+// a context cancelled without a signal as its cause. A usage error keeps
+// its exitUsage whenever the signal came: the command line (or the ranks'
+// disagreement) is wrong either way, and a script that reads 130 would
+// rerun it as it was.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := runCommand(ctx, args, stdout, stderr)
-	if code != exitOK && interrupted(ctx) {
+	if code != exitOK && code != exitUsage && interrupted(ctx) {
 		fmt.Fprintln(stderr, "mrbench: interrupted")
 		return interrupt.ExitStatus(ctx)
 	}
