@@ -687,17 +687,20 @@ const minSetupDeadline = 10 * time.Second
 type setupDeadline struct {
 	d      time.Duration
 	caller bool
+	// setting is Config.TimeoutSetting, the name the errors give the
+	// deadline's setting ("" for Config.Timeout).
+	setting string
 }
 
 // newSetupDeadline is the deadline New's setup runs under: timeout
 // (Config.Timeout) from now, or ctx's own where that comes first.
-func newSetupDeadline(ctx context.Context, timeout time.Duration) setupDeadline {
+func newSetupDeadline(ctx context.Context, timeout time.Duration, setting string) setupDeadline {
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < timeout {
 			return setupDeadline{d: max(left, 0), caller: true}
 		}
 	}
-	return setupDeadline{d: timeout}
+	return setupDeadline{d: timeout, setting: setting}
 }
 
 // known reports whether New set the deadline.
@@ -710,13 +713,22 @@ func (s setupDeadline) error(cause error) *DeadlineError {
 	if !s.known() || !errors.Is(cause, context.DeadlineExceeded) {
 		return nil
 	}
-	return &DeadlineError{Timeout: s.d, Caller: s.caller, Field: timeoutField}
+	return &DeadlineError{Timeout: s.d, Caller: s.caller, Field: s.field()}
+}
+
+// field is the setting that sets the deadline as its errors name it:
+// Config.TimeoutSetting, or Config.Timeout where none was given.
+func (s setupDeadline) field() string {
+	if s.setting != "" {
+		return s.setting
+	}
+	return timeoutField
 }
 
 // String names the deadline: "the setup deadline of 1ms (Config.Timeout)"
 // (DeadlineError.Error).
 func (s setupDeadline) String() string {
-	return (&DeadlineError{Timeout: s.d, Caller: s.caller, Field: timeoutField}).Error()
+	return (&DeadlineError{Timeout: s.d, Caller: s.caller, Field: s.field()}).Error()
 }
 
 // ended is the words an error puts after what did not happen, where

@@ -103,7 +103,7 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	if cfg.GroupSize > 0 && b.NRanks%cfg.GroupSize != 0 {
 		return nil, fmt.Errorf("collectives: group size %d does not divide the %d ranks", cfg.GroupSize, b.NRanks)
 	}
-	b.deadline = newSetupDeadline(ctx, cfg.Timeout)
+	b.deadline = newSetupDeadline(ctx, cfg.Timeout, cfg.TimeoutSetting)
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	if cfg.UDP.Seed != 0 {

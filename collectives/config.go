@@ -60,6 +60,13 @@ type Config struct {
 	// reported after UDP.Core.IdleTimeout (default 5 s), which Timeout
 	// does not change.
 	Timeout time.Duration
+	// TimeoutSetting names, in the errors of a setup that its deadline
+	// ended, the setting Timeout came from: "the setup deadline of 1m0s
+	// (-T)" for a program that sets Timeout from its flag -T. Empty means
+	// "Config.Timeout". It is this rank's name for its own deadline,
+	// which rank 0 also puts in the abort it sends the other ranks, so
+	// every rank of a job should give the same one.
+	TimeoutSetting string
 	// UDP configures the MetaRoCE datapath.
 	UDP udp.Config
 	// Logf, when set, receives progress and diagnostics.
@@ -93,6 +100,15 @@ const DefaultTCPChannels = 2
 // sets: about 36 years, far beyond any setup and far from overflowing the
 // core's nanosecond clock when added to it.
 const maxHandshakeTimeout = time.Duration(1 << 60)
+
+// timeoutSetting is TimeoutSetting, or the field's own name where it is
+// empty.
+func (c Config) timeoutSetting() string {
+	if c.TimeoutSetting != "" {
+		return c.TimeoutSetting
+	}
+	return timeoutField
+}
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Transport == "" {

@@ -97,12 +97,13 @@ func connectionLost(err error) bool {
 // Such an error names the deadline in the words of its DeadlineError's
 // Error method, "the setup deadline of 1m0s (Config.Timeout)", which its
 // text contains as they are. A program that sets Config.Timeout from a
-// setting of its own (a command-line flag, say) may put Named's words,
-// which name that setting instead, in their place.
+// setting of its own (a command-line flag, say) names that setting in
+// Config.TimeoutSetting, and the words name it instead: "the setup
+// deadline of 1m0s (-T)".
 //
 // An error that another rank sent as text (rank 0's abort, naming the
 // deadline that ended its own setup) wraps none: its words are that
-// rank's.
+// rank's, in that rank's TimeoutSetting.
 type DeadlineError struct {
 	// Timeout is the deadline's length from New's start: Config.Timeout,
 	// or, where Caller is set, what was left then of the caller's
@@ -112,8 +113,9 @@ type DeadlineError struct {
 	// Config.Timeout's: no setting of this package sets it, and the
 	// words name none.
 	Caller bool
-	// Field is the setting that sets Timeout, "Config.Timeout", which
-	// the words name where Caller is not set.
+	// Field is the setting that sets Timeout, which the words name where
+	// Caller is not set: Config.TimeoutSetting, or "Config.Timeout" where
+	// that is empty.
 	Field string
 	// either is set where the deadline that ended a handshake is not
 	// known (a link's connect run outside New): Field's, or the
@@ -121,7 +123,7 @@ type DeadlineError struct {
 	either bool
 }
 
-// timeoutField is DeadlineError.Field of the errors of this package.
+// timeoutField is DeadlineError.Field where Config.TimeoutSetting is empty.
 const timeoutField = "Config.Timeout"
 
 // Error names the deadline by Field: Named(e.Field).

@@ -86,7 +86,7 @@ func (f *metaroceFactory) connect(ctx context.Context, rank int, blobs [][]byte,
 					// first, with none of the transport's own advice.
 					when, d := dl.ended(ctx.Err()), dl.error(ctx.Err())
 					if d == nil {
-						d = &DeadlineError{Timeout: f.cfg.Timeout, Field: timeoutField, either: true}
+						d = &DeadlineError{Timeout: f.cfg.Timeout, Field: f.cfg.timeoutSetting(), either: true}
 						when = " before " + d.Error()
 					}
 					return &endedError{err: fmt.Errorf("collectives: rank %d connecting to rank %d at %v: rank %d did not answer the handshake%s: check that it still runs, that UDP between the hosts is not filtered, and that every rank has the same secret or none: %w",

@@ -488,16 +488,28 @@ func TestRendezvousDeadlineNamed(t *testing.T) {
 	// comes first.
 	long, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	assert.Equal(t, setupDeadline{d: time.Minute}, newSetupDeadline(long, time.Minute))
+	assert.Equal(t, setupDeadline{d: time.Minute}, newSetupDeadline(long, time.Minute, ""))
 	past, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
 	defer cancel()
-	assert.Equal(t, setupDeadline{d: 0, caller: true}, newSetupDeadline(past, time.Minute))
+	assert.Equal(t, setupDeadline{d: 0, caller: true}, newSetupDeadline(past, time.Minute, ""))
+
+	// A program that sets Timeout from a setting of its own names it in
+	// TimeoutSetting, and the errors name that instead of the field;
+	// rank 0's abort to the others is its own error's text, in the same
+	// words.
+	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: time.Nanosecond, TimeoutSetting: "-T"}, func(*Comm) error { return nil })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, "before the setup deadline of 1ns (-T) ran out")
+	assert.NotContains(t, err.Error(), "Config.Timeout")
+	var dl *DeadlineError
+	require.ErrorAs(t, err, &dl)
+	assert.Equal(t, "-T", dl.Field)
 
 	// End to end: in-process ranks whose deadline ends before any can
 	// join. Whichever rank fails first (rank 0 waiting for the others,
 	// or another that could not reach it), the error names the deadline
 	// and says to give a longer one, once.
-	err := LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: time.Nanosecond}, func(*Comm) error { return nil })
+	err = LaunchLocal(context.Background(), 2, Config{Transport: TransportTCP, Timeout: time.Nanosecond}, func(*Comm) error { return nil })
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorContains(t, err, "before the setup deadline of 1ns (Config.Timeout) ran out")
 	assert.ErrorContains(t, err, "the deadline was too short for them to join; give a longer one")

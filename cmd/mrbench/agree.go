@@ -319,7 +319,7 @@ func allGatherBytes(ctx context.Context, c comm, send []byte, timeout time.Durat
 // launchers set up the same one, so that ranks of the two backends meet
 // and disagree on --backend.
 func agreedComm(ctx context.Context, b collectives.Bootstrap, o *options) (*collectives.Comm, error) {
-	c, err := collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: o.Timeout})
+	c, err := collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: o.Timeout, TimeoutSetting: timeoutFlag})
 	if err != nil {
 		return nil, fmt.Errorf("joining the job's ranks (over kernel TCP, to compare their flags first): %w", err)
 	}
@@ -447,14 +447,17 @@ func tellRefusal(ctx context.Context, flag, why string, timeout time.Duration, s
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	timeout = min(timeout, refusalWait)
+	setting := timeoutFlag
+	if timeout > refusalWait {
+		timeout, setting = refusalWait, fmt.Sprintf("%s, cut to %v to tell the others", timeoutFlag, refusalWait)
+	}
 	// Quiet while the job meets at once (every rank of an mpirun with a
 	// misspelt flag refuses alike); a wait shows in progress lines.
 	b.ProgressEvery = rendezvousProgressEvery
 	b.Progress = func(line string) {
 		fmt.Fprintf(stderr, "mrbench: telling the other ranks that this one %s: %s\n", what, line)
 	}
-	c, err := collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: timeout})
+	c, err := collectives.New(ctx, b, collectives.Config{Transport: collectives.TransportTCP, Timeout: timeout, TimeoutSetting: setting})
 	if err != nil {
 		fmt.Fprintf(stderr, "mrbench: could not tell the other ranks that this one %s: %v\n", what, err)
 		return

@@ -171,7 +171,7 @@ func parseOptions(args []string, stdout io.Writer) (*options, error) {
 	for _, n := range []string{"v", "verbose"} {
 		fs.BoolVar(&o.Verbose, n, false, "print per-peer and per-path counters after each table")
 	}
-	for _, n := range []string{"T", "timeout"} {
+	for _, n := range []string{timeoutFlag[1:], "timeout"} {
 		fs.Var(secondsFlag{&o.Timeout}, n, "deadline of each collective and of connection setup, above 0 (no 0 for no limit): a duration (30s, 2m) or seconds")
 	}
 	checkCompat := registerCompat(fs)
@@ -522,3 +522,8 @@ func isZeroDefault(f *flag.Flag) bool {
 	}
 	return false
 }
+
+// timeoutFlag is the flag that sets Timeout, as collectives' errors name
+// the setup deadline that ran out (Config.TimeoutSetting): "the setup
+// deadline of 30s (-T) ran out ...: give a longer one".
+const timeoutFlag = "-T"

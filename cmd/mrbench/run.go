@@ -89,41 +89,6 @@ func printError(w io.Writer, cmd string, err error) []string {
 	return lines
 }
 
-// inFlagTerms returns err as mrbench's user reads it: where it is the
-// error of a setup that its deadline ended, which names that deadline by
-// collectives' Config field ("the setup deadline of 1ms (Config.Timeout)"),
-// the flag that sets it, -T, takes the field's place ("the setup deadline
-// of 1ms (-T) ran out ...: give a longer one"), so that the advice to give
-// a longer deadline says how. collectives.DeadlineError, which such an
-// error wraps, gives its words both ways; the error stays reachable
-// through errors.Is and errors.As. Any other err, nil included, is
-// returned as it is, as is one that names the caller's deadline, which no
-// flag sets.
-func inFlagTerms(err error) error {
-	var d *collectives.DeadlineError
-	if !errors.As(err, &d) {
-		return err
-	}
-	named := d.Named("-T")
-	if named == d.Error() {
-		return err
-	}
-	return flagTermsError{err: err, lib: d.Error(), flag: named}
-}
-
-// flagTermsError is an error whose text names the setup deadline by -T
-// (inFlagTerms): lib, the library's words for it, become flag.
-type flagTermsError struct {
-	err       error
-	lib, flag string
-}
-
-func (e flagTermsError) Error() string {
-	return strings.ReplaceAll(e.err.Error(), e.lib, e.flag)
-}
-
-func (e flagTermsError) Unwrap() error { return e.err }
-
 // run is mrbench without the process around it: it parses args, runs the
 // tables, writes stdout and stderr, and returns the exit code. A run that
 // the context's cancellation (a signal) cut short says so, once, on
@@ -394,9 +359,6 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 	if err != nil && interrupted(ctx) {
 		err = errInterrupted
 	}
-	// Named as the user sets it, on the FAILED lines, on stderr and in
-	// --json alike.
-	err = inFlagTerms(err)
 	t.finish()
 	if !isRoot {
 		return t, false, err

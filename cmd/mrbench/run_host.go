@@ -119,7 +119,8 @@ const (
 // config is the collectives configuration of one table.
 func (l *hostLauncher) config(transport string) collectives.Config {
 	cfg := collectives.Config{Transport: transport, Channels: l.o.Channels, ChunkBytes: l.o.ChunkBytes,
-		AllToAllInFlight: l.o.AllToAllInFlight, GroupSize: l.o.GroupSize, Timeout: l.o.Timeout}
+		AllToAllInFlight: l.o.AllToAllInFlight, GroupSize: l.o.GroupSize, Timeout: l.o.Timeout,
+		TimeoutSetting: timeoutFlag}
 	if transport == transportMetaRoCE && l.o.Loss > 0 {
 		cfg.UDP.DropProb = l.o.Loss
 		cfg.UDP.Seed = l.o.Seed

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/internal/interrupt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -313,23 +312,4 @@ func TestSetupDeadlineNamesFlag(t *testing.T) {
 	for what, text := range map[string]string{"stderr": errs, "stdout": out, "--json": string(b)} {
 		assert.NotContains(t, text, "Config.Timeout", what)
 	}
-}
-
-// TestInFlagTerms: the error of a setup that its deadline ended, which
-// wraps a collectives.DeadlineError, names -T where it named collectives'
-// Config.Timeout, and still matches what it wraps; one that names the
-// caller's deadline, which no flag sets, and any other error (nil,
-// errInterrupted, compared by identity) is returned as it is.
-func TestInFlagTerms(t *testing.T) {
-	d := &collectives.DeadlineError{Timeout: time.Millisecond, Field: "Config.Timeout"}
-	err := inFlagTerms(fmt.Errorf("collectives: tcp: rank 1 connecting to rank 0 at h:1 before %w ran out: %w", d, context.DeadlineExceeded))
-	assert.EqualError(t, err, "collectives: tcp: rank 1 connecting to rank 0 at h:1 before the setup deadline of 1ms (-T) ran out: context deadline exceeded")
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	var got *collectives.DeadlineError
-	require.ErrorAs(t, err, &got)
-	assert.Same(t, d, got)
-	caller := fmt.Errorf("rank 1 waiting for the table before %w ran out", &collectives.DeadlineError{Timeout: time.Millisecond, Caller: true, Field: "Config.Timeout"})
-	assert.Same(t, caller, inFlagTerms(caller))
-	assert.NoError(t, inFlagTerms(nil))
-	assert.Same(t, errInterrupted, inFlagTerms(errInterrupted))
 }
