@@ -17,15 +17,19 @@ const silence = 300 * time.Millisecond
 // completionWait bounds the wait for a receive the tester completed.
 const completionWait = 3 * time.Second
 
-// Cases returns the suite in run order.
+// Cases returns the suite in run order: the placement cases (placement.go)
+// follow out-of-bounds, the other placement rule of §3.4.
 func Cases() []*Case {
-	return []*Case{
+	cs := []*Case{
 		{ID: "handshake", Spec: "§2.8", Level: Mandatory, Title: "HELLO answered by HELLO_ACK echoing conn and token", Run: caseHandshake},
 		{ID: "forged-token", NeedsControl: true, Spec: "§2.1", Level: Mandatory, Title: "DATA with a wrong token is dropped silently", Run: caseForgedToken},
 		{ID: "unknown-conn", Spec: "§2.7", Level: Mandatory, Title: "DATA to an unknown conn id draws NACK UnknownConn", Run: caseUnknownConn},
 		{ID: "sack", NeedsControl: true, Spec: "§2.5, §2.11, §3.1", Level: Mandatory, Title: "ACK record after PSNs 0,1,3,5,6: cum 2, SACK bits {0,2,3}", Run: caseSack},
 		{ID: "reorder", NeedsControl: true, Spec: "§2.4", Level: Mandatory, Title: "segments in reverse order place identical bytes", Run: caseReorder},
 		{ID: "out-of-bounds", NeedsControl: true, Spec: "§3.4, §2.7", Level: Mandatory, Title: "DATA beyond the posted capacity is rejected unwritten and NACKed BAD_OFFSET", Run: caseOutOfBounds},
+	}
+	cs = append(cs, placementCaseList()...)
+	return append(cs, []*Case{
 		{ID: "duplicate", NeedsControl: true, Spec: "§2.5", Level: Mandatory, Title: "duplicate DATA is acknowledged, placed once", Run: caseDuplicate},
 		{ID: "ecn-echo", NeedsControl: true, Spec: "§1, §2.5, §2.11", Level: Mandatory, Title: "ACK records count the CE-marked DATA of the path", Run: caseECN},
 		{ID: "not-ready", Spec: "§3.4, §2.7", Level: Mandatory, Title: "DATA for a message never announced draws NACK NotReady", Run: caseNotReady},
@@ -38,7 +42,7 @@ func Cases() []*Case {
 		{ID: "flow-aborted", NeedsControl: true, Spec: "§3.4, §2.7", Level: Mandatory, Title: "NACK FlowAborted is acknowledged and fails the flow's receive unwritten", Run: caseFlowAborted},
 		{ID: "max-dgram", NeedsControl: true, Spec: "§1, §2.8", Level: Mandatory, Title: "no datagram of the IUT is longer than the max_dgram the tester announced", Run: caseMaxDgram},
 		{ID: "close", Spec: "§2.10", Level: Mandatory, Title: "CLOSE answered by CLOSE with REPLY", Run: caseClose},
-	}
+	}...)
 }
 
 // open connects and turns a setup failure into a verdict.
@@ -82,11 +86,18 @@ func post(ctx context.Context, e *Env, p *peer, flow uint32, capacity uint64) (w
 
 // setup is open + post; a non-empty reason means the case ends with v.
 func setup(ctx context.Context, e *Env, flow uint32, capacity uint64) (p *peer, rr wire.RecvReady, v Verdict, reason string) {
+	return setupSized(ctx, e, flow, func(int) uint64 { return capacity })
+}
+
+// setupSized is setup for a case whose capacity depends on the segment size
+// the handshake agreed: capOf gets it (payload bytes per DATA) and returns
+// the capacity to post, bytes.
+func setupSized(ctx context.Context, e *Env, flow uint32, capOf func(seg int) uint64) (p *peer, rr wire.RecvReady, v Verdict, reason string) {
 	p, why := open(ctx, e)
 	if p == nil {
 		return nil, rr, Fail, why
 	}
-	rr, ok, why := post(ctx, e, p, flow, capacity)
+	rr, ok, why := post(ctx, e, p, flow, capOf(p.seg))
 	if !ok {
 		p.closeSock()
 		if why == "" {

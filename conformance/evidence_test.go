@@ -68,3 +68,35 @@ func TestOutOfBoundsNackEitherOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestPlacementNackEitherOrder: the NACK BAD_OFFSET that DATA disagreeing
+// with its message draws may reach the tester before the receive
+// completes or after, and the placement cases pass either way: the fake
+// sends it at once, ahead of the DATA's acknowledgement, or holds it until
+// the tester has taken the completion.
+func TestPlacementNackEitherOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		nack placementFault
+	}{
+		{"NACK first", placementRight},
+		{"NACK last", placementNackLast},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := newFakeWith(false, fakeSwitches{placement: tc.nack})
+			require.NoError(t, err)
+			defer f.Close()
+			rs := runCases(t, f, placementIDs...)
+			for id, want := range map[string]string{
+				"placement-index":    "NACK BAD_OFFSET value 1144, want BAD_OFFSET value 1144",
+				"placement-length":   "NACK BAD_OFFSET value 2288, want BAD_OFFSET value 2288",
+				"placement-offset":   "NACK BAD_OFFSET value 1716, want BAD_OFFSET value 1716",
+				"placement-size":     "NACK BAD_OFFSET value 1144, want BAD_OFFSET value 1144",
+				"placement-capacity": "NACK BAD_OFFSET value 3432, want BAD_OFFSET value 3432",
+			} {
+				require.Equal(t, conformance.Pass, rs[id].Verdict, "%s: %s", id, rs[id].Evidence)
+				require.Contains(t, rs[id].Evidence, want, id)
+			}
+		})
+	}
+}

@@ -45,18 +45,22 @@ type fakeIUT struct {
 	// afterNack is a failed receive's completion held back until the
 	// tester acknowledges PSN nackPSN, the NACK that answered it
 	// (oversizeNackFirst); lateNack is a NACK held back until the tester
-	// has taken every completion (oversizeNackLast).
+	// has taken every completion (oversizeNackLast), and, when lateFor
+	// is set, until that receive has completed too (placementNackLast).
 	afterNack *conformance.Completion
 	nackPSN   wire.PSN
 	lateNack  []byte
+	lateFor   *fakeRecv
 }
 
-// fakeRecv is one posted receive of the fake.
+// fakeRecv is one posted receive of the fake. Its message is started by
+// the first DATA placed, which sets msgLen (spec §3.4).
 type fakeRecv struct {
-	msg    uint32
-	buf    []byte
-	chunks map[uint64]bool
-	msgLen uint64
+	msg     uint32
+	buf     []byte
+	chunks  map[uint64]bool // offsets of the segments placed
+	started bool
+	msgLen  uint64
 }
 
 const (
@@ -168,9 +172,9 @@ func (f *fakeIUT) loop() {
 		}
 		// Empty, the channel has handed every completion to the
 		// tester, which records it before it reads the socket again.
-		if f.lateNack != nil && len(f.comps) == 0 {
+		if f.lateNack != nil && len(f.comps) == 0 && !f.posted(f.lateFor) {
 			f.sock.WriteToUDP(f.lateNack, f.peer)
-			f.lateNack = nil
+			f.lateNack, f.lateFor = nil, nil
 		}
 		f.mu.Unlock()
 	}
@@ -197,7 +201,7 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 			f.tx = newFakeSender(f, f.sw, f.conns)
 			f.txPSN, f.cum, f.got, f.ceCount = 0, 0, map[wire.PSN]bool{}, 0
 			f.recvs, f.nextMsg, f.aborted = map[uint32]*fakeRecv{}, map[uint32]uint32{}, map[uint32]bool{}
-			f.afterNack, f.lateNack = nil, nil
+			f.afterNack, f.lateNack, f.lateFor = nil, nil, nil
 			f.accepted <- struct{}{}
 		}
 		ack := wire.Hello{Header: f.hdr(wire.OpHelloAck), SrcConn: fakeConn, SrcTok: fakeTok, Planes: 1, Paths: 1, MaxDgram: 1200}
@@ -286,7 +290,10 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 	}
 }
 
-// place writes d into its receive, once per segment.
+// place writes d into its receive, once per segment, after the checks of
+// spec §3.4 in the reference datapath's order: the buffer index, the first
+// DATA's length against the capacity, the DATA's agreement with its
+// message, then duplicates.
 func (f *fakeIUT) place(d *wire.Data) {
 	if f.aborted[d.Flow] {
 		return
@@ -302,27 +309,103 @@ func (f *fakeIUT) place(d *wire.Data) {
 		f.sock.WriteToUDP(nk.Append(nil), f.peer)
 		return
 	}
-	if r == nil || r.msg != d.Msg || r.chunks[d.Offset] {
+	if r == nil || r.msg != d.Msg {
 		return
 	}
-	if f.sw.boundsByOffset && d.Offset < uint64(len(r.buf)) {
-		copy(r.buf[d.Offset:], d.Payload)
-	}
-	if d.MsgLen > uint64(len(r.buf)) {
-		delete(f.recvs, d.Flow)
-		f.failOversize(d, conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "message larger than the posted buffer"})
+	if d.Index != 0 { // the fake posts one buffer per receive
+		f.badPlacement(d, r)
 		return
 	}
+	if !r.started {
+		if f.sw.boundsByOffset && d.Offset < uint64(len(r.buf)) {
+			copy(r.buf[d.Offset:], d.Payload)
+		}
+		if d.MsgLen > uint64(len(r.buf)) {
+			delete(f.recvs, d.Flow)
+			f.failOversize(d, conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "message larger than the posted buffer"})
+			return
+		}
+		r.started, r.msgLen = true, d.MsgLen
+	}
+	if !f.agrees(r, d) {
+		f.badPlacement(d, r)
+		return
+	}
+	if r.chunks[d.Offset] {
+		return
+	}
+	f.placeSegment(r, d)
+}
+
+// agrees reports whether d fits the message r has started (spec §3.4): the
+// same length, an offset on a segment boundary inside the message, exactly
+// that segment's payload, and nothing past the capacity.
+func (f *fakeIUT) agrees(r *fakeRecv, d *wire.Data) bool {
+	seg := uint64(f.seg)
+	if d.MsgLen != r.msgLen || d.Offset%seg != 0 || (d.Offset >= r.msgLen && r.msgLen != 0) {
+		return false
+	}
+	n := uint64(len(d.Payload))
+	return n == min(seg, r.msgLen-d.Offset) && d.Offset+n <= uint64(len(r.buf))
+}
+
+// placeSegment writes what fits of d's payload into r, counts its segment,
+// and completes r when every segment of its message is in.
+func (f *fakeIUT) placeSegment(r *fakeRecv, d *wire.Data) {
 	r.chunks[d.Offset] = true
-	r.msgLen = d.MsgLen
-	copy(r.buf[d.Offset:], d.Payload)
-	if f.sw.overCopy {
-		clear(r.buf[min(uint64(len(r.buf)), d.Offset+uint64(len(d.Payload))):min(uint64(len(r.buf)), d.Offset+uint64(f.seg))])
+	if d.Offset < uint64(len(r.buf)) {
+		copy(r.buf[d.Offset:], d.Payload)
+		if f.sw.overCopy {
+			clear(r.buf[min(uint64(len(r.buf)), d.Offset+uint64(len(d.Payload))):min(uint64(len(r.buf)), d.Offset+uint64(f.seg))])
+		}
 	}
-	if uint64(len(r.chunks)) == (d.MsgLen+uint64(f.seg)-1)/uint64(f.seg) {
+	segs := max(1, (r.msgLen+uint64(f.seg)-1)/uint64(f.seg)) // a zero-byte message is one empty DATA
+	if uint64(len(r.chunks)) == segs {
 		delete(f.recvs, d.Flow)
-		f.comps <- conformance.Completion{Flow: d.Flow, Sizes: []int{int(d.MsgLen)}, Bufs: [][]byte{snapshot(r.buf)}}
+		f.comps <- conformance.Completion{Flow: d.Flow, Sizes: []int{int(r.msgLen)}, Bufs: [][]byte{snapshot(r.buf)}}
 	}
+}
+
+// badPlacement answers DATA d that spec §3.4 drops as a bad placement in
+// receive r: a NACK BAD_OFFSET with d's offset, r left posted, as the
+// switch placement orders or breaks it.
+func (f *fakeIUT) badPlacement(d *wire.Data, r *fakeRecv) {
+	if f.sw.placement != placementNone {
+		nk := wire.Nack{Header: f.hdr(wire.OpNack), Reason: wire.NackBadOffset, Flow: d.Flow, Msg: d.Msg, Index: d.Index, Value: d.Offset}
+		if f.sw.placement == placementValueLen {
+			nk.Value = d.MsgLen
+		}
+		nk.PSN = f.txPSN
+		f.txPSN++
+		if f.sw.placement == placementNackLast {
+			f.lateNack, f.lateFor = nk.Append(nil), r
+		} else {
+			f.sock.WriteToUDP(nk.Append(nil), f.peer)
+		}
+	}
+	switch f.sw.placement {
+	case placementWrites:
+		if !r.chunks[d.Offset] {
+			f.placeSegment(r, d)
+		}
+	case placementFails:
+		delete(f.recvs, d.Flow)
+		f.comps <- conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "DATA disagrees with its message"}
+	}
+}
+
+// posted reports whether r is one of the fake's posted receives (false for
+// nil).
+func (f *fakeIUT) posted(r *fakeRecv) bool {
+	if r == nil {
+		return false
+	}
+	for _, x := range f.recvs {
+		if x == r {
+			return true
+		}
+	}
+	return false
 }
 
 // failOversize fails the receive that DATA d of a message longer than its

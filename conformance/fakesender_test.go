@@ -69,7 +69,38 @@ type fakeSwitches struct {
 	// message longer than its buffer (spec §3.4: BAD_OFFSET, value the
 	// message's length).
 	oversizeNack oversizeNack
+	// placement breaks or orders the answer to DATA that names a buffer
+	// the receive lacks or disagrees with its started message (spec §3.4:
+	// dropped unwritten, NACK BAD_OFFSET with the DATA's offset, the
+	// receive left posted).
+	placement placementFault
 }
+
+// placementFault is how the fake answers DATA that §3.4 drops as a bad
+// placement. The zero value is right: it sends the NACK at once, before the
+// DATA's acknowledgement and long before the receive completes; the
+// ordered one is right too, the others break the rule.
+type placementFault int
+
+const (
+	placementRight placementFault = iota
+	// placementNackLast sends the NACK only once the receive has
+	// completed and the tester has taken the completion.
+	placementNackLast
+	// placementNone drops the DATA unwritten but sends no NACK.
+	placementNone
+	// placementWrites NACKs the DATA right but places what fits of it
+	// all the same, as a segment of its message: a NACK path that forgot
+	// to drop.
+	placementWrites
+	// placementFails NACKs the DATA right but fails the receive, as the
+	// first DATA of a message too long for its buffer does.
+	placementFails
+	// placementValueLen puts the DATA's message length in the NACK's
+	// value, the value of a message too long for its buffer, instead of
+	// its offset.
+	placementValueLen
+)
 
 // oversizeNack is how the fake answers DATA of a message longer than the
 // buffer posted for it. The zero value is right, and sends the NACK as

@@ -86,7 +86,7 @@ func runCases(t *testing.T, iut conformance.IUT, ids ...string) map[string]confo
 }
 
 // receiveCases are the cases that judge the buffers of a receive completion.
-var receiveCases = []string{"forged-token", "sack", "reorder", "out-of-bounds", "duplicate", "ecn-echo", "flow-aborted"}
+var receiveCases = append([]string{"forged-token", "sack", "reorder", "out-of-bounds", "duplicate", "ecn-echo", "flow-aborted"}, placementIDs...)
 
 // TestCompletionWithoutBuffers: a receive completion that reports no
 // buffer at all fails the case that waited for it, with a reason; it must
@@ -130,55 +130,91 @@ func TestForgedTokenOtherFlow(t *testing.T) {
 	require.Equal(t, conformance.Pass, r.Verdict, r.Evidence)
 }
 
-// TestBrokenReceivers: a receiver that breaks one rule fails the case that
-// checks it, and only that one of the cases run beside it.
+// placementIDs are the cases of DATA that disagrees with its message
+// (placement.go).
+var placementIDs = []string{"placement-index", "placement-length", "placement-offset", "placement-size", "placement-capacity"}
+
+// allFail maps every id to the same evidence fragment.
+func allFail(ids []string, why string) map[string]string {
+	m := map[string]string{}
+	for _, id := range ids {
+		m[id] = why
+	}
+	return m
+}
+
+// TestBrokenReceivers: a receiver that breaks one rule fails the cases that
+// check it, each with evidence that says so, and only those of the cases
+// run beside them.
 func TestBrokenReceivers(t *testing.T) {
+	// overCopy's fault shows in every message that ends in a short
+	// segment: the placement cases' do too.
+	overCopied := allFail(placementIDs, "past the 2669-byte message written")
+	overCopied["reorder"] = "past the 6101-byte message"
+	overCopied["forged-token"] = "past the 100-byte message"
 	for _, tc := range []struct {
 		name  string
 		sw    fakeSwitches
-		fails string
-		why   string
-		also  string // a second case that fails for the same fault
+		fails map[string]string // case id → a fragment its evidence must hold
 	}{
 		// Answers DATA with a wrong token by a NACK UNKNOWN_CONN: not
 		// silent, and it tells a forger that the connection id exists.
-		{"NACKs a bad token", fakeSwitches{nackBadToken: true}, "forged-token", "NACK", ""},
+		{"NACKs a bad token", fakeSwitches{nackBadToken: true}, map[string]string{"forged-token": "NACK"}},
 		// Checks only that a segment starts inside the buffer and places
 		// what fits: a segment across the end is written before the
 		// receive fails.
-		{"bounds by offset only", fakeSwitches{boundsByOffset: true}, "out-of-bounds", "written", ""},
+		{"bounds by offset only", fakeSwitches{boundsByOffset: true}, map[string]string{"out-of-bounds": "written"}},
 		// Fails the receive of a message too long for its buffer
 		// unwritten, but does not NACK it BAD_OFFSET with its length
 		// (§3.4): no NACK, the sender's reason, or the DATA's offset.
-		{"no NACK for an oversize message", fakeSwitches{oversizeNack: oversizeNone}, "out-of-bounds",
-			"no NACK within 3s of the DATA, want BAD_OFFSET value 2288", ""},
-		{"NACKs an oversize message TOO_LARGE", fakeSwitches{oversizeNack: oversizeTooLarge}, "out-of-bounds",
-			"NACK TOO_LARGE value 2288, want BAD_OFFSET value 2288", ""},
-		{"NACKs an oversize message with the offset", fakeSwitches{oversizeNack: oversizeOffset}, "out-of-bounds",
-			"NACK BAD_OFFSET value 1144, want BAD_OFFSET value 2288", ""},
-		{"accepts a bad token", fakeSwitches{acceptBadToken: true}, "forged-token", "forged DATA acknowledged", ""},
-		{"ignores ECN", fakeSwitches{ignoreCE: true}, "ecn-echo", "ce 0", ""},
+		{"no NACK for an oversize message", fakeSwitches{oversizeNack: oversizeNone},
+			map[string]string{"out-of-bounds": "no NACK within 3s of the DATA, want BAD_OFFSET value 2288"}},
+		{"NACKs an oversize message TOO_LARGE", fakeSwitches{oversizeNack: oversizeTooLarge},
+			map[string]string{"out-of-bounds": "NACK TOO_LARGE value 2288, want BAD_OFFSET value 2288"}},
+		{"NACKs an oversize message with the offset", fakeSwitches{oversizeNack: oversizeOffset},
+			map[string]string{"out-of-bounds": "NACK BAD_OFFSET value 1144, want BAD_OFFSET value 2288"}},
+		{"accepts a bad token", fakeSwitches{acceptBadToken: true}, map[string]string{"forged-token": "forged DATA acknowledged"}},
+		{"ignores ECN", fakeSwitches{ignoreCE: true}, map[string]string{"ecn-echo": "ce 0"}},
 		// Drops a duplicate PSN without acknowledging it: a sender whose
 		// ACK was lost would wait for its timer (§3.1).
-		{"duplicate unanswered", fakeSwitches{silentDuplicate: true}, "duplicate", "not acknowledged", ""},
+		{"duplicate unanswered", fakeSwitches{silentDuplicate: true}, map[string]string{"duplicate": "not acknowledged"}},
 		// Writes past the end of the message, inside the buffer: every
 		// message with a short last segment shows it.
-		{"copies past the message", fakeSwitches{overCopy: true}, "reorder", "past the 6101-byte message", "forged-token"},
+		{"copies past the message", fakeSwitches{overCopy: true}, overCopied},
+		// Drops DATA that disagrees with its message unwritten, but
+		// sends no NACK BAD_OFFSET (§3.4).
+		{"no NACK for a bad placement", fakeSwitches{placement: placementNone},
+			allFail(placementIDs, "drew no NACK within 3s, want BAD_OFFSET value")},
+		// NACKs it right but places it anyway: its payload lands in
+		// the buffer, where the message's own DATA then finds its
+		// segment taken.
+		{"places a NACKed placement", fakeSwitches{placement: placementWrites},
+			allFail(placementIDs, " of the malformed DATA's ")},
+		// NACKs it right but fails the whole receive, as for a first
+		// DATA too long for the buffer: §3.4 drops the DATA alone.
+		{"fails the receive on a bad placement", fakeSwitches{placement: placementFails},
+			allFail(placementIDs, "the receive failed (DATA disagrees with its message) on DATA [")},
+		// NACKs it with the message's length, the value of a message
+		// too long for its buffer, instead of the DATA's offset (§2.7).
+		{"NACKs a bad placement with the length", fakeSwitches{placement: placementValueLen},
+			allFail(placementIDs, ", want BAD_OFFSET value ")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := newFakeWith(false, tc.sw)
 			require.NoError(t, err)
 			defer f.Close()
-			ids := []string{"forged-token", "reorder", "out-of-bounds", "duplicate", "ecn-echo"}
+			ids := append([]string{"forged-token", "reorder", "out-of-bounds", "duplicate", "ecn-echo"}, placementIDs...)
 			rs := runCases(t, f, ids...)
 			for id, r := range rs {
 				want := conformance.Pass
-				if id == tc.fails || id == tc.also {
+				if _, ok := tc.fails[id]; ok {
 					want = conformance.Fail
 				}
 				require.Equal(t, want, r.Verdict, "%s: %s", id, r.Evidence)
 			}
-			require.Contains(t, rs[tc.fails].Evidence, tc.why)
+			for id, why := range tc.fails {
+				require.Contains(t, rs[id].Evidence, why, id)
+			}
 		})
 	}
 }
