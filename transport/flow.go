@@ -476,23 +476,33 @@ func (c *Conn) place(now Time, d *wire.Data) Placement {
 			c.ep.drop(DropBadPlacement)
 			return Placement{}
 		}
+	}
+	// Every packet of a message must agree on its length and sit on a
+	// segment boundary with exactly the segment's length. The first DATA
+	// accepted sets the length: one that is itself a bad placement is
+	// dropped alone and leaves the buffer unstarted, so that a corrupted
+	// or forged first packet cannot impose a length every genuine one
+	// then disagrees with.
+	seg := uint64(c.seg)
+	length := en.length
+	if !en.started {
+		length = d.MsgLen
+	}
+	want := min(seg, length-min(d.Offset, length))
+	if d.MsgLen != length || d.Offset%seg != 0 || uint64(len(d.Payload)) != want ||
+		(d.Offset >= length && length != 0) || d.Offset+uint64(len(d.Payload)) > en.capacity {
+		c.ep.drop(DropBadPlacement)
+		c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.Offset)
+		return Placement{}
+	}
+	if !en.started {
 		en.started = true
-		en.length = d.MsgLen
-		en.nChunks = int((d.MsgLen + uint64(c.seg) - 1) / uint64(c.seg))
+		en.length = length
+		en.nChunks = int((length + seg - 1) / seg)
 		if en.nChunks == 0 {
 			en.nChunks = 1
 		}
 		en.chunks = make([]uint64, (en.nChunks+63)/64)
-	}
-	// Every packet of a message must agree on its length and sit on a
-	// segment boundary with exactly the segment's length.
-	seg := uint64(c.seg)
-	want := min(seg, en.length-min(d.Offset, en.length))
-	if d.MsgLen != en.length || d.Offset%seg != 0 || uint64(len(d.Payload)) != want ||
-		(d.Offset >= en.length && en.length != 0) || d.Offset+uint64(len(d.Payload)) > en.capacity {
-		c.ep.drop(DropBadPlacement)
-		c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.Offset)
-		return Placement{}
 	}
 	ch := int(d.Offset / seg)
 	if en.chunks[ch>>6]&(1<<(ch&63)) != 0 {

@@ -38,3 +38,29 @@ func TestSequencedOnPathBeyondLimitIsCounted(t *testing.T) {
 	require.True(t, c.onSequenced(1000, &wire.Header{Op: wire.OpProbe, Path: maxRxPaths - 1, Flags: wire.FlagAckReq}, NotECT, 0, false))
 	require.Equal(t, uint64(1), e.Counters().Dropped[DropMalformed])
 }
+
+// TestRejectedFirstDataDoesNotStartTheMessage: a first DATA that is itself
+// a bad placement (here off the segment grid, with a length of its own) is
+// NACKed BAD_OFFSET and dropped alone (§3.4), and leaves the buffer as it
+// was: the message's length is taken from the first DATA accepted, so the
+// genuine DATA that follow are placed. Taking it from the rejected one
+// made every genuine DATA disagree with it, and the receive never
+// completed.
+func TestRejectedFirstDataDoesNotStartTheMessage(t *testing.T) {
+	e, c := testConn(t, Config{Planes: 1, PathsPerPlane: 1}, 4152)
+	require.NoError(t, c.postRecv(0, 5, []RecvBuf{{Cap: 8192, Cookie: 1}}))
+	c.ctrlQ = c.ctrlQ[:0] // the RECV_READY left
+	seg := uint64(c.seg)
+	bad := &wire.Data{Flow: 5, Msg: 0, Index: 0, Offset: 100, MsgLen: 4000, Payload: make([]byte, 10)}
+	require.False(t, c.place(1000, bad).OK)
+	require.Equal(t, uint64(1), e.Counters().Dropped[DropBadPlacement])
+	require.Len(t, c.ctrlQ, 1)
+	require.Equal(t, wire.NackBadOffset, c.ctrlQ[0].nack.Reason)
+	require.Equal(t, uint64(100), c.ctrlQ[0].nack.Value)
+
+	const length = 2000
+	good := &wire.Data{Flow: 5, Msg: 0, Index: 0, Offset: 0, MsgLen: length, Payload: make([]byte, min(seg, length))}
+	p := c.place(1001, good)
+	require.True(t, p.OK, "the genuine first DATA was refused after a rejected one")
+	require.Equal(t, uint64(1), e.Counters().Dropped[DropBadPlacement])
+}
