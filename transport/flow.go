@@ -465,18 +465,6 @@ func (c *Conn) place(now Time, d *wire.Data) Placement {
 		c.ep.drop(DropStale)
 		return Placement{}
 	}
-	if !en.started {
-		if d.MsgLen > en.capacity {
-			en.err = c.errf(ErrMessageTooLarge, "flow %d message %d: %d bytes arriving, %d posted", d.Flow, d.Msg, d.MsgLen, en.capacity)
-			en.done = true
-			// The receiver reports this as an offset outside its buffer:
-			// NackTooLarge is the sender's word (it fails its own message).
-			c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.MsgLen)
-			c.completeRecvs(f)
-			c.ep.drop(DropBadPlacement)
-			return Placement{}
-		}
-	}
 	// Every packet of a message must agree on its length and sit on a
 	// segment boundary with exactly the segment's length. The first DATA
 	// accepted sets the length: one that is itself a bad placement is
@@ -490,7 +478,27 @@ func (c *Conn) place(now Time, d *wire.Data) Placement {
 	}
 	want := min(seg, length-min(d.Offset, length))
 	if d.MsgLen != length || d.Offset%seg != 0 || uint64(len(d.Payload)) != want ||
-		(d.Offset >= length && length != 0) || d.Offset+uint64(len(d.Payload)) > en.capacity {
+		(d.Offset >= length && length != 0) {
+		c.ep.drop(DropBadPlacement)
+		c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.Offset)
+		return Placement{}
+	}
+	// A well-formed first DATA of a message longer than the buffer fails
+	// the buffer. Past that, a DATA that agrees with its message lies
+	// within the capacity; the check below only guards the write.
+	if !en.started {
+		if length > en.capacity {
+			en.err = c.errf(ErrMessageTooLarge, "flow %d message %d: %d bytes arriving, %d posted", d.Flow, d.Msg, d.MsgLen, en.capacity)
+			en.done = true
+			// The receiver reports this as an offset outside its buffer:
+			// NackTooLarge is the sender's word (it fails its own message).
+			c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.MsgLen)
+			c.completeRecvs(f)
+			c.ep.drop(DropBadPlacement)
+			return Placement{}
+		}
+	}
+	if d.Offset+uint64(len(d.Payload)) > en.capacity {
 		c.ep.drop(DropBadPlacement)
 		c.queueNack(wire.NackBadOffset, d.Flow, d.Msg, d.Index, d.Offset)
 		return Placement{}

@@ -64,3 +64,33 @@ func TestRejectedFirstDataDoesNotStartTheMessage(t *testing.T) {
 	require.True(t, p.OK, "the genuine first DATA was refused after a rejected one")
 	require.Equal(t, uint64(1), e.Counters().Dropped[DropBadPlacement])
 }
+
+// TestMalformedFirstDataTooLongFailsNothing: a first DATA that names a
+// message longer than the buffer but is itself malformed (off the segment
+// grid) is a bad placement, NACKed with its offset, and does not fail the
+// buffer as a message too large would: only a well-formed first DATA
+// speaks for the message's length.
+func TestMalformedFirstDataTooLongFailsNothing(t *testing.T) {
+	e, c := testConn(t, Config{Planes: 1, PathsPerPlane: 1}, 4152)
+	require.NoError(t, c.postRecv(0, 5, []RecvBuf{{Cap: 8192, Cookie: 1}}))
+	c.ctrlQ = c.ctrlQ[:0]
+	seg := uint64(c.seg)
+	bad := &wire.Data{Flow: 5, Msg: 0, Index: 0, Offset: 7, MsgLen: 1 << 20, Payload: make([]byte, 10)}
+	require.False(t, c.place(1000, bad).OK)
+	require.Len(t, c.ctrlQ, 1)
+	require.Equal(t, wire.NackBadOffset, c.ctrlQ[0].nack.Reason)
+	require.Equal(t, uint64(7), c.ctrlQ[0].nack.Value)
+	require.Empty(t, e.events, "the buffer failed on a malformed DATA")
+
+	const length = 3000
+	good := &wire.Data{Flow: 5, Msg: 0, Index: 0, Offset: 0, MsgLen: length, Payload: make([]byte, min(seg, length))}
+	require.True(t, c.place(1001, good).OK)
+
+	// A well-formed first DATA of a message too long still fails it.
+	require.NoError(t, c.postRecv(0, 6, []RecvBuf{{Cap: 100, Cookie: 2}}))
+	long := &wire.Data{Flow: 6, Msg: 0, Index: 0, Offset: 0, MsgLen: 1 << 20, Payload: make([]byte, seg)}
+	require.False(t, c.place(1002, long).OK)
+	nk := c.ctrlQ[len(c.ctrlQ)-1].nack
+	require.Equal(t, wire.NackBadOffset, nk.Reason)
+	require.Equal(t, uint64(1<<20), nk.Value)
+}
