@@ -17,28 +17,6 @@ import (
 	"github.com/metaroce/metaroce/fabric/sim/scenarios"
 	"github.com/metaroce/metaroce/internal/bytesize"
 	"github.com/metaroce/metaroce/internal/cli"
-	"github.com/metaroce/metaroce/transport/wire"
-)
-
-// simMinMTU and simMaxMTU bound the payload bytes per packet that the
-// scenarios take for --mtu, 0 (their default, 4096) aside: from the
-// payload whose MetaRoCE DATA datagram, with its header, is the protocol's
-// smallest datagram (520 bytes) to 65000, under the 16-bit datagram size.
-// fabric/sim/scenarios, which refuses the others, exports neither bound;
-// TestSimMTURange checks these against its refusal.
-const (
-	simMinMTU = wire.MinDatagram - wire.DataHeaderLen
-	simMaxMTU = 65_000
-)
-
-// simMinLinkGbps and simMaxLinkGbps bound the link rate in Gb/s that the
-// scenarios take for --link-gbps, 0 (their default, 400) aside: from 1
-// kb/s, the slowest link the simulator models, to 100 Tb/s. As for the
-// MTU, fabric/sim/scenarios refuses the others without exporting the
-// bounds; TestSimFlagRanges checks these against its refusal.
-const (
-	simMinLinkGbps float64 = 1e-6
-	simMaxLinkGbps float64 = 100_000
 )
 
 // runSim is `mrbench sim SCENARIO [flags]`: one scenario of the fabric
@@ -52,8 +30,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var verbose bool
 	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed of the simulation, 1 or more")
 	fs.BoolVar(&opts.Smoke, "smoke", false, "small, fast variant (16 hosts or fewer, short runs)")
-	fs.Float64Var(&opts.LinkGbps, "link-gbps", 0, fmt.Sprintf("link rate in Gb/s, %g to %g (0: the scenario's default, 400)", simMinLinkGbps, simMaxLinkGbps))
-	fs.IntVar(&opts.MTU, "mtu", 0, fmt.Sprintf("payload bytes per packet, %d to %d (0: 4096)", simMinMTU, simMaxMTU))
+	fs.Float64Var(&opts.LinkGbps, "link-gbps", 0, fmt.Sprintf("link rate in Gb/s, %g to %g (0: the scenario's default, 400)", scenarios.MinLinkGbps, scenarios.MaxLinkGbps))
+	fs.IntVar(&opts.MTU, "mtu", 0, fmt.Sprintf("payload bytes per packet, %d to %d (0: 4096)", scenarios.MinMTU, scenarios.MaxMTU))
 	fs.StringVar(&sizes, "sizes", "", fmt.Sprintf("collective: comma-separated sizes per rank, each a multiple of 1K from 1K to %s, K/M/G suffixes (default 1M,16M; with --smoke 256K,2M)",
 		bytesize.Format(scenarios.MaxCollectiveBytes)))
 	fs.StringVar(&losses, "losses", "", "collective: comma-separated loss percentages across spines, each at least 0 and under 100 (default 0,0.1,1; with --smoke 0,1)")

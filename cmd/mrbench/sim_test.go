@@ -103,12 +103,12 @@ func TestSimBadValues(t *testing.T) {
 // just outside it either way is refused with an error that names the same
 // bounds.
 func TestSimMTURange(t *testing.T) {
-	bounds := fmt.Sprintf("%d to %d", simMinMTU, simMaxMTU)
+	bounds := fmt.Sprintf("%d to %d", scenarios.MinMTU, scenarios.MaxMTU)
 	assert.Equal(t, "520 to 65000", bounds)
 	code, out, errs := runMrbench(t, "sim", "-h")
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "payload bytes per packet, "+bounds+" (0: 4096)")
-	for _, mtu := range []int{simMinMTU - 1, simMaxMTU + 1} {
+	for _, mtu := range []int{scenarios.MinMTU - 1, scenarios.MaxMTU + 1} {
 		code, out, errs := runMrbench(t, "sim", "loss", "--smoke", "--mtu", fmt.Sprint(mtu))
 		assert.Equal(t, exitUsage, code, "--mtu %d: %s", mtu, errs)
 		assert.Empty(t, out, "--mtu %d", mtu)
@@ -139,8 +139,8 @@ func TestSimFlagRanges(t *testing.T) {
 	}{
 		{[]string{"loss", "--link-gbps", "9.99e-7"}, "link rate 9.99e-07 Gb/s: want 0 (the default) or 1e-06 to 100000"},
 		{[]string{"loss", "--link-gbps", "100000.5"}, "link rate 100000.5 Gb/s: want 0 (the default) or 1e-06 to 100000"},
-		{[]string{"loss", "--link-gbps", fmt.Sprint(simMinLinkGbps)}, ""},
-		{[]string{"loss", "--link-gbps", fmt.Sprint(simMaxLinkGbps)}, ""},
+		{[]string{"loss", "--link-gbps", fmt.Sprint(scenarios.MinLinkGbps)}, ""},
+		{[]string{"loss", "--link-gbps", fmt.Sprint(scenarios.MaxLinkGbps)}, ""},
 		{[]string{"collective", "--sizes", "0"}, "collective size 0: want a multiple of 1 KiB from 1 KiB to 1073741824 bytes"},
 		{[]string{"collective", "--sizes", fmt.Sprintf("%dK", maxK+1)}, fmt.Sprintf("collective size %d: want a multiple of 1 KiB from 1 KiB to 1073741824 bytes", (maxK+1)*1024)},
 		{[]string{"collective", "--sizes", "1K,1G"}, ""},

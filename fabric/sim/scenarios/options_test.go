@@ -45,7 +45,7 @@ func TestOptionsOutOfRangeRefused(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	for _, o := range []Options{{}, {LinkGbps: 100, MTU: 1024, Kmin: 1000, Kmax: 1000, RoCETimeoutExp: 14}, {LinkGbps: minLinkGbps}, {MTU: 520}, {MTU: 65_000}} {
+	for _, o := range []Options{{}, {LinkGbps: 100, MTU: 1024, Kmin: 1000, Kmax: 1000, RoCETimeoutExp: 14}, {LinkGbps: MinLinkGbps}, {MTU: 520}, {MTU: 65_000}} {
 		require.NoError(t, o.check(), "%+v", o)
 	}
 }
@@ -54,17 +54,40 @@ func TestOptionsOutOfRangeRefused(t *testing.T) {
 // MetaRoCE endpoint configuration the core accepts, and one byte less
 // would not, so that the bound follows the protocol's minimum datagram.
 func TestMinMTUIsTheCoresMinimum(t *testing.T) {
-	for _, mtu := range []int{minMTU, minMTU - 1} {
+	for _, mtu := range []int{MinMTU, MinMTU - 1} {
 		o := Options{MTU: mtu}
 		o.fill()
 		c := o.fabric(2, 1, 1, 1)
 		err := metaroceConfig(&o, c).Validate()
-		if mtu == minMTU {
+		if mtu == MinMTU {
 			require.NoError(t, err, "MTU %d", mtu)
 			continue
 		}
 		var ce *transport.ConfigError
 		require.True(t, errors.As(err, &ce), "MTU %d: %v", mtu, err)
 		require.Equal(t, "MaxDatagram", ce.Field)
+	}
+}
+
+// TestExportedBoundsAreChecked: the bounds a command line quotes in its
+// help (MinLinkGbps, MaxLinkGbps, MinMTU, MaxMTU) are those check applies,
+// each accepted and the nearest value past it refused, so that help and
+// refusal cannot disagree.
+func TestExportedBoundsAreChecked(t *testing.T) {
+	for _, o := range []Options{{LinkGbps: MinLinkGbps}, {LinkGbps: MaxLinkGbps}, {MTU: MinMTU}, {MTU: MaxMTU}} {
+		require.NoError(t, o.check(), "%+v", o)
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{LinkGbps: math.Nextafter(MinLinkGbps, 0)}, "want 0 (the default) or 1e-06 to 100000"},
+		{Options{LinkGbps: math.Nextafter(MaxLinkGbps, math.Inf(1))}, "want 0 (the default) or 1e-06 to 100000"},
+		{Options{MTU: MinMTU - 1}, "MTU 519 bytes: want 0 (the default, 4096) or 520 to 65000"},
+		{Options{MTU: MaxMTU + 1}, "MTU 65001 bytes: want 0 (the default, 4096) or 520 to 65000"},
+	} {
+		err := tc.o.check()
+		require.ErrorIs(t, err, ErrUsage, "%+v", tc.o)
+		require.ErrorContains(t, err, tc.want, "%+v", tc.o)
 	}
 }

@@ -34,8 +34,8 @@ var ErrUsage = errors.New("scenarios")
 type Options struct {
 	Seed           uint64  // random seed (default 1)
 	Smoke          bool    // small, fast variant (16 hosts or fewer, short runs)
-	LinkGbps       float64 // link rate, Gb/s (default 400)
-	MTU            int     // payload bytes per packet (default 4096)
+	LinkGbps       float64 // link rate, Gb/s, MinLinkGbps to MaxLinkGbps (default 400)
+	MTU            int     // payload bytes per packet, MinMTU to MaxMTU (default 4096)
 	LinkDelay      int64   // propagation delay per link, ns (default 1000: 8.34 µs base RTT across spines at 400 Gb/s, see sim.Config.BaseRTT)
 	Buffer         int     // switch egress buffer per port, bytes (default 2 MiB)
 	Kmin           int     // ECN ramp start, bytes (default 100 KB)
@@ -70,21 +70,32 @@ type Options struct {
 // every finished run.
 const ProgressAfter = 5 * time.Second
 
-// Bounds of the fabric options: a rate above 100 Tb/s or a packet whose
-// payload and headers would not fit the 16-bit datagram size the protocol
-// advertises (spec §1, §2.8) describe no fabric this models.
+// Bounds of the fabric options, which check refuses Options outside (0
+// aside, the default) and a command line quotes in its help rather than
+// copy: a rate above 100 Tb/s or a packet whose payload and headers would
+// not fit the 16-bit datagram size the protocol advertises (spec §1,
+// §2.8) describe no fabric this models.
 const (
-	minLinkGbps = 1e-6 // 1 kb/s, the slowest link the simulator models (sim.Config)
-	maxLinkGbps = 100_000
-	// minMTU is the smallest payload whose MetaRoCE DATA datagram (the
-	// payload and its 56-byte header, the endpoint's MaxDatagram) is the
-	// wire.MinDatagram (576 bytes) that a peer takes in a HELLO and the
-	// core's Config.Validate requires: 520 bytes. Below it every MetaRoCE
-	// endpoint would be refused (before, every dial timed out).
-	minMTU     = wire.MinDatagram - wire.DataHeaderLen
-	maxMTU     = 65_000
-	maxRoCEExp = 31 // the local ACK timeout exponent is a 5-bit field
+	// MinLinkGbps is the slowest LinkGbps, Gb/s: 1 kb/s, the slowest
+	// link the simulator models (sim.Config).
+	MinLinkGbps float64 = 1e-6
+	// MaxLinkGbps is the fastest LinkGbps, Gb/s: 100 Tb/s.
+	MaxLinkGbps float64 = 100_000
+	// MinMTU is the smallest MTU, payload bytes: the payload whose
+	// MetaRoCE DATA datagram (the payload and its 56-byte header, the
+	// endpoint's MaxDatagram) is the wire.MinDatagram (576 bytes) that a
+	// peer takes in a HELLO and the core's Config.Validate requires, 520
+	// bytes. Below it every MetaRoCE endpoint would be refused (before,
+	// every dial timed out).
+	MinMTU = wire.MinDatagram - wire.DataHeaderLen
+	// MaxMTU is the largest MTU, payload bytes: 65000, whose datagram with
+	// its header stays under the 16-bit datagram size of a HELLO.
+	MaxMTU = 65_000
 )
+
+// maxRoCEExp bounds RoCETimeoutExp: the local ACK timeout exponent is a
+// 5-bit field.
+const maxRoCEExp = 31
 
 // check refuses options that are out of range, before fill takes zeros
 // for defaults: a negative, NaN or infinite value is a caller's mistake,
@@ -94,12 +105,12 @@ func (o *Options) check() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...))
 	}
-	if !(o.LinkGbps == 0 || o.LinkGbps >= minLinkGbps && o.LinkGbps <= maxLinkGbps) {
-		bad("link rate %g Gb/s: want 0 (the default) or %g to %d", o.LinkGbps, minLinkGbps, maxLinkGbps)
+	if !(o.LinkGbps == 0 || o.LinkGbps >= MinLinkGbps && o.LinkGbps <= MaxLinkGbps) {
+		bad("link rate %g Gb/s: want 0 (the default) or %g to %g", o.LinkGbps, MinLinkGbps, MaxLinkGbps)
 	}
-	if o.MTU != 0 && (o.MTU < minMTU || o.MTU > maxMTU) {
+	if o.MTU != 0 && (o.MTU < MinMTU || o.MTU > MaxMTU) {
 		bad("MTU %d bytes: want 0 (the default, 4096) or %d to %d (a MetaRoCE DATA packet, payload and %d-byte header, must hold at least the protocol's minimum datagram of %d bytes)",
-			o.MTU, minMTU, maxMTU, wire.DataHeaderLen, wire.MinDatagram)
+			o.MTU, MinMTU, MaxMTU, wire.DataHeaderLen, wire.MinDatagram)
 	}
 	if o.LinkDelay < 0 {
 		bad("link delay %d ns: must be >= 0", o.LinkDelay)
