@@ -165,6 +165,20 @@ func TestSimFlagRanges(t *testing.T) {
 	}
 }
 
+// TestSimLinkRateWithMTU: --link-gbps and --mtu each in range but whose
+// round trip the MetaRoCE core cannot take (the slowest link with the
+// largest MTU) are a usage error naming both values and what to change,
+// not one naming the core's Config.InitialRTT, a setting mrbench sim has
+// no flag for.
+func TestSimLinkRateWithMTU(t *testing.T) {
+	code, out, errs := runMrbench(t, "sim", "loss", "--smoke", "--link-gbps", fmt.Sprint(scenarios.MinLinkGbps), "--mtu", fmt.Sprint(scenarios.MaxMTU))
+	assert.Equal(t, exitUsage, code, errs)
+	assert.Empty(t, out)
+	assert.Contains(t, errs, "MTU 65000 bytes at link rate 1e-06 Gb/s: ")
+	assert.Contains(t, errs, "want an MTU of at most 55997 bytes at this rate, or a link rate of at least 1.161e-06 Gb/s for this MTU")
+	assert.NotContains(t, errs, "Config.InitialRTT")
+}
+
 // TestSimCollectiveRowsUsage: a bad, empty or repeated size, loss or
 // operation, or a row flag given to another scenario, is a usage error
 // that names the flag's value.

@@ -11,13 +11,23 @@ import (
 // TestMetaRoCEConfigRefusedAsUsage: options that pass their own checks
 // but make a MetaRoCE endpoint configuration the core refuses (here a
 // 1000 s link delay, whose base RTT scales the timers past the core's
-// hour) are a usage error naming the core's field, returned before the
-// run; they used to surface as connections that never came up.
+// hour) are a usage error returned before the run; they used to surface
+// as connections that never came up. The options' check refuses them,
+// naming the link delay and the longest that fits; should options it
+// passes still make a configuration the core refuses, building the
+// endpoints does, naming the host and the core's field.
 func TestMetaRoCEConfigRefusedAsUsage(t *testing.T) {
-	_, err := Run("loss", Options{Smoke: true, LinkDelay: 1e12})
+	o := Options{Smoke: true, LinkDelay: 1e12}
+	_, err := Run("loss", o)
+	require.ErrorIs(t, err, ErrUsage)
+	require.ErrorContains(t, err, "link delay 1000000000000 ns")
+	require.ErrorContains(t, err, "want a link delay of at most 224999999957 ns")
+
+	o.fill()
+	_, err = build(&o, o.fabric(8, 1, 1, 1), MetaRoCE)
 	require.ErrorIs(t, err, ErrUsage)
 	var ce *transport.ConfigError
-	require.True(t, errors.As(err, &ce), "Run returned %v, want a *transport.ConfigError in the chain", err)
+	require.True(t, errors.As(err, &ce), "build returned %v, want a *transport.ConfigError in the chain", err)
 	require.ErrorContains(t, err, "MetaRoCE endpoint of host 0")
 	require.ErrorContains(t, err, "Config."+ce.Field)
 }

@@ -91,3 +91,69 @@ func TestExportedBoundsAreChecked(t *testing.T) {
 		require.ErrorContains(t, err, tc.want, "%+v", tc.o)
 	}
 }
+
+// TestLinkRateAndMTUTogether: a link rate and an MTU each in range whose
+// round trip is too long for the MetaRoCE core's timers (65000-byte
+// packets at 1 kb/s) are refused by the options' check with an error that
+// names both and what to change, instead of by the first MetaRoCE
+// endpoint with the core's Config.InitialRTT, which no caller sets. The
+// bound is the core's: just inside it the check passes and the loss
+// scenario's endpoints are built; one byte, or one bit per second, past
+// it the check refuses, and so would the core.
+func TestLinkRateAndMTUTogether(t *testing.T) {
+	// At 1 kb/s a round trip across spines is 8 µs of link delay, four
+	// serialisations of the DATA packet (MTU + 56 + 66 bytes) and four of
+	// the 130-byte ACK, at 8 ms a byte: 1799.97 s at MTU 55997, 1800.000008
+	// s at 55998, and the endpoints' first RTT estimate, twice it, may be
+	// an hour at most (transport.MaxRTTScale). At 1161 b/s a 65000-byte
+	// MTU's round trip is 1798.5 s, at 1160 b/s 1800.05 s. With a 4096-byte
+	// MTU at 400 Gb/s the packets take 344 ns, the rest is 8 link delays.
+	inside := []Options{
+		{LinkGbps: 1e-6, MTU: 55_997},
+		{LinkGbps: 1.161e-6, MTU: 65_000},
+		{LinkDelay: 224_999_999_957},
+	}
+	for _, o := range inside {
+		require.NoError(t, o.check(), "%+v", o)
+		o.fill()
+		s, err := build(&o, o.fabric(8, 1, 1, 1), MetaRoCE) // the loss scenario's fabric
+		require.NoError(t, err, "%+v", o)
+		require.NotNil(t, s)
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{LinkGbps: 1e-6, MTU: 55_998}, "MTU 55998 bytes at link rate 1e-06 Gb/s: a full packet's round trip across the fabric takes 1.8e+03s, " +
+			"and the MetaRoCE endpoints' timers, scaled to it (a first RTT estimate of 3.6e+03s), would pass the hour the core takes (transport.MaxRTTScale); " +
+			"want an MTU of at most 55997 bytes at this rate, or a link rate of at least 1.001e-06 Gb/s for this MTU"},
+		{Options{LinkGbps: 1.16e-6, MTU: 65_000}, "want an MTU of at most 64997 bytes at this rate, or a link rate of at least 1.161e-06 Gb/s for this MTU"},
+		{Options{LinkGbps: 1e-6, MTU: 65_000}, "MTU 65000 bytes at link rate 1e-06 Gb/s: a full packet's round trip across the fabric takes 2.09e+03s, " +
+			"and the MetaRoCE endpoints' timers, scaled to it (a first RTT estimate of 4.18e+03s), would pass the hour the core takes (transport.MaxRTTScale); " +
+			"want an MTU of at most 55997 bytes at this rate, or a link rate of at least 1.161e-06 Gb/s for this MTU"},
+		{Options{LinkDelay: 224_999_999_958}, "MTU 4096 bytes at link rate 400 Gb/s and link delay 224999999958 ns: " +
+			"a full packet's round trip across the fabric takes 1.8e+03s"},
+		// Neither MTU nor rate helps: the delay is named. 8 × 2^62 ns
+		// would overflow a round trip's nanoseconds.
+		{Options{LinkDelay: 1 << 62}, "link delay 4611686018427387904 ns: a round trip across the fabric crosses eight links, " +
+			"past the hour the MetaRoCE core takes as a round trip (transport.MaxRTTScale); want a link delay of at most 224999999957 ns"},
+	} {
+		err := tc.o.check()
+		require.ErrorIs(t, err, ErrUsage, "%+v", tc.o)
+		require.ErrorContains(t, err, tc.want, "%+v", tc.o)
+		require.NotContains(t, err.Error(), "Config.InitialRTT", "%+v", tc.o)
+		if tc.o.LinkDelay > int64(transport.MaxRTTScale) {
+			continue
+		}
+		// The core refuses the loss scenario's endpoints alike.
+		o := tc.o
+		o.fill()
+		var ce *transport.ConfigError
+		require.ErrorAs(t, metaroceConfig(&o, o.fabric(8, 1, 1, 1)).Validate(), &ce, "%+v", tc.o)
+		require.Equal(t, "InitialRTT", ce.Field)
+	}
+	// Through Run, the scenario stops at the check, before any endpoint.
+	_, err := Run("loss", Options{Smoke: true, LinkGbps: 1e-6, MTU: 65_000})
+	require.ErrorIs(t, err, ErrUsage)
+	require.ErrorContains(t, err, "want an MTU of at most 55997 bytes at this rate")
+}

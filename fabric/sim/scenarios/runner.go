@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/metaroce/metaroce/fabric/sim"
@@ -30,7 +31,10 @@ const (
 var ErrUsage = errors.New("scenarios")
 
 // Options are the parameters common to every scenario. Zero fields take
-// the defaults noted.
+// the defaults noted. A scenario refuses, with ErrUsage, a value out of
+// its range, and a link rate, MTU and link delay whose round trip is too
+// long for the MetaRoCE core's timers, though each is in range (the
+// largest MTUs on the slowest links: 65000 bytes at 1 kb/s).
 type Options struct {
 	Seed           uint64  // random seed (default 1)
 	Smoke          bool    // small, fast variant (16 hosts or fewer, short runs)
@@ -127,7 +131,104 @@ func (o *Options) check() error {
 	if o.ConcurrentSenders < 0 {
 		bad("concurrent senders %d: must be >= 0", o.ConcurrentSenders)
 	}
+	if len(errs) == 0 {
+		// Each option is in range: whether they go together.
+		f := *o
+		f.fill()
+		if err := f.checkRoundTrip(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// checkRoundTrip refuses a link rate, MTU and link delay (of o, filled in)
+// that are each in range but together make a round trip too long for the
+// MetaRoCE core: metaroceConfig scales the endpoints' timers to the base
+// RTT of a full packet (InitialRTT is twice it), and the core's
+// Config.Validate refuses any of them past transport.MaxRTTScale, an hour.
+// A full packet takes seconds per link on the slowest links (65 KB at
+// 1 kb/s: 521 s, and a round trip crosses eight), so there the largest
+// MTUs do not fit. The bound is not restated here: it asks the core about
+// the configuration metaroceConfig makes on rttFabric, the scenarios'
+// fabric of the longest round trip, so it follows both. Past it, the error
+// names the largest MTU that fits at this rate and the slowest rate that
+// fits this MTU, or, where neither does, the longest link delay that
+// fits; a caller learns what to change rather than of a core setting it
+// never set.
+func (o *Options) checkRoundTrip() error {
+	fits := func(mtu int, gbps float64, delay int64) bool {
+		if delay > int64(transport.MaxRTTScale) {
+			// A round trip crosses eight links: past an hour
+			// already, and 8 × delay might overflow.
+			return false
+		}
+		p := *o
+		p.MTU, p.LinkGbps, p.LinkDelay = mtu, gbps, delay
+		return metaroceConfig(&p, p.rttFabric()).Validate() == nil
+	}
+	if fits(o.MTU, o.LinkGbps, o.LinkDelay) {
+		return nil
+	}
+	c := o.rttFabric()
+	what := fmt.Sprintf("MTU %d bytes at link rate %g Gb/s", o.MTU, o.LinkGbps)
+	if o.LinkDelay > 0 {
+		what += fmt.Sprintf(" and link delay %d ns", o.LinkDelay)
+	}
+	var why string
+	if o.LinkDelay <= int64(transport.MaxRTTScale) {
+		base := transport.Time(c.BaseRTT(o.MTU+wire.DataHeaderLen+c.Overhead, 64+c.Overhead))
+		why = fmt.Sprintf("a full packet's round trip across the fabric takes %v, and the MetaRoCE endpoints' timers, scaled to it (a first RTT estimate of %v), would pass the hour the core takes (transport.MaxRTTScale)",
+			base, metaroceConfig(o, c).InitialRTT)
+	} else {
+		why = "a round trip across the fabric crosses eight links, past the hour the MetaRoCE core takes as a round trip (transport.MaxRTTScale)"
+	}
+	var ways []string
+	// fits holds for the MTUs up to the largest that fits at o's rate,
+	// and for the whole bits per second (as a port keeps its rate) from
+	// the slowest that fits o's MTU.
+	if mtu := firstTrue(MinMTU, int64(o.MTU), func(m int64) bool { return !fits(int(m), o.LinkGbps, o.LinkDelay) }) - 1; mtu >= MinMTU {
+		ways = append(ways, fmt.Sprintf("an MTU of at most %d bytes at this rate", mtu))
+	}
+	maxBps := int64(MaxLinkGbps * 1e9)
+	if bps := firstTrue(int64(math.Round(o.LinkGbps*1e9))+1, maxBps, func(b int64) bool { return fits(o.MTU, float64(b)/1e9, o.LinkDelay) }); bps <= maxBps {
+		ways = append(ways, fmt.Sprintf("a link rate of at least %g Gb/s for this MTU", float64(bps)/1e9))
+	}
+	if len(ways) == 0 {
+		// Only a shorter delay helps (0 is the default, 1000 ns).
+		if d := firstTrue(1, o.LinkDelay, func(d int64) bool { return !fits(o.MTU, o.LinkGbps, d) }) - 1; d >= 1 {
+			ways = append(ways, fmt.Sprintf("a link delay of at most %d ns", d))
+		} else {
+			ways = append(ways, "a shorter link delay, and a smaller MTU or a faster link")
+		}
+	}
+	return fmt.Errorf("%w: %s: %s; want %s", ErrUsage, what, why, strings.Join(ways, ", or "))
+}
+
+// firstTrue is the least x in [lo, hi] for which ok holds, where ok does
+// not hold below some point and holds from it on; hi+1 where it holds
+// nowhere in the range.
+func firstTrue(lo, hi int64, ok func(int64) bool) int64 {
+	// Invariant: ok does not hold below lo, and holds above hi.
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		if ok(mid) {
+			hi = mid - 1
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// rttFabric is the fabric checkRoundTrip asks the core about: host links
+// and leaf–spine links at the same rate, as the loss scenario's (one host
+// per leaf, one spine), the collective's and the incast's (as many spines
+// as hosts per leaf) have them; the planes and failure scenarios' uplinks
+// are as fast or twice as fast. Its base RTT is the longest of any
+// scenario's at the options' rate, MTU and delay.
+func (o *Options) rttFabric() sim.Config {
+	return o.fabric(2, 1, 1, 1)
 }
 
 func (o *Options) fill() {
