@@ -208,25 +208,39 @@ func nearestCPUList(read func(string) ([]byte, error), mount, dir, file string) 
 // names the process's cgroup in each hierarchy, as for the cpuset
 // (cgroupCPUs): under cgroup v2 the cgroup's cpu.max gives "quota period",
 // or "max period" for none; under v1, the hierarchy whose controllers
-// include cpu (mounted at /sys/fs/cgroup/cpu,cpuacct, or
-// /sys/fs/cgroup/cpu) gives cpu.cfs_quota_us, -1 for none, over
-// cpu.cfs_period_us. Every cgroup's quota bounds its whole subtree, so the
-// tightest one on the way from the process's cgroup to the root counts
-// (tightestQuota); that walk also finds a container's quota at the root of
-// a hierarchy mounted at its own cgroup.
+// include cpu, mounted where /proc/self/mountinfo says (v1Mounts: at
+// /sys/fs/cgroup/cpu,cpuacct, /sys/fs/cgroup/cpuset,cpu, or anywhere
+// else), gives cpu.cfs_quota_us, -1 for none, over cpu.cfs_period_us.
+// Every cgroup's quota bounds its whole subtree, so the tightest one on
+// the way from the process's cgroup to the root counts (tightestQuota);
+// that walk also finds a container's quota at the root of a hierarchy
+// mounted at its own cgroup where no mount table says so.
 func cgroupQuotaCPUs(read func(string) ([]byte, error)) int {
 	n := 0
 	for _, g := range ownCgroups(read) {
-		var mounts []string
+		var mounts []cgroupMount
 		var quota func(read func(string) ([]byte, error), dir string) int
 		switch {
 		case g.unified():
-			mounts, quota = unifiedMounts, cpuMaxCPUs
+			for _, m := range unifiedMounts {
+				mounts = append(mounts, cgroupMount{root: "/", point: m})
+			}
+			quota = cpuMaxCPUs
 		case g.has("cpu"):
-			mounts, quota = []string{"/sys/fs/cgroup/" + g.ctrls, "/sys/fs/cgroup/cpu"}, cfsQuotaCPUs
+			// Only the cpu controller has the quota: a mount of
+			// cpuset or cpuacct alone is another hierarchy, which
+			// v1Mounts, matching whole options, leaves out.
+			mounts, quota = v1Mounts(read, "cpu"), cfsQuotaCPUs
+			if len(mounts) == 0 {
+				// No mount table, or no cpu mount in it: the
+				// paths where systemd and container runtimes
+				// mount the hierarchy, named by its controllers
+				// (cpu,cpuacct) or by cpu alone.
+				mounts = []cgroupMount{{root: "/", point: "/sys/fs/cgroup/" + g.ctrls}, {root: "/", point: "/sys/fs/cgroup/cpu"}}
+			}
 		}
 		for _, m := range mounts {
-			if q := tightestQuota(read, m, g.dir, quota); q > 0 && (n == 0 || q < n) {
+			if q := tightestQuota(read, m.point, m.dir(g.dir), quota); q > 0 && (n == 0 || q < n) {
 				n = q
 			}
 		}

@@ -210,6 +210,79 @@ func TestHostCPUsQuota(t *testing.T) {
 	}
 }
 
+// TestCgroupV1QuotaMount: a cgroup v1 CPU quota is found where
+// /proc/self/mountinfo says the cpu controller's hierarchy is mounted (a
+// "cgroup" mount whose super options include cpu): elsewhere than
+// /sys/fs/cgroup, at a path with an escaped space, beside cpuset, and
+// with the container's own cgroup as the mount's root. Before, only
+// /sys/fs/cgroup/<controllers> and /sys/fs/cgroup/cpu were read, and such
+// a quota was missed, or one of the host's cgroups read in its place. The
+// option is matched whole: mounts of cpuset or cpuacct alone are other
+// hierarchies. A mount table without a cpu mount, or none, leaves the
+// fixed paths; other file systems' mounts are skipped.
+func TestCgroupV1QuotaMount(t *testing.T) {
+	const (
+		online = "/sys/devices/system/cpu/online"
+		ext4   = "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"
+		memory = "31 24 0:28 / /sys/fs/cgroup/memory rw,nosuid shared:13 - cgroup cgroup rw,memory\n"
+		period = "100000" // µs: 100 ms
+	)
+	// quota adds to files the v1 quota of the cgroup at dir: q µs of
+	// CPU time in every period.
+	quota := func(files map[string]string, dir, q string) map[string]string {
+		files[dir+"/cpu.cfs_quota_us"], files[dir+"/cpu.cfs_period_us"] = q+"\n", period+"\n"
+		return files
+	}
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  int
+	}{
+		{"mounted elsewhere", quota(map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu,cpuacct:/batch/9\n0::/\n",
+			"/proc/self/mountinfo": ext4 + memory + "40 22 0:30 / /cgroup/cpu rw,relatime - cgroup none rw,cpu,cpuacct\n"},
+			"/cgroup/cpu/batch/9", "200000"), 2},
+		{"escaped mount point", quota(map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu:/a\n",
+			"/proc/self/mountinfo": "40 22 0:30 / /mnt/cg\\040cpu rw master:3 shared:7 - cgroup cg rw,cpu\n"},
+			"/mnt/cg cpu/a", "300000"), 3},
+		{"co-mounted with cpuset", quota(map[string]string{online: "0-63", "/proc/self/cgroup": "4:memory:/job_7\n3:cpuset,cpu:/job_7\n0::/\n",
+			"/proc/self/mountinfo": ext4 + memory + "30 24 0:27 / /sys/fs/cgroup/cpuset,cpu rw,nosuid,nodev shared:12 - cgroup cgroup rw,cpuset,cpu\n"},
+			"/sys/fs/cgroup/cpuset,cpu/job_7", "150000"), 2},
+		// Without a cgroup namespace, the container's hierarchy is
+		// mounted at its own cgroup, and the host path of its task
+		// cgroup, which /proc/self/cgroup names, is another cgroup
+		// there (or none).
+		{"container's cgroup as the mount's root", quota(quota(map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu,cpuacct:/docker/abc/task\n",
+			"/proc/self/mountinfo": "50 40 0:27 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,nosuid - cgroup cgroup rw,cpu,cpuacct\n"},
+			"/sys/fs/cgroup/cpu,cpuacct/task", "150000"),
+			"/sys/fs/cgroup/cpu,cpuacct/docker/abc/task", "600000"), 2},
+		// cpuset and cpuacct, each mounted alone, are not the cpu
+		// controller's hierarchy: their files are not its quota.
+		{"cpuset and cpuacct alone", quota(quota(quota(map[string]string{online: "0-63", "/proc/self/cgroup": "5:cpuset:/a\n4:cpu:/a\n3:cpuacct:/a\n",
+			"/proc/self/mountinfo": "30 24 0:27 / /m/cpuset rw - cgroup cgroup rw,cpuset\n" +
+				"31 24 0:28 / /m/cpuacct rw - cgroup cgroup rw,cpuacct\n" +
+				"32 24 0:29 / /m/cpu rw - cgroup cgroup rw,cpu\n"},
+			"/m/cpuset/a", "100000"), "/m/cpuacct/a", "100000"), "/m/cpu/a", "500000"), 5},
+		{"no cpu mount", quota(map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu,cpuacct:/x\n",
+			"/proc/self/mountinfo": ext4 + memory + "garbage line\n- cgroup cgroup rw,cpu\n"},
+			"/sys/fs/cgroup/cpu,cpuacct/x", "700000"), 7},
+		{"cpu in another file system's options", quota(quota(map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpu:/x\n",
+			"/proc/self/mountinfo": "60 22 0:40 / /fake rw - tmpfs tmpfs rw,cpu\n"},
+			"/fake/x", "100000"), "/sys/fs/cgroup/cpu/x", "400000"), 4},
+		{"no mount table", quota(map[string]string{online: "0-63", "/proc/self/cgroup": "4:cpuacct,cpu:/x\n"},
+			"/sys/fs/cgroup/cpu/x", "250000"), 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			read := func(name string) ([]byte, error) {
+				if v, ok := c.files[name]; ok {
+					return []byte(v), nil
+				}
+				return nil, errors.New("no such file")
+			}
+			require.Equal(t, c.want, hostCPUs(read))
+		})
+	}
+}
+
 // TestFitSpin: spinning goes off where the launcher's ranks outnumber the
 // host's CPUs and the process may run on all of them, and yields the CPU
 // to the other processes where the launcher pinned it to fewer; only on
