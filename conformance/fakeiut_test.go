@@ -291,9 +291,10 @@ func (f *fakeIUT) handle(b []byte, from *net.UDPAddr) {
 }
 
 // place writes d into its receive, once per segment, after the checks of
-// spec §3.4 in the reference datapath's order: the buffer index, the first
-// DATA's length against the capacity, the DATA's agreement with its
-// message, then duplicates.
+// spec §3.4 in the reference datapath's order: the buffer index, the DATA's
+// form against its own length where it would start the message (a
+// malformed one starts nothing), the first DATA's length against the
+// capacity, the DATA's agreement with its message, then duplicates.
 func (f *fakeIUT) place(d *wire.Data) {
 	if f.aborted[d.Flow] {
 		return
@@ -320,6 +321,10 @@ func (f *fakeIUT) place(d *wire.Data) {
 		if f.sw.boundsByOffset && d.Offset < uint64(len(r.buf)) {
 			copy(r.buf[d.Offset:], d.Payload)
 		}
+		if !f.wellFormed(d, d.MsgLen) {
+			f.badPlacement(d, r)
+			return
+		}
 		if d.MsgLen > uint64(len(r.buf)) {
 			delete(f.recvs, d.Flow)
 			f.failOversize(d, conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "message larger than the posted buffer"})
@@ -341,12 +346,18 @@ func (f *fakeIUT) place(d *wire.Data) {
 // same length, an offset on a segment boundary inside the message, exactly
 // that segment's payload, and nothing past the capacity.
 func (f *fakeIUT) agrees(r *fakeRecv, d *wire.Data) bool {
+	return d.MsgLen == r.msgLen && f.wellFormed(d, r.msgLen) && d.Offset+uint64(len(d.Payload)) <= uint64(len(r.buf))
+}
+
+// wellFormed reports whether d is a segment of a message of length l: an
+// offset on a segment boundary inside the message and exactly that
+// segment's payload.
+func (f *fakeIUT) wellFormed(d *wire.Data, l uint64) bool {
 	seg := uint64(f.seg)
-	if d.MsgLen != r.msgLen || d.Offset%seg != 0 || (d.Offset >= r.msgLen && r.msgLen != 0) {
+	if d.Offset%seg != 0 || (d.Offset >= l && l != 0) {
 		return false
 	}
-	n := uint64(len(d.Payload))
-	return n == min(seg, r.msgLen-d.Offset) && d.Offset+n <= uint64(len(r.buf))
+	return uint64(len(d.Payload)) == min(seg, l-d.Offset)
 }
 
 // placeSegment writes what fits of d's payload into r, counts its segment,
