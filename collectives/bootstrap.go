@@ -697,7 +697,7 @@ type setupDeadline struct {
 func newSetupDeadline(ctx context.Context, timeout time.Duration, setting string) setupDeadline {
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < timeout {
-			return setupDeadline{d: max(left, 0), caller: true}
+			return setupDeadline{d: max(left, 0), caller: true, setting: setting}
 		}
 	}
 	return setupDeadline{d: timeout, setting: setting}

@@ -492,6 +492,9 @@ func TestRendezvousDeadlineNamed(t *testing.T) {
 	past, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
 	defer cancel()
 	assert.Equal(t, setupDeadline{d: 0, caller: true}, newSetupDeadline(past, time.Minute, ""))
+	// The caller's deadline names no setting in its words, but its
+	// DeadlineError's Field is still the program's name for Timeout.
+	assert.Equal(t, "-T", newSetupDeadline(past, time.Minute, "-T").error(context.DeadlineExceeded).Field)
 
 	// A program that sets Timeout from a setting of its own names it in
 	// TimeoutSetting, and the errors name that instead of the field;
