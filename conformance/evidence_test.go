@@ -88,11 +88,13 @@ func TestPlacementNackEitherOrder(t *testing.T) {
 			defer f.Close()
 			rs := runCases(t, f, placementIDs...)
 			for id, want := range map[string]string{
-				"placement-index":    "NACK BAD_OFFSET value 1144, want BAD_OFFSET value 1144",
-				"placement-length":   "NACK BAD_OFFSET value 2288, want BAD_OFFSET value 2288",
-				"placement-offset":   "NACK BAD_OFFSET value 1716, want BAD_OFFSET value 1716",
-				"placement-size":     "NACK BAD_OFFSET value 1144, want BAD_OFFSET value 1144",
-				"placement-capacity": "NACK BAD_OFFSET value 3432, want BAD_OFFSET value 3432",
+				"placement-index":          "NACK BAD_OFFSET value 1144, want BAD_OFFSET value 1144",
+				"placement-length":         "NACK BAD_OFFSET value 2288, want BAD_OFFSET value 2288",
+				"placement-offset":         "NACK BAD_OFFSET value 1716, want BAD_OFFSET value 1716",
+				"placement-size":           "NACK BAD_OFFSET value 1144, want BAD_OFFSET value 1144",
+				"placement-capacity":       "NACK BAD_OFFSET value 3432, want BAD_OFFSET value 3432",
+				"placement-first":          "NACK BAD_OFFSET value 2860, want BAD_OFFSET value 2860",
+				"placement-first-oversize": "NACK BAD_OFFSET value 2288, want BAD_OFFSET value 2288",
 			} {
 				require.Equal(t, conformance.Pass, rs[id].Verdict, "%s: %s", id, rs[id].Evidence)
 				require.Contains(t, rs[id].Evidence, want, id)

@@ -321,13 +321,20 @@ func (f *fakeIUT) place(d *wire.Data) {
 		if f.sw.boundsByOffset && d.Offset < uint64(len(r.buf)) {
 			copy(r.buf[d.Offset:], d.Payload)
 		}
+		oversize := d.MsgLen > uint64(len(r.buf))
+		if oversize && f.sw.firstData == firstDataLengthFirst {
+			f.failOversizeRecv(d, r)
+			return
+		}
 		if !f.wellFormed(d, d.MsgLen) {
+			if f.sw.firstData == firstDataStarts {
+				r.started, r.msgLen = true, d.MsgLen
+			}
 			f.badPlacement(d, r)
 			return
 		}
-		if d.MsgLen > uint64(len(r.buf)) {
-			delete(f.recvs, d.Flow)
-			f.failOversize(d, conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "message larger than the posted buffer"})
+		if oversize {
+			f.failOversizeRecv(d, r)
 			return
 		}
 		r.started, r.msgLen = true, d.MsgLen
@@ -417,6 +424,14 @@ func (f *fakeIUT) posted(r *fakeRecv) bool {
 		}
 	}
 	return false
+}
+
+// failOversizeRecv fails receive r, whose first DATA d names a message
+// longer than its buffer: r is no longer posted, and its completion carries
+// the buffer as it is.
+func (f *fakeIUT) failOversizeRecv(d *wire.Data, r *fakeRecv) {
+	delete(f.recvs, d.Flow)
+	f.failOversize(d, conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "message larger than the posted buffer"})
 }
 
 // failOversize fails the receive that DATA d of a message longer than its

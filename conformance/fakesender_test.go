@@ -74,7 +74,31 @@ type fakeSwitches struct {
 	// dropped unwritten, NACK BAD_OFFSET with the DATA's offset, the
 	// receive left posted).
 	placement placementFault
+	// firstData breaks the answer to a malformed DATA that would be its
+	// message's first (spec §3.4: dropped alone, it starts nothing and
+	// fails no buffer, whatever length it names).
+	firstData firstDataFault
 }
+
+// firstDataFault is how the fake answers a malformed DATA on a receive
+// whose message nothing started yet. The zero value is right: it checks the
+// DATA's form against the length it names, drops and NACKs a malformed one
+// as a bad placement and leaves the receive unstarted; only a well-formed
+// one's length is checked against the capacity.
+type firstDataFault int
+
+const (
+	firstDataRight firstDataFault = iota
+	// firstDataStarts takes the malformed DATA's length for the
+	// message's before dropping it, as the reference datapath once did:
+	// every genuine DATA then disagrees with that length and is refused,
+	// and the receive never completes.
+	firstDataStarts
+	// firstDataLengthFirst checks the length against the capacity before
+	// the DATA's form, as the reference datapath once did: a malformed
+	// first DATA naming a message longer than the buffer fails it.
+	firstDataLengthFirst
+)
 
 // placementFault is how the fake answers DATA that §3.4 drops as a bad
 // placement. The zero value is right: it sends the NACK at once, before the

@@ -130,9 +130,10 @@ func TestForgedTokenOtherFlow(t *testing.T) {
 	require.Equal(t, conformance.Pass, r.Verdict, r.Evidence)
 }
 
-// placementIDs are the cases of DATA that disagrees with its message
-// (placement.go).
-var placementIDs = []string{"placement-index", "placement-length", "placement-offset", "placement-size", "placement-capacity"}
+// placementIDs are the cases of DATA that disagrees with its message, or
+// is malformed where it would start it (placement.go).
+var placementIDs = []string{"placement-index", "placement-length", "placement-offset", "placement-size", "placement-capacity",
+	"placement-first", "placement-first-oversize"}
 
 // allFail maps every id to the same evidence fragment.
 func allFail(ids []string, why string) map[string]string {
@@ -162,8 +163,11 @@ func TestBrokenReceivers(t *testing.T) {
 		{"NACKs a bad token", fakeSwitches{nackBadToken: true}, map[string]string{"forged-token": "NACK"}},
 		// Checks only that a segment starts inside the buffer and places
 		// what fits: a segment across the end is written before the
-		// receive fails.
-		{"bounds by offset only", fakeSwitches{boundsByOffset: true}, map[string]string{"out-of-bounds": "written"}},
+		// receive fails, and a malformed first DATA before it is
+		// dropped, where its bytes past the message show.
+		{"bounds by offset only", fakeSwitches{boundsByOffset: true}, map[string]string{"out-of-bounds": "written",
+			"placement-first":          "buffer byte 2860 past the 2669-byte message written",
+			"placement-first-oversize": "buffer byte 2669 past the 2669-byte message written"}},
 		// Fails the receive of a message too long for its buffer
 		// unwritten, but does not NACK it BAD_OFFSET with its length
 		// (§3.4): no NACK, the sender's reason, or the DATA's offset.
@@ -198,6 +202,19 @@ func TestBrokenReceivers(t *testing.T) {
 		// too long for its buffer, instead of the DATA's offset (§2.7).
 		{"NACKs a bad placement with the length", fakeSwitches{placement: placementValueLen},
 			allFail(placementIDs, ", want BAD_OFFSET value ")},
+		// Takes a malformed first DATA's length for the message's
+		// before dropping it: the message's own DATA are refused since
+		// (NACKed at their offsets), and the receive never completes.
+		{"starts the message from a malformed first DATA", fakeSwitches{firstData: firstDataStarts},
+			map[string]string{
+				"placement-first":          "no completion within 3s of the message's last DATA, sent after DATA [2860, 3432) index 0 of a 3432-byte message (the receive's first DATA, ",
+				"placement-first-oversize": "; 3 more NACK(s) came after it: BAD_OFFSET value 0, BAD_OFFSET value 1144, BAD_OFFSET value 2288",
+			}},
+		// Checks a first DATA's length against the capacity before its
+		// form: a malformed one naming a message longer than the buffer
+		// fails the buffer, which only a well-formed one does (§3.4).
+		{"fails the buffer on a malformed first DATA too long for it", fakeSwitches{firstData: firstDataLengthFirst},
+			map[string]string{"placement-first-oversize": "the receive failed (message larger than the posted buffer) "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := newFakeWith(false, tc.sw)

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/metaroce/metaroce/transport/wire"
@@ -12,10 +13,18 @@ import (
 // "Placement" beyond a message too long for its buffer (out-of-bounds): a
 // DATA that names a posted receive and a message already started there, but
 // disagrees with it, is dropped unwritten (DropBadPlacement) and NACKed
-// BAD_OFFSET with its offset as the value (§2.7). Only the first DATA's
-// length fails the buffer; this DATA is dropped alone, so the receive stays
-// posted and the message's correct DATA still completes it (the NACK's
-// sender "carries on", §3.4).
+// BAD_OFFSET with its offset as the value (§2.7). Only a well-formed first
+// DATA's length fails the buffer; this DATA is dropped alone, so the
+// receive stays posted and the message's correct DATA still completes it
+// (the NACK's sender "carries on", §3.4).
+//
+// The placement-first cases send their malformed DATA before any other, on
+// the freshly posted receive, with a message length of its own: "a first
+// packet that is itself a bad placement starts nothing" (§3.4). It is
+// dropped and NACKed alone like the others, its length is not the
+// message's (the genuine DATA that follow still agree), and a length
+// larger than the capacity fails no buffer, since only a well-formed first
+// DATA speaks for the message's length.
 
 // placementSegs is how many segments the placement cases' message has: two
 // whole and a short last one.
@@ -45,9 +54,13 @@ type misplaced struct {
 // size s, the message's length l and the capacity c posted. Each breaks one
 // agreement and keeps the others, and is a well-formed DATA (its payload
 // lies inside the length it names, §2.4), so that only placement rejects it.
+// first sends it before any of the message's own DATA, so that it would be
+// the message's first; otherwise it follows the first segment, once that
+// was acknowledged.
 type placementCase struct {
 	id, title string
 	flow      uint32
+	first     bool
 	shape     func(s, l, c int) misplaced
 }
 
@@ -91,6 +104,29 @@ var placementCases = []placementCase{
 			return misplaced{msgLen: uint64(4 * s), off: 3 * s, n: s,
 				breaks: fmt.Sprintf("ends past capacity %d; the first DATA's message is %d bytes", c, l)}
 		}},
+	{id: "placement-first", flow: 45, first: true,
+		title: "a malformed first DATA with a length of its own that fits: unwritten, starts nothing, NACK BAD_OFFSET value offset, the message then completes",
+		shape: func(s, l, c int) misplaced {
+			// The last segment of a 3-segment message, which fits
+			// the buffer, half a segment off the grid: it lies past
+			// the genuine message's end, where a write of it stays
+			// in the guard bytes, and the length it names is not l.
+			off := 2*s + s/2
+			return misplaced{msgLen: uint64(3 * s), off: off, n: 3*s - off,
+				breaks: fmt.Sprintf("the receive's first DATA, offset not a multiple of the segment size %d, message length %d within capacity %d", s, 3*s, c)}
+		}},
+	{id: "placement-first-oversize", flow: 46, first: true,
+		title: "a malformed first DATA naming a message longer than the buffer: unwritten, fails no buffer, NACK BAD_OFFSET value offset, the message then completes",
+		shape: func(s, l, c int) misplaced {
+			// The third segment of an 8-segment message, longer
+			// than the buffer, one byte short: on the grid and
+			// within the capacity, its bytes past the genuine
+			// message's end show in the guard bytes if written. A
+			// well-formed first DATA of that length would fail the
+			// buffer (out-of-bounds); this one is a bad placement.
+			return misplaced{msgLen: uint64(8 * s), off: 2 * s, n: s - 1,
+				breaks: fmt.Sprintf("the receive's first DATA, %d payload bytes, want min(S, L − offset) = %d; message length %d past capacity %d", s-1, s, 8*s, c)}
+		}},
 }
 
 // placementCaseList returns the placement cases in run order.
@@ -103,11 +139,11 @@ func placementCaseList() []*Case {
 	return out
 }
 
-// run posts a receive, starts its message with a correct first segment,
-// sends the malformed DATA, then the message's other segments, and judges:
-// the receive completes with the message intact and nothing past it
-// written, and the malformed DATA drew the NACK BAD_OFFSET of §3.4, which
-// may come before or after the completion.
+// run posts a receive, starts its message with a correct first segment
+// (unless pc.first), sends the malformed DATA, then the message's other
+// segments, and judges: the receive completes with the message intact and
+// nothing past it written, and the malformed DATA drew the NACK BAD_OFFSET
+// of §3.4, which may come before or after the completion.
 func (pc placementCase) run(ctx context.Context, e *Env) (Verdict, string) {
 	flow := pc.flow
 	p, rr, v, why := setupSized(ctx, e, flow, func(s int) uint64 { return uint64(placementCap(s)) })
@@ -125,11 +161,23 @@ func (pc placementCase) run(ctx context.Context, e *Env) (Verdict, string) {
 	// The first segment starts the message with length l. It must reach
 	// the IUT before the malformed DATA, or that DATA would be the
 	// message's first and be judged as such (§3.4): the tester waits for
-	// its acknowledgement.
-	first := p.psn
-	p.send(p.data(flow, rr.Msg, uint64(l), 0, segment(0), -1, wire.FlagAckReq))
-	if !p.awaitAcked(ctx, first, 2*time.Second) {
-		return Fail, fmt.Sprintf("no ACK record covering the message's first DATA (PSN %d) within 2s", first)
+	// its acknowledgement. A first case wants exactly that, and sends the
+	// malformed DATA on the receive as posted.
+	sent := 0
+	if !pc.first {
+		first := p.psn
+		p.send(p.data(flow, rr.Msg, uint64(l), 0, segment(0), -1, wire.FlagAckReq))
+		if !p.awaitAcked(ctx, first, 2*time.Second) {
+			return Fail, fmt.Sprintf("no ACK record covering the message's first DATA (PSN %d) within 2s", first)
+		}
+		sent = 1
+	}
+	rule := "§3.4 drops that DATA alone"
+	if pc.first {
+		rule = "§3.4 drops a malformed first DATA alone, and it starts nothing"
+		if m.msgLen > uint64(capacity) {
+			rule += ": only a well-formed first DATA fails the buffer on its length"
+		}
 	}
 
 	d := wire.Data{Header: p.hdr(wire.OpData), Flow: flow, Msg: rr.Msg, Index: m.index,
@@ -167,10 +215,10 @@ func (pc placementCase) run(ctx context.Context, e *Env) (Verdict, string) {
 		if c.Err != "" {
 			got = fmt.Sprintf("failed (%s)", c.Err)
 		}
-		return Fail, fmt.Sprintf("the receive %s on %s, with 1 of the message's %d segments sent, want it still posted: §3.4 drops that DATA alone%s",
-			got, what, placementSegs, nackSeen(gotN, n, want))
+		return Fail, fmt.Sprintf("the receive %s on %s, with %d of the message's %d segments sent, want it still posted: %s%s%s",
+			got, what, sent, placementSegs, rule, foundIn(c, msg[:min(l, sent*s)], m.off, junk), nackSeen(gotN, n, want))
 	}
-	for i := 1; i < placementSegs; i++ {
+	for i := sent; i < placementSegs; i++ {
 		p.send(p.data(flow, rr.Msg, uint64(l), i*s, segment(i), -1, wire.FlagAckReq))
 	}
 	wctx, cancel = context.WithTimeout(ctx, completionWait)
@@ -178,12 +226,12 @@ func (pc placementCase) run(ctx context.Context, e *Env) (Verdict, string) {
 	p.wait(wctx, nil, func() bool { poll(); return gotC && gotN })
 
 	if !gotC {
-		return Fail, fmt.Sprintf("no completion within %v of the message's last DATA, sent after %s; want the %d-byte message completed: §3.4 drops the malformed DATA alone%s",
-			completionWait, what, l, nackSeen(gotN, n, want))
+		return Fail, fmt.Sprintf("no completion within %v of the message's last DATA, sent after %s; want the %d-byte message completed: %s%s%s",
+			completionWait, what, l, rule, nackSeen(gotN, n, want), p.laterNacks(n, gotN))
 	}
 	if c.Err != "" {
-		return Fail, fmt.Sprintf("the receive failed (%s) after %s, want completed: §3.4 drops that DATA alone, and the message's correct DATA completes the receive%s",
-			c.Err, what, nackSeen(gotN, n, want))
+		return Fail, fmt.Sprintf("the receive failed (%s) after %s, want completed: %s, and the message's correct DATA completes the receive%s",
+			c.Err, what, rule, nackSeen(gotN, n, want))
 	}
 	if bad := checkBytes(c, capacity, msg); bad != "" {
 		return Fail, fmt.Sprintf("after %s: %s%s; want the %d-byte message intact and the guard bytes past it, capacity %d%s",
@@ -210,7 +258,8 @@ func (pc placementCase) run(ctx context.Context, e *Env) (Verdict, string) {
 // foundIn says, for a failure's evidence, how many bytes of the malformed
 // DATA's payload junk (placed at off) the completed buffer holds where it
 // should hold the message msg or the guard byte: "" when none, or when the
-// completion has no buffer of its own to look in.
+// completion has no buffer of its own to look in. msg is what of the
+// message was sent before the completion: the guard byte is due past it.
 func foundIn(c Completion, msg []byte, off int, junk []byte) string {
 	if len(c.Bufs) != 1 {
 		return ""
@@ -243,6 +292,29 @@ func nackSeen(got bool, n, want wire.Nack) string {
 		return "; no NACK seen"
 	}
 	return fmt.Sprintf("; NACK %s seen, want %s", nackText(n, want), nackText(want, n))
+}
+
+// laterNacks adds to a failure's evidence the NACKs on the tester's
+// connection after first, the one the malformed DATA drew (when got): an
+// IUT that took the malformed DATA's length for the message's refuses the
+// message's own DATA since, and shows it there by their offsets. "" when
+// none came.
+func (p *peer) laterNacks(first wire.Nack, got bool) string {
+	var seen []string
+	for _, x := range p.nacks {
+		if x.DstConn != p.localConn {
+			continue
+		}
+		if got {
+			got = false // first is the first of them (connNack)
+			continue
+		}
+		seen = append(seen, nackText(x, first))
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d more NACK(s) came after it: %s", len(seen), strings.Join(seen, ", "))
 }
 
 // acked reports whether an ACK record the tester got for its path 0 covers
