@@ -388,6 +388,13 @@ func (f *fakeIUT) placeSegment(r *fakeRecv, d *wire.Data) {
 // receive r: a NACK BAD_OFFSET with d's offset, r left posted, as the
 // switch placement orders or breaks it.
 func (f *fakeIUT) badPlacement(d *wire.Data, r *fakeRecv) {
+	if f.sw.placement == placementFails {
+		// The failed completion is queued before the NACK leaves, so
+		// that the tester, which looks for a completion before a NACK,
+		// sees it with the DATA that caused it, whatever the timing.
+		delete(f.recvs, d.Flow)
+		f.comps <- conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "DATA disagrees with its message"}
+	}
 	if f.sw.placement != placementNone {
 		nk := wire.Nack{Header: f.hdr(wire.OpNack), Reason: wire.NackBadOffset, Flow: d.Flow, Msg: d.Msg, Index: d.Index, Value: d.Offset}
 		if f.sw.placement == placementValueLen {
@@ -406,9 +413,6 @@ func (f *fakeIUT) badPlacement(d *wire.Data, r *fakeRecv) {
 		if !r.chunks[d.Offset] {
 			f.placeSegment(r, d)
 		}
-	case placementFails:
-		delete(f.recvs, d.Flow)
-		f.comps <- conformance.Completion{Flow: d.Flow, Bufs: [][]byte{snapshot(r.buf)}, Err: "DATA disagrees with its message"}
 	}
 }
 
