@@ -284,29 +284,10 @@ func TestWatchLeafCancelReturnsAtOnce(t *testing.T) {
 	echoGrace = time.Hour
 	for _, connected := range []bool{false, true} {
 		t.Run(fmt.Sprintf("connected %v", connected), func(t *testing.T) {
-			root, err := freeLocalAddr()
-			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			ws := make(chan *setupWatch, 2)
-			for r := range 2 {
-				go func() {
-					_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test"}, []byte{byte(r)})
-					assert.NoError(t, err)
-					ws <- w
-				}()
-			}
-			var w0, w1 *setupWatch
-			for range 2 {
-				w := recv(ctx, t, ws, "a rank's rendezvous")
-				require.NotNil(t, w)
-				defer w.close()
-				if w.b.Rank == 0 {
-					w0 = w
-				} else {
-					w1 = w
-				}
-			}
+			w0, w1, root := watchedPair(ctx, t)
+			var err error
 			// Rank 0 is the test: it reads what rank 1 says and never
 			// answers.
 			lctx, lcancel := context.WithCancelCause(ctx)
@@ -375,29 +356,10 @@ func TestWatchRootCancelWrapsCause(t *testing.T) {
 		{"failed", func(context.Context) error { return errors.New(own) }, own},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root, err := freeLocalAddr()
-			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			ws := make(chan *setupWatch, 2)
-			for r := range 2 {
-				go func() {
-					_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test"}, []byte{byte(r)})
-					assert.NoError(t, err)
-					ws <- w
-				}()
-			}
-			var w0, w1 *setupWatch
-			for range 2 {
-				w := recv(ctx, t, ws, "a rank's rendezvous")
-				require.NotNil(t, w)
-				defer w.close()
-				if w.b.Rank == 0 {
-					w0 = w
-				} else {
-					w1 = w
-				}
-			}
+			w0, w1, _ := watchedPair(ctx, t)
+			var err error
 			// Rank 1 is the test: it never reports, and reads what
 			// rank 0 says.
 			rctx, rcancel := context.WithCancelCause(ctx)
@@ -431,4 +393,32 @@ func TestWatchRootCancelWrapsCause(t *testing.T) {
 			require.Contains(t, string(f.blobs[0]), tc.want)
 		})
 	}
+}
+
+// watchedPair runs the rendezvous of two ranks on a free loopback address,
+// root, each with its setup watch, and returns rank 0's and rank 1's
+// watches, which are closed when the test ends, and root.
+func watchedPair(ctx context.Context, t *testing.T) (w0, w1 *setupWatch, root string) {
+	t.Helper()
+	root, err := freeLocalAddr()
+	require.NoError(t, err)
+	ws := make(chan *setupWatch, 2)
+	for r := range 2 {
+		go func() {
+			_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test"}, []byte{byte(r)})
+			assert.NoError(t, err)
+			ws <- w
+		}()
+	}
+	for range 2 {
+		w := recv(ctx, t, ws, "a rank's rendezvous")
+		require.NotNil(t, w)
+		t.Cleanup(w.close)
+		if w.b.Rank == 0 {
+			w0 = w
+		} else {
+			w1 = w
+		}
+	}
+	return w0, w1, root
 }
