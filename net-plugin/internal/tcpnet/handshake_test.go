@@ -346,13 +346,7 @@ func TestFailedConnectReleasesAcceptedSockets(t *testing.T) {
 	})
 	_, err = second.Write([]byte{helloStale})
 	noErr(t, err)
-	// The read ends at the dialer's close; its deadline only turns a
-	// socket left open into a failure instead of a hang.
-	noErr(t, first.SetReadDeadline(time.Now().Add(backendtest.Deadline)))
-	var buf [1]byte
-	if n, err := first.Read(buf[:]); n != 0 || !errors.Is(err, io.EOF) {
-		t.Fatalf("accepted socket of a failed connect: read %d bytes, %v; want the end of the stream", n, err)
-	}
+	requireClosedByDialer(t, first, "accepted socket of a failed connect")
 }
 
 // TestFailedConnectStopsOtherSockets: when the listener refuses one
@@ -376,13 +370,19 @@ func TestFailedConnectStopsOtherSockets(t *testing.T) {
 	if sc != nil || !errors.Is(err, backend.ErrRemote) {
 		t.Fatalf("connect with a refused socket: %v, %v; want ErrRemote", sc, err)
 	}
-	// The read ends when the dialer closes the socket; its deadline,
-	// far below the connect timeout, only turns a socket left waiting
-	// into a failure instead of a hang.
-	noErr(t, waiting.SetReadDeadline(time.Now().Add(backendtest.Deadline)))
+	requireClosedByDialer(t, waiting, "unanswered socket of a failed connect")
+}
+
+// requireClosedByDialer reads c, the listener's side of one of a dialer's
+// sockets, until the dialer closes it: the read must end at the end of the
+// stream. Its deadline, far below any connect timeout the tests set, only
+// turns a socket left open into a failure instead of a hang.
+func requireClosedByDialer(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	noErr(t, c.SetReadDeadline(time.Now().Add(backendtest.Deadline)))
 	var buf [1]byte
-	if n, err := waiting.Read(buf[:]); n != 0 || !errors.Is(err, io.EOF) {
-		t.Fatalf("unanswered socket of a failed connect: read %d bytes, %v; want the end of the stream", n, err)
+	if n, err := c.Read(buf[:]); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("%s: read %d bytes, %v; want the end of the stream", what, n, err)
 	}
 }
 
