@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/metaroce/metaroce/transport"
+	"github.com/metaroce/metaroce/transport/rocev2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,4 +31,18 @@ func TestMetaRoCEConfigRefusedAsUsage(t *testing.T) {
 	require.True(t, errors.As(err, &ce), "build returned %v, want a *transport.ConfigError in the chain", err)
 	require.ErrorContains(t, err, "MetaRoCE endpoint of host 0")
 	require.ErrorContains(t, err, "Config."+ce.Field)
+}
+
+// TestRoCEv2ConfigRefusedAsUsage: a RoCEv2 endpoint configuration that
+// the baseline refuses, from options that bypassed their check (here a
+// timeout exponent past its 31), is a usage error naming the host, as a
+// MetaRoCE one is, rather than a run failure.
+func TestRoCEv2ConfigRefusedAsUsage(t *testing.T) {
+	o := Options{Smoke: true}
+	o.fill()
+	o.RoCETimeoutExp = 40
+	_, err := build(&o, o.fabric(8, 1, 1, 1), RoCEv2)
+	require.ErrorIs(t, err, ErrUsage)
+	require.ErrorIs(t, err, rocev2.ErrInvalid)
+	require.ErrorContains(t, err, "RoCEv2 endpoint of host 0")
 }

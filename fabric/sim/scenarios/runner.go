@@ -334,7 +334,8 @@ func build(o *Options, c sim.Config, proto string) (*sim.Sim, error) {
 				Rendezvous: o.RoCERendezvous}
 			ep, err := rocev2.NewEndpoint(rc, rng)
 			if err != nil {
-				return nil, err
+				// As for MetaRoCE: the options set this configuration.
+				return nil, fmt.Errorf("%w: RoCEv2 endpoint of host %d: %w", ErrUsage, h, err)
 			}
 			t = &agents.RoCEv2{EP: ep}
 		default:
