@@ -73,13 +73,7 @@ func TestHostCPUs(t *testing.T) {
 		{"cgroup file garbage", map[string]string{online: "0-7", "/proc/self/cgroup": "nonsense"}, 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			read := func(name string) ([]byte, error) {
-				if v, ok := c.files[name]; ok {
-					return []byte(v), nil
-				}
-				return nil, errors.New("no such file")
-			}
-			require.Equal(t, c.want, hostCPUs(read))
+			require.Equal(t, c.want, hostCPUs(fakeFiles(c.files)))
 		})
 	}
 	require.Equal(t, runtime.NumCPU(), hostCPUs(func(string) ([]byte, error) { return nil, errors.New("no /sys") }))
@@ -130,13 +124,7 @@ func TestCgroupV1CpusetMount(t *testing.T) {
 			"/sys/fs/cgroup/cpuset/x/cpuset.effective_cpus": "0-2"}, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			read := func(name string) ([]byte, error) {
-				if v, ok := c.files[name]; ok {
-					return []byte(v), nil
-				}
-				return nil, errors.New("no such file")
-			}
-			require.Equal(t, c.want, hostCPUs(read))
+			require.Equal(t, c.want, hostCPUs(fakeFiles(c.files)))
 		})
 	}
 }
@@ -199,13 +187,7 @@ func TestHostCPUsQuota(t *testing.T) {
 			"/sys/fs/cgroup/cpu.max": "200000 0"}, 64},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			read := func(name string) ([]byte, error) {
-				if v, ok := c.files[name]; ok {
-					return []byte(v), nil
-				}
-				return nil, errors.New("no such file")
-			}
-			require.Equal(t, c.want, hostCPUs(read))
+			require.Equal(t, c.want, hostCPUs(fakeFiles(c.files)))
 		})
 	}
 }
@@ -272,13 +254,7 @@ func TestCgroupV1QuotaMount(t *testing.T) {
 			"/sys/fs/cgroup/cpu/x", "250000"), 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			read := func(name string) ([]byte, error) {
-				if v, ok := c.files[name]; ok {
-					return []byte(v), nil
-				}
-				return nil, errors.New("no such file")
-			}
-			require.Equal(t, c.want, hostCPUs(read))
+			require.Equal(t, c.want, hostCPUs(fakeFiles(c.files)))
 		})
 	}
 }
@@ -407,5 +383,16 @@ func TestLocalRanksBeyondSpinLimitSayWhy(t *testing.T) {
 	require.Len(t, lines, n)
 	for _, l := range lines {
 		require.Contains(t, l, fmt.Sprintf("; %d ranks share the %d CPUs available to this process: event-loop spinning off", n, host))
+	}
+}
+
+// fakeFiles reads files from the map, path to contents, as hostCPUs'
+// reader does from the file system; a path not in it does not exist.
+func fakeFiles(files map[string]string) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		if v, ok := files[name]; ok {
+			return []byte(v), nil
+		}
+		return nil, errors.New("no such file")
 	}
 }
