@@ -67,6 +67,20 @@ func TestForeignHandleRejectedAtConnect(t *testing.T) {
 	}
 }
 
+// dialFake starts a connect of socks sockets, under a connect timeout of
+// timeout, to a fakeListener, whose side of each socket comes on conns as
+// it connects; the connect is aborted when the test ends.
+func dialFake(t *testing.T, socks int, timeout time.Duration) (d backend.Dialer, conns <-chan net.Conn) {
+	t.Helper()
+	hb, conns := fakeListener(t, socks)
+	b, err := New(Config{IfNames: "=lo", Socks: socks, Timeout: timeout})
+	noErr(t, err)
+	d, err = b.Dial(0, hb)
+	noErr(t, err)
+	t.Cleanup(d.Abort)
+	return d, conns
+}
+
 // fakeListener accepts one socket on loopback, reads its hello and hands
 // it to the test, which answers as it likes.
 func fakeListener(t *testing.T, socks int) (handle []byte, conns <-chan net.Conn) {
@@ -116,12 +130,7 @@ func TestSocketCountsOnlyOnceAccepted(t *testing.T) {
 		{"garbage", 0x7f, "not a MetaRoCE tcp listener"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hb, conns := fakeListener(t, 1)
-			b, err := New(Config{IfNames: "=lo", Socks: 1, Timeout: 5 * time.Second})
-			noErr(t, err)
-			d, err := b.Dial(0, hb)
-			noErr(t, err)
-			defer d.Abort()
+			d, conns := dialFake(t, 1, 5*time.Second)
 			c := <-conns // the hello has arrived; the dialer now waits for the answer
 			defer c.Close()
 			if sc, err := d.Step(); sc != nil || err != nil {
@@ -327,16 +336,11 @@ func TestAbandonedHalfConnsExpire(t *testing.T) {
 // accepted socket at once, before any Step or Abort, so that the listener
 // sees the dialer gone and drops the half-assembled connection.
 func TestFailedConnectReleasesAcceptedSockets(t *testing.T) {
-	hb, conns := fakeListener(t, 2)
-	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: time.Hour})
-	noErr(t, err)
-	d, err := b.Dial(0, hb)
-	noErr(t, err)
-	defer d.Abort()
+	d, conns := dialFake(t, 2, time.Hour)
 	first, second := <-conns, <-conns
 	defer first.Close()
 	defer second.Close()
-	_, err = first.Write([]byte{helloAccepted})
+	_, err := first.Write([]byte{helloAccepted})
 	noErr(t, err)
 	dl := d.(*dialer)
 	backendtest.PollUntil(t, "first socket accepted", func() bool {
@@ -355,16 +359,11 @@ func TestFailedConnectReleasesAcceptedSockets(t *testing.T) {
 // dialer closes it) instead of going on until the connect timeout, an
 // hour here, only for the socket to be closed when its answer comes.
 func TestFailedConnectStopsOtherSockets(t *testing.T) {
-	hb, conns := fakeListener(t, 2)
-	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: time.Hour})
-	noErr(t, err)
-	d, err := b.Dial(0, hb)
-	noErr(t, err)
-	defer d.Abort()
+	d, conns := dialFake(t, 2, time.Hour)
 	refused, waiting := <-conns, <-conns
 	defer refused.Close()
 	defer waiting.Close()
-	_, err = refused.Write([]byte{helloStale})
+	_, err := refused.Write([]byte{helloStale})
 	noErr(t, err)
 	sc, err := stepUntilDone(t, d)
 	if sc != nil || !errors.Is(err, backend.ErrRemote) {
@@ -392,12 +391,7 @@ func requireClosedByDialer(t *testing.T, c net.Conn, what string) {
 // naming the peer, as the backend interface's rule for a well-formed
 // handle that names no listener says.
 func TestHelloClosedUnansweredIsRemote(t *testing.T) {
-	hb, conns := fakeListener(t, 1)
-	b, err := New(Config{IfNames: "=lo", Socks: 1, Timeout: time.Hour})
-	noErr(t, err)
-	d, err := b.Dial(0, hb)
-	noErr(t, err)
-	defer d.Abort()
+	d, conns := dialFake(t, 1, time.Hour)
 	noErr(t, (<-conns).Close())
 	sc, err := stepUntilDone(t, d)
 	if sc != nil {
