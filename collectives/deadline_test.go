@@ -171,29 +171,12 @@ func TestSetupDeadlineErrorType(t *testing.T) {
 
 	for _, r := range []int{0, 1} {
 		t.Run(fmt.Sprintf("watch/rank %d", r), func(t *testing.T) {
-			root, err := freeLocalAddr()
-			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			ws := make(chan *setupWatch, 2)
-			for q := range 2 {
-				go func() {
-					_, w, err := exchangeWatched(ctx, Bootstrap{Rank: q, NRanks: 2, Root: root, Source: "test", deadline: setup}, []byte{byte(q)})
-					assert.NoError(t, err)
-					ws <- w
-				}()
-			}
-			var mine *setupWatch
-			for range 2 {
-				w := recv(ctx, t, ws, "a rank's rendezvous")
-				require.NotNil(t, w)
-				defer w.close()
-				if w.b.Rank == r {
-					mine = w
-				}
-			}
+			w0, w1, _ := watchedPair(ctx, t, setup)
+			mine := []*setupWatch{w0, w1}[r]
 			// The other rank joined the rendezvous and says nothing.
-			err = mine.run(deadline(t), func(context.Context) error { return nil })
+			err := mine.run(deadline(t), func(context.Context) error { return nil })
 			requireDeadlineError(t, err, wantSetup)
 		})
 	}

@@ -234,34 +234,16 @@ func TestWatchKeepAlive(t *testing.T) {
 func TestWatchDeadlineNamed(t *testing.T) {
 	for _, r := range []int{0, 1} {
 		t.Run(fmt.Sprintf("rank %d", r), func(t *testing.T) {
-			root, err := freeLocalAddr()
-			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			// Rank r runs its watch under a short deadline; the other
 			// rank joins the rendezvous and then says nothing.
 			const d = 150 * time.Millisecond
-			ws := make(chan *setupWatch, 2)
-			for q := range 2 {
-				go func() {
-					b := Bootstrap{Rank: q, NRanks: 2, Root: root, Source: "test", deadline: setupDeadline{d: d}}
-					_, w, err := exchangeWatched(ctx, b, []byte{byte(q)})
-					assert.NoError(t, err)
-					ws <- w
-				}()
-			}
-			var mine *setupWatch
-			for range 2 {
-				w := recv(ctx, t, ws, "a rank's rendezvous")
-				require.NotNil(t, w)
-				defer w.close()
-				if w.b.Rank == r {
-					mine = w
-				}
-			}
+			w0, w1, root := watchedPair(ctx, t, setupDeadline{d: d})
+			mine := []*setupWatch{w0, w1}[r]
 			wctx, wcancel := context.WithTimeout(ctx, d)
 			defer wcancel()
-			err = mine.run(wctx, func(context.Context) error { return nil })
+			err := mine.run(wctx, func(context.Context) error { return nil })
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			want := "ranks [1] did not report connecting to their peers before the setup deadline of 150ms (Config.Timeout) ran out: "
 			if r == 1 {
@@ -286,7 +268,7 @@ func TestWatchLeafCancelReturnsAtOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("connected %v", connected), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			w0, w1, root := watchedPair(ctx, t)
+			w0, w1, root := watchedPair(ctx, t, setupDeadline{})
 			var err error
 			// Rank 0 is the test: it reads what rank 1 says and never
 			// answers.
@@ -358,7 +340,7 @@ func TestWatchRootCancelWrapsCause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			w0, w1, _ := watchedPair(ctx, t)
+			w0, w1, _ := watchedPair(ctx, t, setupDeadline{})
 			var err error
 			// Rank 1 is the test: it never reports, and reads what
 			// rank 0 says.
@@ -396,16 +378,17 @@ func TestWatchRootCancelWrapsCause(t *testing.T) {
 }
 
 // watchedPair runs the rendezvous of two ranks on a free loopback address,
-// root, each with its setup watch, and returns rank 0's and rank 1's
-// watches, which are closed when the test ends, and root.
-func watchedPair(ctx context.Context, t *testing.T) (w0, w1 *setupWatch, root string) {
+// root, each with its setup watch and setup as New's deadline, and returns
+// rank 0's and rank 1's watches, which are closed when the test ends, and
+// root.
+func watchedPair(ctx context.Context, t *testing.T, setup setupDeadline) (w0, w1 *setupWatch, root string) {
 	t.Helper()
 	root, err := freeLocalAddr()
 	require.NoError(t, err)
 	ws := make(chan *setupWatch, 2)
 	for r := range 2 {
 		go func() {
-			_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test"}, []byte{byte(r)})
+			_, w, err := exchangeWatched(ctx, Bootstrap{Rank: r, NRanks: 2, Root: root, Source: "test", deadline: setup}, []byte{byte(r)})
 			assert.NoError(t, err)
 			ws <- w
 		}()
