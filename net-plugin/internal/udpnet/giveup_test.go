@@ -108,14 +108,7 @@ func TestConnectEndingWithAcceptInHandCompletes(t *testing.T) {
 		})
 		require.NoError(t, l.Close())
 
-		buf := make([]byte, 2)
-		r, err := rc.Irecv([][]byte{buf}, []int32{3})
-		require.NoError(t, err)
-		s, err := sc.Isend([]byte("ok"), 3)
-		require.NoError(t, err)
-		backendtest.Wait(t, s, nil)
-		backendtest.Wait(t, r, nil)
-		require.Equal(t, "ok", string(buf))
+		requireMessageCrosses(t, sc, rc, 3)
 		require.NoError(t, sc.Close())
 		require.NoError(t, rc.Close())
 	}
@@ -171,14 +164,7 @@ func TestStrayAcceptLeavesLiveCommWorking(t *testing.T) {
 	sc, rc := connect(t, a, b)
 	a.devs[0].handleCtrl(sc.p, ctrlMsg{Kind: ctrlAccept, Flow: sc.connected, Nonce: 1})
 
-	buf := make([]byte, 2)
-	r, err := rc.Irecv([][]byte{buf}, []int32{5})
-	require.NoError(t, err)
-	s, err := sc.Isend([]byte("ok"), 5)
-	require.NoError(t, err)
-	backendtest.Wait(t, s, nil)
-	backendtest.Wait(t, r, nil)
-	require.Equal(t, "ok", string(buf))
+	requireMessageCrosses(t, sc, rc, 5)
 }
 
 // TestStrayAcceptBeyondListenFlowsLeavesControlFlow: an accept naming
@@ -237,18 +223,25 @@ func TestDeclineChecksFlow(t *testing.T) {
 	ad.handleCtrl(ap, ctrlMsg{Kind: ctrlAccept, Flow: sc.connected, Nonce: 9})
 	ad.handleCtrl(ap, ctrlMsg{Kind: ctrlAccept, Flow: 1 << 31, Nonce: 9})
 
-	buf := make([]byte, 2)
-	r, err := rc.Irecv([][]byte{buf}, []int32{5})
-	require.NoError(t, err)
-	s, err := sc.Isend([]byte("ok"), 5)
-	require.NoError(t, err)
-	backendtest.Wait(t, s, nil)
-	backendtest.Wait(t, r, nil)
-	require.Equal(t, "ok", string(buf))
+	requireMessageCrosses(t, sc, rc, 5)
 	next, _ := connect(t, a, b)
 	require.Same(t, ap, next.p, "the next connect needed a new connection")
 	ad.mu.Lock()
 	defer ad.mu.Unlock()
 	require.False(t, ap.dead, "the connection ended")
 	require.Empty(t, ap.abandoned, "the answers left their records")
+}
+
+// requireMessageCrosses sends a two-byte message with tag from sc to rc and
+// requires it to arrive whole: the comms work.
+func requireMessageCrosses(t *testing.T, sc backend.SendConn, rc backend.RecvConn, tag int32) {
+	t.Helper()
+	buf := make([]byte, 2)
+	r, err := rc.Irecv([][]byte{buf}, []int32{tag})
+	require.NoError(t, err)
+	s, err := sc.Isend([]byte("ok"), tag)
+	require.NoError(t, err)
+	backendtest.Wait(t, s, nil)
+	backendtest.Wait(t, r, nil)
+	require.Equal(t, "ok", string(buf))
 }
