@@ -265,21 +265,35 @@ func (c *Conn) PathStats() []transport.PathStats {
 // that its requests are done (AbortFlow, Close) waits for that turn first.
 func (e *Endpoint) settle() { e.applyAndWait(command{kind: cmdFunc}) }
 
-// applyAndWait queues cmd, whose fn it sets, and returns once a turn has
-// applied it, or once the endpoint has stopped (which finishes every
-// request). A command refused because the loop's exit has begun waits for
-// the exit's end too: the exit refuses commands from its start and fails
-// the outstanding requests after, so a refusal alone does not mean they
-// are done.
-func (e *Endpoint) applyAndWait(cmd command) {
+// applyAndWait queues cmd and returns once a turn has applied it, cmd.fn
+// (if any) included, or once the endpoint has stopped (which finishes
+// every request); it reports whether cmd.fn ran. A command refused because
+// the loop's exit has begun waits for the exit's end too: the exit refuses
+// commands from its start and fails the outstanding requests after, so a
+// refusal alone does not mean they are done.
+func (e *Endpoint) applyAndWait(cmd command) bool {
 	done := make(chan struct{})
-	cmd.fn = func() { close(done) }
+	fn := cmd.fn
+	cmd.fn = func() {
+		if fn != nil {
+			fn()
+		}
+		close(done)
+	}
 	if e.enqueue(cmd) != nil {
 		<-e.done
-		return
+		return false
 	}
 	select {
 	case <-done:
+		return true
 	case <-e.done:
+		// The exit runs the commands it found queued before it ends.
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
 	}
 }

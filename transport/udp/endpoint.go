@@ -466,31 +466,24 @@ func (e *Endpoint) SetConcurrentSenders(k int) error {
 // 0, the exit having ended every connection; a call that meets the exit
 // waits for it to end and reports the same, as Conn.Stats does.
 func (e *Endpoint) Stats() EndpointStats {
-	ch := make(chan EndpointStats, 1)
-	err := e.enqueue(command{kind: cmdFunc, fn: func() {
+	var s EndpointStats
+	ran := e.applyAndWait(command{kind: cmdFunc, fn: func() {
 		if e.finalCore != nil {
 			// The exit runs the commands it found queued last,
 			// once it has ended the connections.
-			ch <- e.stoppedStats()
+			s = e.stoppedStats()
 			return
 		}
-		s := e.driverStats()
+		s = e.driverStats()
 		s.Core = e.core.Counters()
 		s.Conns = e.core.NumConns()
-		ch <- s
 	}})
-	if err != nil {
-		// The exit refuses commands from its start and records the
-		// core's counters after: wait for it to finish.
-		<-e.done
+	if !ran {
+		// Refused by the exit, which records the core's counters
+		// after it refuses commands: applyAndWait waited for its end.
 		return e.stoppedStats()
 	}
-	select {
-	case s := <-ch:
-		return s
-	case <-e.done:
-		return e.stoppedStats()
-	}
+	return s
 }
 
 // driverStats returns the datapath's own counters, the fields of
