@@ -192,28 +192,23 @@ func (c *Conn) Close() error {
 // Stats returns a snapshot of the connection's counters; a closed
 // connection reports them as they were when it ended, with State "closed".
 func (c *Conn) Stats() transport.ConnStats {
-	ch := make(chan transport.ConnStats, 1)
-	err := c.ep.enqueue(command{kind: cmdFunc, fn: func() {
-		st, ok := transport.ConnStats{State: "closed"}, false
+	var st transport.ConnStats
+	ran := c.ep.applyAndWait(command{kind: cmdFunc, fn: func() {
+		ok := false
 		switch {
 		case !c.gone:
-			if st, ok = c.ep.core.Stats(c.id); !ok {
-				st = transport.ConnStats{State: "closed"}
-			}
+			st, ok = c.ep.core.Stats(c.id)
 		case c.final != nil:
-			st = c.final.Conn
+			st, ok = c.final.Conn, true
 		}
-		ch <- st
+		if !ok {
+			st = transport.ConnStats{State: "closed"}
+		}
 	}})
-	if err != nil {
+	if !ran {
 		return c.exitStats().Conn
 	}
-	select {
-	case st := <-ch:
-		return st
-	case <-c.ep.done:
-		return c.exitStats().Conn
-	}
+	return st
 }
 
 // exitStats waits until the endpoint's loop has exited (a command was
@@ -233,9 +228,8 @@ func (c *Conn) exitStats() transport.FinalStats {
 // PathStats returns a snapshot of the counters of every path of the
 // connection; once it is closed, as they were when it ended.
 func (c *Conn) PathStats() []transport.PathStats {
-	ch := make(chan []transport.PathStats, 1)
-	err := c.ep.enqueue(command{kind: cmdFunc, fn: func() {
-		var out []transport.PathStats
+	var out []transport.PathStats
+	ran := c.ep.applyAndWait(command{kind: cmdFunc, fn: func() {
 		if c.gone && c.final != nil {
 			out = append(out, c.final.Paths...)
 		}
@@ -246,17 +240,11 @@ func (c *Conn) PathStats() []transport.PathStats {
 			}
 			out = append(out, ps)
 		}
-		ch <- out
 	}})
-	if err != nil {
+	if !ran {
 		return c.exitStats().Paths
 	}
-	select {
-	case ps := <-ch:
-		return ps
-	case <-c.ep.done:
-		return c.exitStats().Paths
-	}
+	return out
 }
 
 // settle returns once the turn running now, if any, has ended. A
