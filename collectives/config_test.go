@@ -49,6 +49,37 @@ func TestConfigChunkDefault(t *testing.T) {
 	assert.ErrorContains(t, err, "all-to-all messages in flight")
 }
 
+// TestConfigLoopbackPaths: a MetaRoCE rank on loopback addresses only
+// (none given means 127.0.0.1) takes LoopbackPathsPerPlane; any other
+// address, a blackholing driver, an explicit count or the TCP baseline
+// leaves the count as given (0: the datapath's default).
+func TestConfigLoopbackPaths(t *testing.T) {
+	lo4, lo6 := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("::1")
+	mapped := netip.MustParseAddr("::ffff:127.0.0.1")
+	lan := netip.MustParseAddr("10.1.2.3")
+	for _, tc := range []struct {
+		name      string
+		transport string
+		addrs     []netip.Addr
+		blackhole []int
+		paths     int
+		want      int
+	}{
+		{"default address", "", nil, nil, 0, LoopbackPathsPerPlane},
+		{"loopback planes", TransportMetaRoCE, []netip.Addr{lo4, lo6, mapped}, nil, 0, LoopbackPathsPerPlane},
+		{"one plane off loopback", TransportMetaRoCE, []netip.Addr{lo4, lan}, nil, 0, 0},
+		{"blackholed ports", TransportMetaRoCE, nil, []int{3}, 0, 0},
+		{"explicit", TransportMetaRoCE, nil, nil, 3, 3},
+		{"tcp", TransportTCP, nil, nil, 0, 0},
+	} {
+		cfg := Config{Transport: tc.transport}
+		cfg.UDP.Addrs, cfg.UDP.Blackhole, cfg.UDP.Core.PathsPerPlane = tc.addrs, tc.blackhole, tc.paths
+		c, err := cfg.withDefaults()
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, c.UDP.Core.PathsPerPlane, tc.name)
+	}
+}
+
 // TestConfigNegativeRefused: a negative channel count, chunk or timeout,
 // or more channels than 64, is an error naming the field, not the default in disguise (a timeout of -1
 // read as 60 s broke a communicator whose caller meant "none").
