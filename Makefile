@@ -133,7 +133,7 @@ soak: ## Mixed collectives for DURATION under faults (SOAKFLAGS="--netlab --plug
 	$(BUILD)/mrsoak -duration $(DURATION) -v $(SOAKFLAGS)
 
 bench-peers: build ## mrbench beside Open MPI (shm and TCP) and PyTorch gloo, one table (the one in docs/results.md); PEERSFLAGS=--install installs missing peers (root)
-	bench/peers/run.sh --rounds 3 --iters 20 --warmup 5 $(PEERSFLAGS)
+	bench/peers/run.sh --rounds 5 --iters 20 --warmup 5 $(PEERSFLAGS)
 
 mpirun-check: build ## mrbench as a 4-process Open MPI job (skips without mpirun)
 	sh cmd/mrbench/testdata/mpirun.sh $(BUILD)/mrbench
