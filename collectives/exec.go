@@ -203,7 +203,7 @@ func (c *Comm) execute(ctx context.Context, p *sched.Plan, tag uint32, sch callS
 				}
 			}
 		case <-ctx.Done():
-			return c.stuckErr(ctx, p, inflight)
+			return c.stuckErr(ctx, p, sch, inflight)
 		}
 	}
 	return nil
@@ -319,8 +319,13 @@ func peerLeftHint(peer int, err error) string {
 
 // stuckErr explains why a call's context ended while transfers were
 // outstanding: the communicator's Timeout, the caller's own deadline or a
-// cancellation, and which peers this rank still waits for.
-func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, inflight map[int]pending) error {
+// cancellation, and which peers this rank still waits for. Where the time
+// ran out it also names this rank's schedule sch: ranks that pass
+// different per-call schedules fail with ErrMismatch when a message of
+// one meets the other's, but plans that never share a message stream (a
+// ring against halving and doubling on 4 ranks) only wait, and the user
+// needs each rank's schedule to tell that from a dead peer.
+func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, sch callSchedule, inflight map[int]pending) error {
 	peers := map[int]bool{}
 	for i := range inflight {
 		peers[p.Steps[i].Peer] = true
@@ -332,7 +337,8 @@ func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, inflight map[int]pen
 	sortInts(list)
 	// A deadline that passed may be a peer's fault; a cancellation is the
 	// caller's own doing, and the ranks it waited on are only named.
-	why, hint := "did not finish by the caller's deadline", "; a peer may have died or stopped calling the collective"
+	why := "did not finish by the caller's deadline"
+	hint := fmt.Sprintf("; a peer may have died, stopped calling the collective, or made a different call (another collective, count or type, or another schedule: this rank ran %v, and each rank's error names its own)", sch)
 	switch {
 	case errors.Is(context.Cause(ctx), errCallTimeout):
 		why = fmt.Sprintf("did not finish within the communicator's timeout of %v", c.cfg.Timeout)

@@ -594,3 +594,32 @@ func TestLaunchReturnsTheFailedRanksError(t *testing.T) {
 		})
 	}
 }
+
+// TestDisagreeingSchedulesThatNeverMeet: ranks 0 and 1 run a ring
+// all-reduce, ranks 2 and 3 halving and doubling. The ring ranks agree with
+// each other, and so do the others; each side's messages for the other
+// side go to streams whose receives the other side never posts, so no
+// message reveals the disagreement and every rank runs out of time. Each
+// error then names the rank's own schedule beside the dead-peer hint, so
+// that the user can compare the ranks' errors. Before, it only said a peer
+// may have died or stopped calling.
+func TestDisagreeingSchedulesThatNeverMeet(t *testing.T) {
+	dt := reduce.Float32
+	const n, count = 4, 1 << 14
+	algs := [n]sched.Algorithm{sched.AlgoRing, sched.AlgoRing, sched.AlgoHalvingDoubling, sched.AlgoHalvingDoubling}
+	var errs [n]error
+	_ = LaunchLocal(context.Background(), n, Config{Timeout: time.Minute}, func(c *Comm) error {
+		r := c.Rank()
+		buf := fill(dt, count, func(i int) float64 { return value(r, i) })
+		sc := sched.Config{Collective: sched.AllReduce, Count: count, DType: dt, Op: reduce.OpSum, InPlace: true, Algorithm: algs[r]}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		errs[r] = c.Run(ctx, sc, nil, buf)
+		return errs[r]
+	})
+	for r, err := range errs {
+		require.ErrorIs(t, err, context.DeadlineExceeded, "rank %d", r)
+		require.ErrorContains(t, err, "made a different call", "rank %d", r)
+		require.ErrorContains(t, err, "this rank ran algorithm "+algs[r].String(), "rank %d", r)
+	}
+}
