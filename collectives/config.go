@@ -200,7 +200,7 @@ func (c Config) withDefaults() (Config, error) {
 // a connection over four source ports spreads nothing, and costs a send
 // call and an acknowledgement record per path used. Measured with
 // alternated runs of `build/mrbench --transport metaroce -np 4 --op alltoall
-// -b 1M -e 1M` on a 2-vCPU host: about 8% less time and CPU per call with
+// -b 1M -e 1M` on a 2-vCPU host: 6-11% less time and CPU per call with
 // one path (docs/results.md). A driver that blackholes ports (Config.UDP.
 // Blackhole, a test option) stands in for a fabric's failing paths, which
 // only a connection with several paths survives, so it keeps the default.
