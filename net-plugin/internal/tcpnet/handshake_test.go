@@ -2,10 +2,12 @@ package tcpnet
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -422,5 +424,84 @@ func TestClosedListenerHandleIsRemote(t *testing.T) {
 	}
 	if !errors.Is(err, backend.ErrRemote) || !strings.Contains(err.Error(), "127.0.0.1:") || !strings.Contains(err.Error(), "stale") {
 		t.Fatalf("error %v: want ErrRemote naming the peer and a stale handle", err)
+	}
+}
+
+// dataTaken reports whether the other end's kernel has acknowledged every
+// byte written on c, so that the bytes wait in its receive queue.
+func dataTaken(t *testing.T, c *net.TCPConn) bool {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	noErr(t, err)
+	var info *unix.TCPInfo
+	noErr(t, raw.Control(func(fd uintptr) {
+		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}))
+	noErr(t, err)
+	return info.Unacked == 0 && info.Notsent_bytes == 0
+}
+
+// TestTalkingHalfConnsExpire: maxPendingConns connections of which one
+// socket of two arrived and then sent bytes, which no dialer of this
+// version does before its connection is complete, do not make the
+// listener refuse the next dialer, whether their peers stay (half of
+// them) or close after the bytes, which hides the end of the stream from
+// a peek behind them: the listener drops them, closing their sockets and
+// logging each peer, when that dialer's first socket arrives.
+func TestTalkingHalfConnsExpire(t *testing.T) {
+	var mu sync.Mutex
+	var logged []string
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: 5 * time.Second, Logf: func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	}})
+	noErr(t, err)
+	l, err := b.Listen(0)
+	noErr(t, err)
+	t.Cleanup(func() { l.Close() })
+	var h listenHandle
+	_, err = parseListenHandle(&h, l.Handle())
+	noErr(t, err)
+	var talkers []*net.TCPConn
+	for id := range uint64(maxPendingConns) {
+		c := halfConn(t, h.Addr, h.Nonce, id+1)
+		_, err := c.Write([]byte("early bytes"))
+		noErr(t, err)
+		if id%2 == 1 {
+			noErr(t, c.CloseWrite())
+		}
+		talkers = append(talkers, c)
+	}
+	backendtest.PollUntil(t, "the listener's side holding each talker's bytes", func() bool {
+		for len(talkers) > 0 && dataTaken(t, talkers[0]) {
+			talkers = talkers[1:]
+		}
+		return len(talkers) == 0
+	})
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	defer d.Abort()
+	sc, err := stepUntilDone(t, d)
+	if err != nil {
+		t.Fatalf("connect after %d half connections that sent data: %v", maxPendingConns, err)
+	}
+	defer sc.Close()
+	var rc backend.RecvConn
+	backendtest.PollUntil(t, "accept", func() bool {
+		rc, err = l.Accept()
+		noErr(t, err)
+		return rc != nil
+	})
+	noErr(t, rc.Close())
+	ln := l.(*listener)
+	ln.mu.Lock()
+	eq(t, 0, len(ln.pending))
+	ln.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	eq(t, maxPendingConns, len(logged))
+	if !strings.Contains(logged[0], "127.0.0.1:") || !strings.Contains(logged[0], "sent data") {
+		t.Fatalf("log line %q: want the peer and what it did", logged[0])
 	}
 }

@@ -16,7 +16,8 @@ import (
 
 // maxPendingConns bounds half-assembled connections per listener; more
 // simultaneous strangers than this are dropped. Connections whose dialer
-// gave up do not count for long: see dropAbandonedLocked.
+// gave up, or that carry data before they are complete, do not count for
+// long: see dropAbandonedLocked.
 const maxPendingConns = 64
 
 // listener accepts TCP sockets in a goroutine, groups them by connection id
@@ -146,24 +147,42 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 }
 
 // dropAbandonedLocked closes and forgets the half-assembled connections
-// one of whose sockets its dialer has given up: a dialer that fails or is
-// aborted closes the sockets it holds, and a dead dialer's kernel does, or
-// (host gone) the socket's keepalive and TCP_USER_TIMEOUT turn the silence
-// into a socket error within about cfg.Timeout. Without this, such
-// connections would stay until Close, and maxPendingConns of them would
-// make the listener refuse every later connection. It runs when a socket
-// opens a new connection, so it needs no goroutine or timer of its own.
-// The caller holds l.mu.
+// that can never complete: one of whose sockets its dialer has given up,
+// or one of whose sockets carries bytes.
+//
+// A dialer that fails or is aborted closes the sockets it holds, and a
+// dead dialer's kernel does, or (host gone) the socket's keepalive and
+// TCP_USER_TIMEOUT turn the silence into a socket error within about
+// cfg.Timeout. A dialer of this version writes nothing after a hello until
+// every socket of its connection is accepted, which takes the connection
+// out of l.pending first; bytes waiting on a socket still here come from
+// no such dialer (or a faulty one), and they would also hide its end of
+// the stream from the peek for good, the connection holding its slot even
+// after its peer closed.
+//
+// Without this, such connections would stay until Close, and
+// maxPendingConns of them would make the listener refuse every later
+// connection. It runs when a socket opens a new connection, so it needs no
+// goroutine or timer of its own. The caller holds l.mu.
 func (l *listener) dropAbandonedLocked() {
 	for id, socks := range l.pending {
-		abandoned := false
+		drop := false
 		for _, s := range *socks {
-			if s != nil && peerGone(s) {
-				abandoned = true
+			if s == nil {
+				continue
+			}
+			switch peek(s) {
+			case peekEnded:
+				drop = true
+			case peekData:
+				drop = true
+				l.cfg.logf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: it sent data before all %d of its sockets had joined (not a MetaRoCE tcp dialer of this version, or a faulty one)", s.RemoteAddr(), l.ln.Addr(), len(*socks))
+			}
+			if drop {
 				break
 			}
 		}
-		if !abandoned {
+		if !drop {
 			continue
 		}
 		for _, s := range *socks {
@@ -175,15 +194,25 @@ func (l *listener) dropAbandonedLocked() {
 	}
 }
 
-// peerGone reports whether the other end of c has closed it, or c has
-// failed: a non-blocking peek finds the end of the stream or a socket
-// error. Nothing to read yet, or bytes waiting, means the dialer may still
-// be there. A peek consumes nothing, so the connection's receiver later
-// reads every byte that was waiting.
-func peerGone(c *net.TCPConn) bool {
+// peekResult is what a non-blocking peek finds on a socket.
+type peekResult int
+
+const (
+	// peekNothing: nothing to read yet; the other end may still be there.
+	peekNothing peekResult = iota
+	// peekEnded: the other end closed the socket (end of stream with
+	// nothing before it), or the socket failed.
+	peekEnded
+	// peekData: at least one byte waits to be read.
+	peekData
+)
+
+// peek looks at c without waiting and without consuming anything, so that
+// whoever reads c later reads every byte that was waiting.
+func peek(c *net.TCPConn) peekResult {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return true
+		return peekEnded
 	}
 	var n int
 	var perr error
@@ -194,13 +223,15 @@ func peerGone(c *net.TCPConn) bool {
 	})
 	switch {
 	case err != nil:
-		return true
+		return peekEnded
+	case perr == nil && n > 0:
+		return peekData
 	case perr == nil:
-		return n == 0
+		return peekEnded
 	case errors.Is(perr, unix.EAGAIN), errors.Is(perr, unix.EINTR):
-		return false
+		return peekNothing
 	}
-	return true
+	return peekEnded
 }
 
 // answer writes the one-byte answer to a hello, bounded by cfg.Timeout.

@@ -24,6 +24,10 @@ type Config struct {
 	// Timeout bounds connection setup and how long unacknowledged data may
 	// sit on a socket (TCP_USER_TIMEOUT) before the peer is declared dead.
 	Timeout time.Duration
+	// Logf, when set, receives one line (no trailing newline) for each
+	// connection the listener drops because its peer misbehaved or gave
+	// up; nil discards them.
+	Logf func(format string, args ...any)
 }
 
 // DefaultConfig is used for zero fields of a Config.
@@ -71,6 +75,13 @@ func (b *Backend) Devices() []backend.Device { return b.devs }
 
 // Close releases nothing: connections own their sockets.
 func (b *Backend) Close() error { return nil }
+
+// logf passes a line to cfg.Logf, if set.
+func (cfg *Config) logf(format string, args ...any) {
+	if cfg.Logf != nil {
+		cfg.Logf(format, args...)
+	}
+}
 
 func (b *Backend) device(dev int) (backend.Device, error) {
 	if dev < 0 || dev >= len(b.devs) {
