@@ -20,7 +20,9 @@ const refusedBackoff = 100 * time.Millisecond
 // dialer opens the sockets of one connection in background goroutines; Step
 // only collects their results, so connect never blocks. Each socket goes
 // through connect, hello, and the listener's answer; it counts as
-// connected only once the listener accepted it.
+// connected only once the listener accepted it, and the connection is the
+// dialer's once all are, when it confirms it to the listener
+// (connConfirmed).
 type dialer struct {
 	h      listenHandle
 	cancel context.CancelFunc
@@ -31,11 +33,12 @@ type dialer struct {
 	// looks at whether the connect's context ended meanwhile.
 	verdictRead func(idx int)
 
-	mu    sync.Mutex
-	socks []*net.TCPConn
-	n     int   // sockets the listener accepted so far
-	err   error // first failure
-	taken bool  // Step returned the connection
+	mu       sync.Mutex
+	socks    []*net.TCPConn
+	n        int   // sockets the listener accepted so far
+	err      error // first failure
+	taken    bool  // Step returned the connection, or Abort ended the attempt
+	aborting bool  // Abort has begun: no socket is taken, nothing confirmed
 }
 
 func newDialer(cfg Config, h listenHandle, verdictRead func(idx int)) *dialer {
@@ -97,12 +100,12 @@ func (d *dialer) dialOne(ctx context.Context, cfg Config, idx int, id uint64) {
 // returned as an ErrRemote error that names the peer.
 //
 // An answer read in full counts even if ctx ended just after: the listener
-// filed the socket before it answered helloAccepted (and queued the
-// connection if it was the last one), so taking the socket keeps both sides
-// in agreement, as failing the connect on a socket the listener holds would
-// not. Only a handshake that ctx interrupted fails with ctx's error. (After
-// an Abort, Abort closes the sockets so taken, which the listener's
-// connection reads as a sender that closed.)
+// filed the socket before it answered helloAccepted, and, were it the last
+// one, the connection is ready on both sides but for the dialer's
+// confirmation (finish), so the connect may as well complete. Only a
+// handshake that ctx interrupted fails with ctx's error; the socket is
+// then closed unconfirmed, which the listener reads as a connect that
+// gave up. (An Abort takes no socket, whatever its answer: see finish.)
 func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx int) error {
 	expired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
@@ -145,7 +148,12 @@ func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx 
 }
 
 // finish records the outcome of socket idx: c once the listener accepted
-// it, or the error that ended it. The first error fails the connect, and
+// it, or the error that ended it. The socket that completes the set
+// confirms the connection to the listener (confirmLocked), in the same
+// step as it is recorded, so the connection is the dialer's exactly when
+// the listener is told so; a socket that arrives after a failure or once
+// Abort has begun is closed instead, and the connection is never
+// confirmed. The first error fails the connect, and
 // the sockets already accepted are closed at once, not at Abort, which may
 // come much later (NCCL may stop calling connect without a word, see
 // core's abandonAfter): until they close, the listener keeps the
@@ -171,12 +179,35 @@ func (d *dialer) finish(idx int, c *net.TCPConn, err error) {
 		}
 		return
 	}
-	if d.taken || d.err != nil {
+	if d.taken || d.aborting || d.err != nil {
 		_ = c.Close()
 		return
 	}
 	d.socks[idx] = c
 	d.n++
+	if d.n == len(d.socks) {
+		d.confirmLocked()
+	}
+}
+
+// confirmLocked writes connConfirmed on socket 0 once every socket is
+// accepted: from then on the connection is the dialer's, and the listener
+// hands it out. The socket has carried nothing since the listener's
+// answer, so the byte goes to an empty send buffer and the write does not
+// wait. A write that fails (the listener closed or dropped the
+// connection meanwhile) fails the connect like any socket error, closing
+// the sockets. The caller holds d.mu.
+func (d *dialer) confirmLocked() {
+	_, err := d.socks[0].Write([]byte{connConfirmed})
+	if err == nil {
+		return
+	}
+	d.err = fmt.Errorf("tcpnet: peer %v accepted all %d sockets but closed socket 1 before this side could confirm the connection (%v): is the peer's listener closing? %w", d.h.Addr, d.h.Socks, err, backend.ErrRemote)
+	d.cancel()
+	for i, s := range d.socks {
+		_ = s.Close()
+		d.socks[i] = nil
+	}
 }
 
 // Step returns the connection once every socket is up.
@@ -197,8 +228,15 @@ func (d *dialer) Step() (backend.SendConn, error) {
 	return newSendConn(d.socks), nil
 }
 
-// Abort cancels the attempt and closes sockets not yet handed out.
+// Abort cancels the attempt and closes sockets not yet handed out. It
+// marks the dialer aborting before it cancels, so that a socket whose
+// answer its goroutine reads meanwhile is closed, not taken, and an
+// aborted connect never confirms a connection for the listener to hand
+// out.
 func (d *dialer) Abort() {
+	d.mu.Lock()
+	d.aborting = true
+	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
 	d.mu.Lock()

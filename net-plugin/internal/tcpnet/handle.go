@@ -14,10 +14,14 @@ var handleMagic = [4]byte{'M', 'R', 'T', 'C'}
 // handleVersion is the version of the listen handle's layout and of the
 // connection handshake, carried by the handle and by every hello: a dialer
 // only speaks to listeners of its own version, and says so when the
-// versions differ. Version 2: the listener answers each hello with one
-// byte (see helloAccepted); version 1 dialers counted a socket connected
-// once its hello was written.
-const handleVersion = 2
+// versions differ. Version 3: once every socket of a connection is
+// accepted, the dialer confirms that it takes the connection with one
+// byte on socket 0 (connConfirmed), which the listener waits for before
+// it hands the connection out. Version 2 listeners handed it out as soon
+// as its last socket was accepted, and version 1 dialers counted a socket
+// connected once its hello was written, before the listener answered it
+// with one byte (helloAccepted).
+const handleVersion = 3
 
 // Handle layout (offsets in bytes, integers big-endian). Bytes past
 // handleLen are zero and ignored, so NCCL may keep them as scratch.

@@ -184,6 +184,7 @@ func TestAbortDuringHandshake(t *testing.T) {
 // answer is a refusal.
 func TestListenerAnswersEveryHello(t *testing.T) {
 	_, l, h := listening(t)
+	var last *net.TCPConn // the socket of the latest ask
 	ask := func(hl hello) byte {
 		t.Helper()
 		c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(h.Addr))
@@ -196,17 +197,25 @@ func TestListenerAnswersEveryHello(t *testing.T) {
 		var v [1]byte
 		_, err = io.ReadFull(c, v[:])
 		noErr(t, err)
+		last = c
 		return v[0]
 	}
 	eq(t, helloStale, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce + 1, ConnID: 1}))
 	eq(t, helloStale, ask(hello{Index: 0, Socks: 1, Nonce: h.Nonce, ConnID: 1}))
+	var first *net.TCPConn // socket 0 of connection 1
 	for id := range uint64(maxPendingConns) {
 		eq(t, helloAccepted, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce, ConnID: id + 1}))
+		if id == 0 {
+			first = last
+		}
 	}
 	eq(t, helloRefused, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce, ConnID: maxPendingConns + 1}))
 	eq(t, helloRefused, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce, ConnID: 1}))
-	// The second socket of a half set up connection completes it.
+	// The second socket of a half set up connection completes it, and
+	// the dialer's confirmation hands it out.
 	eq(t, helloAccepted, ask(hello{Index: 1, Socks: 2, Nonce: h.Nonce, ConnID: 1}))
+	_, err := first.Write([]byte{connConfirmed})
+	noErr(t, err)
 	var rc backend.RecvConn
 	backendtest.PollUntil(t, "accept", func() bool {
 		var err error

@@ -29,6 +29,17 @@ const (
 	helloRefused byte = 0x03
 )
 
+// connConfirmed is the dialer's last word of the handshake, one byte on
+// socket 0 after that socket's answer: every socket of the connection was
+// accepted and the dialer has taken the connection (dialer.finish). The
+// listener hands a complete connection out only once it has read this
+// byte (listener.awaitConfirm), so that a connect that ends between the
+// listener's last helloAccepted and the dialer's reading it (its deadline,
+// an abort) leaves the listener nothing to hand out: the dialer closes its
+// sockets instead of confirming, and the listener drops the connection.
+// Any other byte, or silence past the listener's wait, drops it too.
+const connConfirmed byte = 0x04
+
 // hello is the first message on every socket of a connection. It lets the
 // listener group sockets into connections and put each in its slot.
 type hello struct {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -14,14 +15,16 @@ import (
 	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 )
 
-// maxPendingConns bounds half-assembled connections per listener; more
-// simultaneous strangers than this are dropped. Connections whose dialer
+// maxPendingConns bounds the connections per listener that are half
+// assembled or await their dialer's confirmation; more simultaneous
+// strangers than this are refused. Connections whose dialer
 // gave up, or that carry data before they are complete, do not count for
 // long: see dropAbandonedLocked.
 const maxPendingConns = 64
 
 // listener accepts TCP sockets in a goroutine, groups them by connection id
-// and hands complete connections to Accept through a buffered channel.
+// and hands complete connections, once their dialer confirmed them, to
+// Accept through a buffered channel.
 type listener struct {
 	cfg    Config
 	ln     *net.TCPListener
@@ -33,7 +36,18 @@ type listener struct {
 	mu      sync.Mutex
 	err     error                      // first fatal accept error
 	pending map[uint64]*[]*net.TCPConn // connID -> sockets by index
-	closed  bool
+	// confirming holds the complete connections whose dialer's
+	// connConfirmed has not been read yet (awaitConfirm), by connID.
+	confirming map[uint64][]*net.TCPConn
+	closed     bool
+
+	// Test hooks, nil except in tests; set before the first connection
+	// and read under mu. answering runs in greet after a socket is filed
+	// and before its answer is written; last tells whether the socket
+	// completed its connection. settled runs once a complete connection
+	// is queued for Accept (true) or dropped unconfirmed (false).
+	answering func(last bool)
+	settled   func(handedOut bool)
 }
 
 func newListener(cfg Config, at netip.AddrPort, nonce uint64) (*listener, error) {
@@ -48,7 +62,7 @@ func newListener(cfg Config, at netip.AddrPort, nonce uint64) (*listener, error)
 		_ = ln.Close()
 		return nil, err
 	}
-	l := &listener{cfg: cfg, ln: ln, handle: hb, nonce: nonce, ready: make(chan *recvConn, 16), done: make(chan struct{}), pending: map[uint64]*[]*net.TCPConn{}}
+	l := &listener{cfg: cfg, ln: ln, handle: hb, nonce: nonce, ready: make(chan *recvConn, 16), done: make(chan struct{}), pending: map[uint64]*[]*net.TCPConn{}, confirming: map[uint64][]*net.TCPConn{}}
 	go l.acceptLoop()
 	return l, nil
 }
@@ -72,7 +86,8 @@ func (l *listener) acceptLoop() {
 
 // greet reads the hello of one socket (bounded by cfg.Timeout), answers it
 // (helloAccepted, helloStale or helloRefused) and files the socket under
-// its connection; the last socket completes the connection. A socket
+// its connection; the last socket completes the connection, which is
+// handed out once its dialer confirms it (awaitConfirm). A socket
 // whose first bytes are not a hello of this version is closed unanswered:
 // its other end is no dialer of this version and expects no answer.
 func (l *listener) greet(c *net.TCPConn) {
@@ -99,34 +114,92 @@ func (l *listener) greet(c *net.TCPConn) {
 		l.refuse(c, verdict)
 		return
 	}
+	l.mu.Lock()
+	answering := l.answering
+	l.mu.Unlock()
+	if answering != nil {
+		answering(complete != nil)
+	}
 	// The answer goes out after the socket is filed, so that it is never
 	// accepted and then dropped. If it cannot be written the dialer is
-	// gone; its connection fails like one whose sender died, when used.
+	// gone, and it confirms nothing.
 	_ = l.answer(c, helloAccepted)
-	if complete == nil {
+	if complete != nil {
+		l.awaitConfirm(h.ConnID, complete)
+	}
+}
+
+// awaitConfirm reads the dialer's connConfirmed on socket 0 of the
+// complete connection id (socks, held in l.confirming) and then queues the
+// connection for Accept. A dialer whose connect ended before it read the
+// acceptance of its last socket (its deadline, an abort) closes its
+// sockets instead of confirming: the read ends at the end of the stream,
+// and the connection, whose sender is gone, is dropped rather than handed
+// to NCCL to fail on first use. So is one that answers another byte, or
+// nothing within twice cfg.Timeout: a live dialer confirms as soon as the
+// acceptance reaches it, and each of the two bytes is delivered within
+// cfg.Timeout or its socket fails (TCP_USER_TIMEOUT), so the wait never
+// cuts off a connection its dialer took, while one whose dialer stalls
+// does not hold its slot for ever. Nothing else reads socket 0 meanwhile:
+// the connection left l.pending, whose sockets dropAbandonedLocked peeks.
+func (l *listener) awaitConfirm(id uint64, socks []*net.TCPConn) {
+	c := socks[0]
+	wait := 2 * l.cfg.Timeout
+	_ = c.SetReadDeadline(time.Now().Add(wait))
+	var b [1]byte
+	_, err := io.ReadFull(c, b[:])
+	_ = c.SetReadDeadline(time.Time{})
+	l.mu.Lock()
+	_, mine := l.confirming[id]
+	delete(l.confirming, id)
+	settled := l.settled
+	l.mu.Unlock()
+	if !mine {
+		return // Close took the connection and closed its sockets
+	}
+	if err != nil || b[0] != connConfirmed {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			l.cfg.logf("NET/MetaRoCE : tcpnet: peer %v did not confirm its connection to listener %v within %v of the acceptance of its sockets: dropped the connection", c.RemoteAddr(), l.ln.Addr(), wait)
+		case err != nil:
+			l.cfg.logf("NET/MetaRoCE : tcpnet: peer %v gave up its connect to listener %v after all its sockets were accepted (its connect timed out or was aborted there; %v): dropped the connection", c.RemoteAddr(), l.ln.Addr(), err)
+		default:
+			l.cfg.logf("NET/MetaRoCE : tcpnet: peer %v answered the acceptance of its connection to listener %v with %#02x instead of a confirmation (not a MetaRoCE tcp dialer of this version, or a faulty one): dropped the connection", c.RemoteAddr(), l.ln.Addr(), b[0])
+		}
+		for _, s := range socks {
+			_ = s.Close()
+		}
+		if settled != nil {
+			settled(false)
+		}
 		return
 	}
-	rc := newRecvConn(complete)
+	rc := newRecvConn(socks)
 	select {
 	case l.ready <- rc:
 	case <-l.done:
 		_ = rc.Close()
 	}
+	if settled != nil {
+		settled(true)
+	}
 }
 
 // file puts socket c (whose hello is h) into its connection's slot. It
 // returns helloAccepted, with the connection's sockets when c was the
-// last one missing, or the refusal to send.
+// last one missing, or the refusal to send. A complete connection moves
+// from l.pending to l.confirming, where it keeps its slot until
+// awaitConfirm settles it.
 func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdict byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	socks, ok := l.pending[h.ConnID]
 	if !ok {
-		if l.closed {
+		if _, dup := l.confirming[h.ConnID]; l.closed || dup {
 			return nil, helloRefused
 		}
 		l.dropAbandonedLocked()
-		if len(l.pending) >= maxPendingConns {
+		if len(l.pending)+len(l.confirming) >= maxPendingConns {
 			return nil, helloRefused
 		}
 		s := make([]*net.TCPConn, h.Socks)
@@ -143,6 +216,7 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 		}
 	}
 	delete(l.pending, h.ConnID)
+	l.confirming[h.ConnID] = *socks
 	return *socks, helloAccepted
 }
 
@@ -265,7 +339,8 @@ func (l *listener) Accept() (backend.RecvConn, error) {
 	return nil, l.err
 }
 
-// Close stops accepting and drops half-assembled and unaccepted connections.
+// Close stops accepting and drops half-assembled, unconfirmed and
+// unaccepted connections.
 func (l *listener) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -281,6 +356,12 @@ func (l *listener) Close() error {
 			}
 		}
 		delete(l.pending, id)
+	}
+	for id, socks := range l.confirming {
+		for _, s := range socks {
+			_ = s.Close()
+		}
+		delete(l.confirming, id)
 	}
 	l.mu.Unlock()
 	err := l.ln.Close()

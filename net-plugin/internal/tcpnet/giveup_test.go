@@ -1,0 +1,216 @@
+package tcpnet
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/metaroce/metaroce/net-plugin/internal/backend/backendtest"
+)
+
+// logged collects the lines a backend logs.
+type logged struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (g *logged) logf(format string, args ...any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lines = append(g.lines, fmt.Sprintf(format, args...))
+}
+
+// requireLine fails the test unless a logged line contains every one of
+// parts.
+func (g *logged) requireLine(t *testing.T, parts ...string) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, line := range g.lines {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return
+		}
+	}
+	t.Fatalf("no log line with %q among %q", parts, g.lines)
+}
+
+// watchedListener returns a backend of 2 sockets per connection on
+// loopback with connect timeout timeout, whose lines go to the returned
+// log, a listener on device 0, closed at the end of the test, and a
+// channel that receives, for each complete connection, whether the
+// listener queued it for Accept (true) or dropped it (false).
+func watchedListener(t *testing.T, timeout time.Duration) (*Backend, *listener, *logged, <-chan bool) {
+	t.Helper()
+	g := &logged{}
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: timeout, Logf: g.logf})
+	noErr(t, err)
+	bl, err := b.Listen(0)
+	noErr(t, err)
+	t.Cleanup(func() { _ = bl.Close() })
+	l := bl.(*listener)
+	settled := make(chan bool, 4)
+	l.mu.Lock()
+	l.settled = func(handedOut bool) { settled <- handedOut }
+	l.mu.Unlock()
+	return b, l, g, settled
+}
+
+// requireSettled waits for the listener's decision on a complete
+// connection and fails the test unless it is want.
+func requireSettled(t *testing.T, settled <-chan bool, want bool, what string) {
+	t.Helper()
+	select {
+	case got := <-settled:
+		if got != want {
+			t.Fatalf("%s: the listener handed the connection out: %v, want %v", what, got, want)
+		}
+	case <-time.After(backendtest.Deadline):
+		t.Fatalf("%s: the listener neither handed out nor dropped the connection", what)
+	}
+}
+
+// requireNothingToAccept fails the test unless the listener has no
+// connection for Accept, and holds none half set up or unconfirmed.
+func requireNothingToAccept(t *testing.T, l *listener) {
+	t.Helper()
+	rc, err := l.Accept()
+	if rc != nil || err != nil {
+		t.Fatalf("Accept: %v, %v; want no connection", rc, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) != 0 || len(l.confirming) != 0 {
+		t.Fatalf("listener holds %d half set up and %d unconfirmed connections, want none", len(l.pending), len(l.confirming))
+	}
+}
+
+// TestConnectGivenUpBeforeAcceptanceIsDropped: a connect whose deadline
+// passes after its last socket's hello reached the listener, which then
+// completes the connection, and before the acceptance of that socket
+// reaches the dialer has failed at the dialer; the listener drops the
+// connection, logging the peer, instead of handing NCCL a comm whose
+// sender is gone.
+func TestConnectGivenUpBeforeAcceptanceIsDropped(t *testing.T) {
+	b, l, g, settled := watchedListener(t, 5*time.Second)
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	l.mu.Lock()
+	l.answering = func(last bool) {
+		if last {
+			close(entered)
+			<-proceed
+		}
+	}
+	l.mu.Unlock()
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	defer d.Abort()
+	<-entered            // the listener holds the complete connection, unanswered
+	d.(*dialer).cancel() // what the connect timeout does
+	sc, err := stepUntilDone(t, d)
+	if sc != nil || err == nil {
+		t.Fatalf("connect interrupted before its last acceptance: %v, %v; want a failure", sc, err)
+	}
+	close(proceed) // the listener answers the last socket
+	requireSettled(t, settled, false, "connect given up before its last acceptance")
+	requireNothingToAccept(t, l)
+	g.requireLine(t, "127.0.0.1:", "gave up", "dropped")
+}
+
+// TestAbortedConnectIsDropped: a connect aborted while the acceptances of
+// its sockets are on their way (NCCL gave it up) takes none of them, and
+// the listener, which completed the connection, drops it instead of
+// handing it out.
+func TestAbortedConnectIsDropped(t *testing.T) {
+	b, l, _, settled := watchedListener(t, 5*time.Second)
+	read := make(chan int, 2)
+	proceed := make(chan struct{})
+	b.verdictRead = func(idx int) {
+		read <- idx
+		<-proceed
+	}
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	<-read
+	<-read // both sockets hold their acceptance
+	dl := d.(*dialer)
+	aborted := make(chan struct{})
+	go func() { d.Abort(); close(aborted) }()
+	backendtest.PollUntil(t, "abort begun", func() bool {
+		dl.mu.Lock()
+		defer dl.mu.Unlock()
+		return dl.aborting
+	})
+	close(proceed)
+	<-aborted
+	requireSettled(t, settled, false, "aborted connect")
+	requireNothingToAccept(t, l)
+}
+
+// TestUnconfirmedConnectionIsDropped: a complete connection whose dialer
+// answers the acceptance with another byte than connConfirmed, or with
+// nothing until twice the timeout, is dropped, logging the peer; one
+// confirmed is handed out.
+func TestUnconfirmedConnectionIsDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		confirm []byte
+		want    bool
+		line    string
+	}{
+		{"confirmed", []byte{connConfirmed}, true, ""},
+		{"other byte", []byte{0x7f}, false, "instead of a confirmation"},
+		{"silent", nil, false, "did not confirm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, l, g, settled := watchedListener(t, 200*time.Millisecond)
+			var h listenHandle
+			_, err := parseListenHandle(&h, l.Handle())
+			noErr(t, err)
+			var socks []*net.TCPConn
+			for i := range 2 {
+				c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(h.Addr))
+				noErr(t, err)
+				t.Cleanup(func() { _ = c.Close() })
+				hb, err := (&hello{Index: i, Socks: 2, Nonce: h.Nonce, ConnID: 7}).Append(nil)
+				noErr(t, err)
+				_, err = c.Write(hb)
+				noErr(t, err)
+				var v [1]byte
+				_, err = io.ReadFull(c, v[:])
+				noErr(t, err)
+				eq(t, helloAccepted, v[0])
+				socks = append(socks, c)
+			}
+			_, err = socks[0].Write(tc.confirm)
+			noErr(t, err)
+			requireSettled(t, settled, tc.want, tc.name)
+			if !tc.want {
+				requireNothingToAccept(t, l)
+				g.requireLine(t, "127.0.0.1:", tc.line, "dropped")
+				// The listener closed its side: the socket reads the end
+				// of the stream (the deadline only turns a socket left
+				// open into a failure instead of a hang).
+				noErr(t, socks[1].SetReadDeadline(time.Now().Add(backendtest.Deadline)))
+				if n, err := socks[1].Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+					t.Fatalf("socket of a dropped connection: read %d bytes, %v; want the end of the stream", n, err)
+				}
+				return
+			}
+			rc, err := l.Accept()
+			noErr(t, err)
+			if rc == nil {
+				t.Fatal("confirmed connection not handed out")
+			}
+			noErr(t, rc.Close())
+		})
+	}
+}
