@@ -102,7 +102,9 @@ func ConfigFromEnv(lookup LookupEnv) (Config, error) {
 // registers itself here.
 var Backends = map[string]func(Config) (backend.Backend, error){
 	"tcp": func(c Config) (backend.Backend, error) {
-		return tcpnet.New(tcpnet.Config{IfNames: c.IfNames, Socks: c.Socks, Timeout: c.Timeout})
+		return tcpnet.New(tcpnet.Config{IfNames: c.IfNames, Socks: c.Socks, Timeout: c.Timeout, Logf: func(format string, args ...any) {
+			Logf(LogInfo, SubsysNet, format, args...)
+		}})
 	},
 	"udp": func(c Config) (backend.Backend, error) {
 		return udpnet.New(udpnet.Config{IfNames: c.IfNames, Timeout: c.Timeout, MaxPeers: c.MaxPeers, Secret: c.Secret, Logf: func(format string, args ...any) {

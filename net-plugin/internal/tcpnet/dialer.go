@@ -202,7 +202,7 @@ func (d *dialer) confirmLocked() {
 	if err == nil {
 		return
 	}
-	d.err = fmt.Errorf("tcpnet: peer %v accepted all %d sockets but closed socket 1 before this side could confirm the connection (%v): is the peer's listener closing? %w", d.h.Addr, d.h.Socks, err, backend.ErrRemote)
+	d.err = fmt.Errorf("tcpnet: peer %v accepted all %d sockets but closed the first before this side could confirm the connection (%v): is the peer's listener closing? %w", d.h.Addr, d.h.Socks, err, backend.ErrRemote)
 	d.cancel()
 	for i, s := range d.socks {
 		_ = s.Close()
