@@ -214,3 +214,29 @@ func TestUnconfirmedConnectionIsDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWhileQueueingLeavesNothing: a listener closed after a
+// connection was confirmed and before it joined the Accept queue leaves no
+// connection in the queue, open and owned by nobody. Close shuts the
+// listener's done channel and drains the queue; the confirming goroutine's
+// send then found both its cases ready, and half the time queued the
+// connection after the drain. Sixteen rounds make that all but certain to
+// show where the goroutine does not drain after such a send.
+func TestCloseWhileQueueingLeavesNothing(t *testing.T) {
+	for round := range 16 {
+		b, l, _, settled := watchedListener(t, 5*time.Second)
+		l.mu.Lock()
+		l.queueing = func() { _ = l.Close() }
+		l.mu.Unlock()
+		d, err := b.Dial(0, l.Handle())
+		noErr(t, err)
+		sc, err := stepUntilDone(t, d)
+		noErr(t, err)
+		requireSettled(t, settled, true, fmt.Sprintf("round %d", round))
+		if n := len(l.ready); n != 0 {
+			t.Fatalf("round %d: %d connection(s) left in the closed listener's queue", round, n)
+		}
+		_ = sc.Close()
+		d.Abort()
+	}
+}

@@ -48,6 +48,9 @@ type listener struct {
 	// is queued for Accept (true) or dropped unconfirmed (false).
 	answering func(last bool)
 	settled   func(handedOut bool)
+	// queueing runs once a connection is confirmed, before it is queued
+	// for Accept.
+	queueing func()
 }
 
 func newListener(cfg Config, at netip.AddrPort, nonce uint64) (*listener, error) {
@@ -152,7 +155,7 @@ func (l *listener) awaitConfirm(id uint64, socks []*net.TCPConn) {
 	l.mu.Lock()
 	_, mine := l.confirming[id]
 	delete(l.confirming, id)
-	settled := l.settled
+	settled, queueing := l.settled, l.queueing
 	l.mu.Unlock()
 	if !mine {
 		return // Close took the connection and closed its sockets
@@ -174,14 +177,40 @@ func (l *listener) awaitConfirm(id uint64, socks []*net.TCPConn) {
 		}
 		return
 	}
+	if queueing != nil {
+		queueing()
+	}
 	rc := newRecvConn(socks)
 	select {
 	case l.ready <- rc:
+		// Close may have come between the check above and the send, and
+		// drained the queue before rc joined it; select picks either
+		// case when both are ready. Close shuts l.done before it
+		// drains, so a send that came after its drain sees l.done shut
+		// here and drains the queue itself.
+		select {
+		case <-l.done:
+			l.drainReady()
+		default:
+		}
 	case <-l.done:
 		_ = rc.Close()
 	}
 	if settled != nil {
 		settled(true)
+	}
+}
+
+// drainReady closes the connections queued for Accept, for a listener
+// that closed.
+func (l *listener) drainReady() {
+	for {
+		select {
+		case rc := <-l.ready:
+			_ = rc.Close()
+		default:
+			return
+		}
 	}
 }
 
@@ -365,15 +394,9 @@ func (l *listener) Close() error {
 	}
 	l.mu.Unlock()
 	err := l.ln.Close()
-	for {
-		select {
-		case rc := <-l.ready:
-			_ = rc.Close()
-		default:
-			if errors.Is(err, net.ErrClosed) {
-				err = nil
-			}
-			return err
-		}
+	l.drainReady()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
 	}
+	return err
 }
