@@ -517,3 +517,59 @@ func TestTalkingHalfConnsExpire(t *testing.T) {
 		t.Fatalf("log line %q: want the peer and what it did", logged[0])
 	}
 }
+
+// TestSilentHalfConnsExpire: maxPendingConns connections of which one
+// socket of two arrived and then stayed open and silent hold the
+// listener's pending slots only for twice the connect timeout, within
+// which a live dialer opens all its sockets or gives them up: after that
+// the next dialer is served, and each dropped connection's peer is
+// logged. Before, they held their slots until Close, and every later
+// dialer was refused.
+func TestSilentHalfConnsExpire(t *testing.T) {
+	g := &logged{}
+	const timeout = 5 * time.Second
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: timeout, Logf: g.logf})
+	noErr(t, err)
+	l, err := b.Listen(0)
+	noErr(t, err)
+	t.Cleanup(func() { l.Close() })
+	ln := l.(*listener)
+	var clock sync.Mutex
+	now := time.Now()
+	ln.mu.Lock()
+	ln.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
+	ln.mu.Unlock()
+	var h listenHandle
+	_, err = parseListenHandle(&h, l.Handle())
+	noErr(t, err)
+	for id := range uint64(maxPendingConns) {
+		halfConn(t, h.Addr, h.Nonce, id+1)
+	}
+	// Within the limit the slots are theirs: a dialer is refused.
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	_, err = stepUntilDone(t, d)
+	d.Abort()
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("connect with %d silent half connections pending: %v; want a refusal", maxPendingConns, err)
+	}
+	clock.Lock()
+	now = now.Add(2*timeout + time.Millisecond)
+	clock.Unlock()
+	d, err = b.Dial(0, l.Handle())
+	noErr(t, err)
+	defer d.Abort()
+	sc, err := stepUntilDone(t, d)
+	if err != nil {
+		t.Fatalf("connect after %d half connections outlived twice the connect timeout: %v", maxPendingConns, err)
+	}
+	defer sc.Close()
+	ln.mu.Lock()
+	eq(t, 0, len(ln.pending))
+	eq(t, 0, len(ln.since))
+	ln.mu.Unlock()
+	g.requireLine(t, "127.0.0.1:", "1 of its 2 sockets arrived", "the connect timeout is 5s")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	eq(t, maxPendingConns, len(g.lines))
+}

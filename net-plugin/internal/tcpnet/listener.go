@@ -36,6 +36,9 @@ type listener struct {
 	mu      sync.Mutex
 	err     error                      // first fatal accept error
 	pending map[uint64]*[]*net.TCPConn // connID -> sockets by index
+	// since holds when each connection of l.pending filed its first
+	// socket, for dropAbandonedLocked's age limit.
+	since map[uint64]time.Time
 	// confirming holds the complete connections whose dialer's
 	// connConfirmed has not been read yet (awaitConfirm), by connID.
 	confirming map[uint64][]*net.TCPConn
@@ -51,6 +54,9 @@ type listener struct {
 	// queueing runs once a connection is confirmed, before it is queued
 	// for Accept.
 	queueing func()
+	// now reads the clock for the pending connections' ages (time.Now
+	// outside tests).
+	now func() time.Time
 }
 
 func newListener(cfg Config, at netip.AddrPort, nonce uint64) (*listener, error) {
@@ -65,7 +71,7 @@ func newListener(cfg Config, at netip.AddrPort, nonce uint64) (*listener, error)
 		_ = ln.Close()
 		return nil, err
 	}
-	l := &listener{cfg: cfg, ln: ln, handle: hb, nonce: nonce, ready: make(chan *recvConn, 16), done: make(chan struct{}), pending: map[uint64]*[]*net.TCPConn{}, confirming: map[uint64][]*net.TCPConn{}}
+	l := &listener{cfg: cfg, ln: ln, handle: hb, nonce: nonce, ready: make(chan *recvConn, 16), done: make(chan struct{}), pending: map[uint64]*[]*net.TCPConn{}, since: map[uint64]time.Time{}, confirming: map[uint64][]*net.TCPConn{}, now: time.Now}
 	go l.acceptLoop()
 	return l, nil
 }
@@ -234,6 +240,7 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 		s := make([]*net.TCPConn, h.Socks)
 		socks = &s
 		l.pending[h.ConnID] = socks
+		l.since[h.ConnID] = l.now()
 	}
 	if (*socks)[h.Index] != nil {
 		return nil, helloRefused
@@ -245,13 +252,15 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 		}
 	}
 	delete(l.pending, h.ConnID)
+	delete(l.since, h.ConnID)
 	l.confirming[h.ConnID] = *socks
 	return *socks, helloAccepted
 }
 
 // dropAbandonedLocked closes and forgets the half-assembled connections
 // that can never complete: one of whose sockets its dialer has given up,
-// or one of whose sockets carries bytes.
+// one of whose sockets carries bytes, or one that is older than
+// twice cfg.Timeout.
 //
 // A dialer that fails or is aborted closes the sockets it holds, and a
 // dead dialer's kernel does, or (host gone) the socket's keepalive and
@@ -261,16 +270,29 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 // out of l.pending first; bytes waiting on a socket still here come from
 // no such dialer (or a faulty one), and they would also hide its end of
 // the stream from the peek for good, the connection holding its slot even
-// after its peer closed.
+// after its peer closed. A dialer whose sockets all stay open and silent
+// is alive or stalled: a live one opens every socket of a connection
+// within its connect timeout (cfg.Timeout, the same in every rank of a
+// job) or gives them all up, so a connection still missing sockets twice
+// that long after its first arrived belongs to a peer that will not finish
+// it.
 //
 // Without this, such connections would stay until Close, and
 // maxPendingConns of them would make the listener refuse every later
 // connection. It runs when a socket opens a new connection, so it needs no
 // goroutine or timer of its own. The caller holds l.mu.
 func (l *listener) dropAbandonedLocked() {
+	now := l.now()
 	for id, socks := range l.pending {
 		drop := false
+		if age := now.Sub(l.since[id]); age > 2*l.cfg.Timeout {
+			drop = true
+			l.cfg.logf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: %d of its %d sockets arrived, the first %v ago, and the connect timeout is %v (a stalled peer, or not a MetaRoCE tcp dialer)", peerOf(*socks), l.ln.Addr(), filed(*socks), len(*socks), age.Round(time.Millisecond), l.cfg.Timeout)
+		}
 		for _, s := range *socks {
+			if drop {
+				break
+			}
 			if s == nil {
 				continue
 			}
@@ -280,9 +302,6 @@ func (l *listener) dropAbandonedLocked() {
 			case peekData:
 				drop = true
 				l.cfg.logf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: it sent data before all %d of its sockets had joined (not a MetaRoCE tcp dialer of this version, or a faulty one)", s.RemoteAddr(), l.ln.Addr(), len(*socks))
-			}
-			if drop {
-				break
 			}
 		}
 		if !drop {
@@ -294,7 +313,30 @@ func (l *listener) dropAbandonedLocked() {
 			}
 		}
 		delete(l.pending, id)
+		delete(l.since, id)
 	}
+}
+
+// peerOf is the remote address of a half-assembled connection's first
+// socket that arrived.
+func peerOf(socks []*net.TCPConn) net.Addr {
+	for _, s := range socks {
+		if s != nil {
+			return s.RemoteAddr()
+		}
+	}
+	return nil
+}
+
+// filed counts the sockets of a half-assembled connection that arrived.
+func filed(socks []*net.TCPConn) int {
+	n := 0
+	for _, s := range socks {
+		if s != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // peekResult is what a non-blocking peek finds on a socket.
@@ -385,6 +427,7 @@ func (l *listener) Close() error {
 			}
 		}
 		delete(l.pending, id)
+		delete(l.since, id)
 	}
 	for id, socks := range l.confirming {
 		for _, s := range socks {
