@@ -69,7 +69,8 @@ type Config struct {
 	// every rank of a job should give the same one.
 	TimeoutSetting string
 	// UDP configures the MetaRoCE datapath. Its Core.PathsPerPlane, when
-	// 0, is LoopbackPathsPerPlane for a rank on loopback addresses only.
+	// 0, is LoopbackPathsPerPlane for a rank on loopback addresses only
+	// whose driver blackholes no port (see there).
 	UDP udp.Config
 	// Logf, when set, receives progress and diagnostics.
 	Logf func(format string, args ...any)
