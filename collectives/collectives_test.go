@@ -195,20 +195,70 @@ func TestCollectivesMatchReference(t *testing.T) {
 }
 
 func TestCollectivesUnderLoss(t *testing.T) {
-	cfg := Config{Timeout: 60 * time.Second}
-	cfg.UDP.DropProb = 0.01
-	cfg.UDP.Seed = 7
-	err := LaunchLocal(context.Background(), 4, cfg, func(c *Comm) error {
-		for _, coll := range []sched.Collective{sched.AllReduce, sched.AllToAll} {
-			for _, cnt := range []int{1, 4099, 300000} {
-				if err := runOne(context.Background(), c, coll, reduce.Float32, reduce.OpSum, cnt, false); err != nil {
+	// One path per plane is the default on loopback; four is what the
+	// ranks of a fabric use, where a message's datagrams and their losses
+	// spread over several paths.
+	for _, paths := range []int{0, 4} {
+		t.Run(fmt.Sprintf("paths=%d", paths), func(t *testing.T) {
+			cfg := Config{Timeout: 60 * time.Second}
+			cfg.UDP.DropProb = 0.01
+			cfg.UDP.Seed = 7
+			cfg.UDP.Core.PathsPerPlane = paths
+			want := paths
+			if paths == 0 {
+				want = LoopbackPathsPerPlane
+			}
+			err := LaunchLocal(context.Background(), 4, cfg, func(c *Comm) error {
+				if got := c.LinkInfo().PathsPerPlane; got != want {
+					return fmt.Errorf("rank %d: %d paths per plane, want %d", c.Rank(), got, want)
+				}
+				for _, coll := range []sched.Collective{sched.AllReduce, sched.AllToAll} {
+					for _, cnt := range []int{1, 4099, 300000} {
+						if err := runOne(context.Background(), c, coll, reduce.Float32, reduce.OpSum, cnt, false); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
+}
+
+// TestLoopbackPathsEndToEnd: ranks launched on loopback open
+// LoopbackPathsPerPlane paths to each peer, and ranks whose driver
+// blackholes ports (standing in for failing paths of a fabric) the
+// datapath's four, as their connections' path counters show.
+func TestLoopbackPathsEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		blackhole []int
+		want      int
+	}{
+		{"loopback", nil, LoopbackPathsPerPlane},
+		{"blackholing driver", []int{15}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Timeout: 30 * time.Second}
+			cfg.UDP.Blackhole = tc.blackhole
+			err := LaunchLocal(context.Background(), 2, cfg, func(c *Comm) error {
+				if got := c.LinkInfo().PathsPerPlane; got != tc.want {
+					return fmt.Errorf("rank %d: LinkInfo says %d paths per plane, want %d", c.Rank(), got, tc.want)
+				}
+				if err := runOne(context.Background(), c, sched.AllReduce, reduce.Float32, reduce.OpSum, 1<<16, false); err != nil {
 					return err
 				}
-			}
-		}
-		return nil
-	})
-	require.NoError(t, err)
+				for _, ps := range c.PeerStats() {
+					if len(ps.Paths) != tc.want {
+						return fmt.Errorf("rank %d: %d paths to rank %d, want %d", c.Rank(), len(ps.Paths), ps.Rank, tc.want)
+					}
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
+	}
 }
 
 // TestRankDeathIsAnError: when one rank stops, the others get an error
