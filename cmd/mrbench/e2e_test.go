@@ -104,6 +104,28 @@ func TestEndToEndVerboseAndLoss(t *testing.T) {
 	assert.Regexp(t, `(?m)^# loss: driver drops each MetaRoCE datagram with probability 0\.01 \(seed (\d+), drawn at random: --seed (\d+) repeats it\)$`, out)
 }
 
+// TestEndToEndPaths: the header's datapath line gives the paths per plane
+// that the MetaRoCE table ran with: --paths 3 where given, and the
+// library's default on loopback, one, where not.
+func TestEndToEndPaths(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--paths", "3"}, "# datapath: 1 plane(s), 3 path(s) per plane, 3 path(s) open to each peer, "},
+		{nil, "# datapath: 1 plane(s), 1 path(s) per plane, 1 path(s) open to each peer, "},
+	} {
+		args := append([]string{"-np", "2", "--transport", "metaroce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1"}, tc.args...)
+		code, out, errs := runMrbench(t, args...)
+		require.Equal(t, exitOK, code, "%v: stderr: %s\nstdout: %s", tc.args, errs, out)
+		assert.Contains(t, out, "\n"+tc.want, "%v", tc.args)
+		tables, err := parseNCCLTests(out)
+		require.NoError(t, err, out)
+		require.Len(t, tables, 1)
+		assert.Equal(t, "OK", tables[0].Status, "%v", tables[0])
+	}
+}
+
 // TestUsageErrors: bad flags exit 2 with a message naming the flag, in
 // mrbench's words: no error of a package underneath shows through with its
 // prefix.
@@ -119,6 +141,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--op", "gather"}, "--op \"gather\""},
 		{[]string{"-a", "4"}, "-a 4"},
 		{[]string{"--loss", "1"}, "--loss 1"},
+		{[]string{"--paths", "17"}, "mrbench: --paths 17: want 0 (the library default) to 16"},
 		{[]string{"--plot", "x.gif"}, "--plot \"x.gif\""},
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"-d", "fp8"}, `mrbench: -d "fp8": unknown data type (want one of int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double, or all)` + "\n"},

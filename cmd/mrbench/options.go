@@ -17,6 +17,7 @@ import (
 	"github.com/metaroce/metaroce/collectives/sched"
 	"github.com/metaroce/metaroce/internal/bytesize"
 	"github.com/metaroce/metaroce/internal/cli"
+	"github.com/metaroce/metaroce/transport/udp"
 )
 
 // Transport and backend names accepted on the command line.
@@ -49,8 +50,22 @@ const (
 // (a RECV_READY, an acknowledgement, a completion) swamp the bytes.
 const minChunkBytes = 4 << 10
 
+// Bounds of --paths. maxPathsPerPlane is the source ports that the
+// MetaRoCE driver opens per plane (udp.Config.PortsPerPlane, which mrbench
+// leaves at its default): each path of a plane sends from a port of its
+// own, and the driver refuses more paths than ports. defaultPathsPerPlane
+// is the datapath's own default, which the help names for addresses
+// other than loopback ones.
+const (
+	maxPathsPerPlane     = udp.DefaultPortsPerPlane
+	defaultPathsPerPlane = 4
+)
+
 // options is the parsed command line. Sizes are bytes; Loss is a probability
-// in [0, 1); Timeout bounds each collective.
+// in [0, 1); PathsPerPlane (--paths) is the MetaRoCE paths per plane of each
+// connection, 0 to maxPathsPerPlane, where 0 is the library's default (one
+// on loopback addresses, collectives.LoopbackPathsPerPlane; the datapath's
+// defaultPathsPerPlane elsewhere); Timeout bounds each collective.
 type options struct {
 	MinBytes, MaxBytes, StepBytes int64
 	StepFactor                    float64
@@ -66,6 +81,7 @@ type options struct {
 	Channels                      int
 	ChunkBytes                    int64
 	AllToAllInFlight              int
+	PathsPerPlane                 int
 	GroupSize                     int
 	Transports                    []string
 	Loss                          float64
@@ -160,6 +176,7 @@ func parseOptions(args []string, stdout io.Writer) (*options, error) {
 	intVar(&o.Channels, 0, "collective channels per peer connection (0: the library default)", "channels")
 	sizeVar(&o.ChunkBytes, "largest message a collective pipelines, bytes (K/M/G suffixes; 0: the library default, 512K over MetaRoCE, 128K over TCP)", "chunk")
 	intVar(&o.AllToAllInFlight, 0, "all-to-all messages in flight per direction and rank (0: by message size, at least 4; 1: rounds in lockstep)", "a2a-inflight")
+	intVar(&o.PathsPerPlane, 0, fmt.Sprintf("MetaRoCE paths per plane of each connection, 0 to %d (0: the library default, one per plane on loopback, %d elsewhere)", maxPathsPerPlane, defaultPathsPerPlane), "paths")
 	intVar(&o.GroupSize, 0, "consecutive ranks per leaf switch or host, for the hierarchical all-reduce (0: unknown; must divide the ranks)", "group-size")
 	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
 	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")
@@ -238,6 +255,9 @@ func (o *options) finish(dtype, redop, coll, transport, backend string) error {
 	}
 	if o.AllToAllInFlight < 0 {
 		bad("--a2a-inflight %d: want 0 (by message size) or more", o.AllToAllInFlight)
+	}
+	if o.PathsPerPlane < 0 || o.PathsPerPlane > maxPathsPerPlane {
+		bad("--paths %d: want 0 (the library default) to %d: each path of a plane takes a source port of its own, and the driver opens %d per plane", o.PathsPerPlane, maxPathsPerPlane, maxPathsPerPlane)
 	}
 	if o.GroupSize < 0 {
 		bad("--group-size %d: want 0 (unknown) or more", o.GroupSize)
@@ -413,7 +433,7 @@ var helpSections = []helpSection{
 	{"Sizes", []string{"b", "e", "i", "f"}},
 	{"Collective and data", []string{"op", "d", "o", "r"}},
 	{"Iterations, timing and checking", []string{"n", "w", "c", "a", "z", "T"}},
-	{"Ranks and transport", []string{"np", "transport", "backend", "channels", "chunk", "a2a-inflight", "group-size", "loss", "seed", "netlab"}},
+	{"Ranks and transport", []string{"np", "transport", "backend", "channels", "chunk", "a2a-inflight", "paths", "group-size", "loss", "seed", "netlab"}},
 	{"Output", []string{"json", "csv", "plot", "v"}},
 	{"nccl-tests compatibility (accepted, no effect)", []string{"t", "g", "m", "N", "p", "G", "C", "R"}},
 }

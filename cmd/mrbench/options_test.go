@@ -248,6 +248,39 @@ func TestPipelineFlags(t *testing.T) {
 	}
 }
 
+// TestPathsFlag: --paths reaches the MetaRoCE table's datapath
+// configuration, and no other table's; 0, given or not, leaves the choice
+// to the library (one path per plane on loopback); a count outside 0 to
+// the driver's ports per plane is a usage error that names the flag as
+// typed and the range.
+func TestPathsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int    // PathsPerPlane of the MetaRoCE table's configuration
+		err  string // "" when the flags parse
+	}{
+		{nil, 0, ""},
+		{[]string{"--paths", "0"}, 0, ""},
+		{[]string{"--paths", "1"}, 1, ""},
+		{[]string{"--paths", "4"}, 4, ""},
+		{[]string{"--paths", "16"}, 16, ""},
+		{[]string{"--paths", "17"}, 0, "--paths 17: want 0 (the library default) to 16: each path of a plane takes a source port of its own, and the driver opens 16 per plane"},
+		{[]string{"--paths", "-1"}, 0, "--paths -1: want 0 (the library default) to 16"},
+		{[]string{"--paths", "many"}, 0, `invalid value "many" for flag --paths: want a whole number`},
+	} {
+		o, err := parseOptions(tc.args, io.Discard)
+		if tc.err != "" {
+			require.Error(t, err, "%v", tc.args)
+			assert.Contains(t, err.Error(), tc.err, "%v", tc.args)
+			continue
+		}
+		require.NoError(t, err, "%v", tc.args)
+		l := &hostLauncher{o: o}
+		assert.Equal(t, tc.want, l.config(transportMetaRoCE).UDP.Core.PathsPerPlane, "%v", tc.args)
+		assert.Zero(t, l.config(transportTCP).UDP.Core.PathsPerPlane, "%v: the TCP table has no paths", tc.args)
+	}
+}
+
 // TestSeedZeroDrawsAndTells: --seed 0 draws a non-zero seed once, and both
 // the header and the report's parameters give it, so that a lossy run can
 // be repeated; a given seed is used as it is and not called drawn. The

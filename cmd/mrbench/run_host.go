@@ -116,11 +116,16 @@ const (
 	launcherNetlab = "netlab"
 )
 
-// config is the collectives configuration of one table.
+// config is the collectives configuration of one table. --loss, --seed and
+// --paths set the MetaRoCE datapath only, and only its table's.
 func (l *hostLauncher) config(transport string) collectives.Config {
 	cfg := collectives.Config{Transport: transport, Channels: l.o.Channels, ChunkBytes: l.o.ChunkBytes,
 		AllToAllInFlight: l.o.AllToAllInFlight, GroupSize: l.o.GroupSize, Timeout: l.o.Timeout,
 		TimeoutSetting: timeoutFlag}
+	if transport == transportMetaRoCE {
+		// 0 leaves the choice to the library (collectives.Config.UDP).
+		cfg.UDP.Core.PathsPerPlane = l.o.PathsPerPlane
+	}
 	if transport == transportMetaRoCE && l.o.Loss > 0 {
 		cfg.UDP.DropProb = l.o.Loss
 		cfg.UDP.Seed = l.o.Seed

@@ -207,7 +207,7 @@ func TestHelpFlagOrder(t *testing.T) {
 		"-b", "-e", "-i", "-f",
 		"--op", "-d", "-o", "-r",
 		"-n", "-w", "-c", "-a", "-z", "-T",
-		"--np", "--transport", "--backend", "--channels", "--chunk", "--a2a-inflight", "--group-size", "--loss", "--seed", "--netlab",
+		"--np", "--transport", "--backend", "--channels", "--chunk", "--a2a-inflight", "--paths", "--group-size", "--loss", "--seed", "--netlab",
 		"--json", "--csv", "--plot", "-v",
 		"-t", "-g", "-m", "-N", "-p", "-G", "-C", "-R",
 	}, flags)
