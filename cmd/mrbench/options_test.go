@@ -375,13 +375,13 @@ func TestHeaderValidationIsCheckCount(t *testing.T) {
 	}
 }
 
-// TestIgnoredFlagsNoted: --loss and --seed where no MetaRoCE table runs
-// (nothing drops datagrams), and --transport with the rccl backend, have
-// no effect; each is accepted with a note that says so, and a flag that
-// takes effect gets none (--loss with --transport both drops the MetaRoCE
-// table's datagrams). --loss and --seed, ignored together for the same
-// reason, share one note that names both, instead of two that repeated
-// the reason.
+// TestIgnoredFlagsNoted: --loss, --seed and --paths where no MetaRoCE
+// table runs (nothing drops datagrams, no connection has paths), and
+// --transport with the rccl backend, have no effect; each is accepted with
+// a note that says so, and a flag that takes effect gets none (--loss with
+// --transport both drops the MetaRoCE table's datagrams). --loss, --seed
+// and --paths, ignored together for the same reason, share one note that
+// names them all, instead of several that repeated the reason.
 func TestIgnoredFlagsNoted(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -404,6 +404,20 @@ func TestIgnoredFlagsNoted(t *testing.T) {
 		{[]string{"--loss", "0.25"}, nil},
 		{[]string{"--loss", "0.25", "--transport", "both"}, nil},
 		{[]string{"--loss", "0", "--transport", "tcp"}, nil},
+		{[]string{"--paths", "4", "--transport", "tcp"}, []string{
+			"--paths 4 ignored: --transport tcp runs no MetaRoCE table, and --paths sets the paths of MetaRoCE connections only; use --transport metaroce or both to set them"}},
+		{[]string{"--paths", "4", "--backend", "rccl"}, []string{
+			"--paths 4 ignored: --backend rccl runs no MetaRoCE table, and --paths sets the paths of MetaRoCE connections only; leave out --backend rccl to set them"}},
+		{[]string{"--paths", "2", "--loss", "0.1", "--seed", "7", "--transport", "tcp"}, []string{
+			"--loss 0.1, --seed 7 and --paths 2 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only (--seed seeds those drops) and --paths sets the paths of MetaRoCE connections only; use --transport metaroce or both for them to take effect"}},
+		{[]string{"--paths", "2", "--loss", "0.1", "--transport", "tcp"}, []string{
+			"--loss 0.1 and --paths 2 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only and --paths sets"}},
+		{[]string{"--paths", "2", "--seed", "7", "--transport", "tcp"}, []string{
+			"--paths 2 ignored: --transport tcp runs no MetaRoCE table",
+			"--seed 7 ignored: no --loss is given"}},
+		{[]string{"--paths", "4"}, nil},
+		{[]string{"--paths", "4", "--transport", "both"}, nil},
+		{[]string{"--paths", "0", "--transport", "tcp"}, nil},
 		{[]string{"--transport", "tcp", "--backend", "rccl"}, []string{"--transport tcp ignored: --backend rccl measures RCCL/NCCL over its own transports"}},
 		{[]string{"--transport", "both", "--backend", "rccl"}, []string{"--transport both ignored: --backend rccl"}},
 		{[]string{"--seed", "7", "--loss", "0.1"}, nil},
@@ -442,6 +456,17 @@ func TestIgnoredLossNotedOnStderr(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(errs, "mrbench: --loss 0.1 ignored: --transport tcp runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only; use --transport metaroce or both to drop some\n"), errs)
 	assert.Equal(t, 1, strings.Count(errs, " ignored: "), errs)
 	assert.Contains(t, out, "# loss: none (--loss drops MetaRoCE datagrams only)\n")
+	assert.Contains(t, out, "# Avg bus bandwidth")
+}
+
+// TestIgnoredPathsNotedOnStderr: a run with --paths over TCP alone still
+// runs, and says on stderr, once, that --paths has no effect.
+func TestIgnoredPathsNotedOnStderr(t *testing.T) {
+	clearLauncherEnv(t, nil)
+	code, out, errs := runMrbench(t, "-np", "2", "--transport", "tcp", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--paths", "4")
+	require.Equal(t, exitOK, code, errs)
+	assert.Equal(t, 1, strings.Count(errs, "mrbench: --paths 4 ignored: --transport tcp runs no MetaRoCE table, and --paths sets the paths of MetaRoCE connections only; use --transport metaroce or both to set them\n"), errs)
+	assert.Equal(t, 1, strings.Count(errs, " ignored: "), errs)
 	assert.Contains(t, out, "# Avg bus bandwidth")
 }
 

@@ -430,19 +430,28 @@ func (o *options) params() Params {
 // the only one that drops (the rccl backend runs neither of the host
 // transports).
 func (o *options) dropsMetaRoCE() bool {
-	return o.Loss > 0 && o.Backend == backendHost && slices.Contains(o.Transports, transportMetaRoCE)
+	return o.Loss > 0 && o.runsMetaRoCE()
+}
+
+// runsMetaRoCE reports whether this run has a MetaRoCE table, the only one
+// that --loss, --seed and --paths shape: the host backend runs one unless
+// --transport tcp, the rccl backend none.
+func (o *options) runsMetaRoCE() bool {
+	return o.Backend == backendHost && slices.Contains(o.Transports, transportMetaRoCE)
 }
 
 // ignoredFlags returns a note for each flag given explicitly that has no
 // effect in this run, one line each, without the "mrbench: " prefix; flags
-// ignored for the same reason (--loss and --seed where no MetaRoCE table
-// runs) share one note, which names both. Such
+// ignored for the same reason (--loss, --seed and --paths where no
+// MetaRoCE table runs) share one note, which names them all. Such
 // a flag is accepted, as -z on the host backend is (whose header says so)
 // and -np under a launcher is, so that one command line serves several
 // runs; the note keeps a user from reading its absent effect into the
 // results. --loss drops MetaRoCE's datagrams only, and --seed seeds those
-// drops; --transport selects the host backend's transports, of which the
-// rccl backend runs neither.
+// drops; --paths sets the paths of MetaRoCE's connections only (--paths 0,
+// the library's default, changes nothing anywhere and gets no note, as
+// --loss 0 does not); --transport selects the host backend's transports,
+// of which the rccl backend runs neither.
 func (o *options) ignoredFlags() []string {
 	var notes []string
 	seedIgnored := o.set["seed"] && !o.dropsMetaRoCE()
@@ -450,25 +459,39 @@ func (o *options) ignoredFlags() []string {
 	if o.SeedDrawn {
 		typedSeed = 0 // Seed is the one drawn for it
 	}
-	switch {
-	case o.Loss > 0 && !o.dropsMetaRoCE():
-		// The header's "loss: none" records it with the results; the
-		// note says it on stderr as the run starts. --seed, given too,
-		// is ignored for the same reason, and named in the same line
-		// rather than in a second one that repeats it.
+	if (o.Loss > 0 || o.PathsPerPlane > 0) && !o.runsMetaRoCE() {
+		// The header's "loss: none" records --loss with the results;
+		// the note says it on stderr as the run starts. --seed, given
+		// with --loss, and --paths are ignored for the same reason, and
+		// named in the same line rather than in more that repeat it.
 		noTable, way := "--transport tcp", "use --transport metaroce or both"
 		if o.Backend == backendRCCL {
 			noTable, way = "--backend rccl", "leave out --backend rccl"
 		}
-		flags, seeds := fmt.Sprintf("--loss %g", o.Loss), ""
-		if seedIgnored {
-			flags += fmt.Sprintf(" and --seed %d", typedSeed)
-			seeds = " (--seed seeds those drops)"
+		var flags, what []string
+		goal := "to set them"
+		if o.Loss > 0 {
+			flags = append(flags, fmt.Sprintf("--loss %g", o.Loss))
+			seeds := ""
+			if seedIgnored {
+				flags = append(flags, fmt.Sprintf("--seed %d", typedSeed))
+				seeds = " (--seed seeds those drops)"
+			}
+			what = append(what, "--loss drops MetaRoCE datagrams only"+seeds)
+			goal = "to drop some"
 		}
-		notes = append(notes, fmt.Sprintf("%s ignored: %s runs no MetaRoCE table, and --loss drops MetaRoCE datagrams only%s; %s to drop some",
-			flags, noTable, seeds, way))
-	case seedIgnored:
-		// No --loss at all (with one, the case above holds).
+		if o.PathsPerPlane > 0 {
+			flags = append(flags, fmt.Sprintf("--paths %d", o.PathsPerPlane))
+			what = append(what, "--paths sets the paths of MetaRoCE connections only")
+			if o.Loss > 0 {
+				goal = "for them to take effect"
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s ignored: %s runs no MetaRoCE table, and %s; %s %s",
+			andList(flags), noTable, andList(what), way, goal))
+	}
+	if seedIgnored && o.Loss == 0 {
+		// No --loss at all (with one, the note above names --seed).
 		notes = append(notes, fmt.Sprintf("--seed %d ignored: no --loss is given, and it seeds only --loss's drops of MetaRoCE datagrams; add --loss P to drop some", typedSeed))
 	}
 	if o.set["transport"] && o.Backend == backendRCCL {
@@ -479,6 +502,14 @@ func (o *options) ignoredFlags() []string {
 		notes = append(notes, fmt.Sprintf("--transport %s ignored: --backend rccl measures RCCL/NCCL over its own transports, not the host backend's MetaRoCE or TCP; leave out --backend rccl to measure those", typed))
 	}
 	return notes
+}
+
+// andList joins xs as a sentence lists them: "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 // averageNames explains the -a modes in the header's timing line, where
