@@ -42,12 +42,13 @@ import (
 // their checks or the conditions and figures of the measurement: the
 // backend, the collective, the sizes, data types, reduction and root, the
 // iteration counts, -c, -a and -z, and the host transport's --transport,
-// --a2a-inflight and --loss (--channels, --chunk and --group-size the
-// collectives compare themselves, after their defaults), each in a
+// --a2a-inflight, --paths and --loss (--channels, --chunk and --group-size
+// the collectives compare themselves, after their defaults), each in a
 // canonical form, so that two spellings
 // of one sweep agree (-b 1024 and -b 1K; -f 1 -i 1K and -i 1K) and a flag
 // that the sweep does not use (-r of an all-reduce, -o of an all-gather,
-// -i under a step factor) is not compared. What may differ:
+// -i under a step factor, --paths and --loss under --transport tcp) is not
+// compared. What may differ:
 //   - -T: each rank's own deadlines; a rank on a slower host may be given
 //     longer;
 //   - --seed: every rank's MetaRoCE driver takes its own random choices
@@ -126,13 +127,19 @@ func (o *options) agreedSettings() []setting {
 	if o.Collective == sched.AllToAll {
 		inflight = orDefault(int64(o.AllToAllInFlight), itoa, "by message size")
 	}
-	loss := unused("--transport tcp")
+	// --paths and --loss shape the MetaRoCE table alone. --paths is
+	// compared as given, 0 as the library's default: what that resolves
+	// to depends on the rank's addresses (one path per plane on loopback,
+	// collectives.LoopbackPathsPerPlane), which the flags do not show.
+	paths, loss := unused("--transport tcp"), unused("--transport tcp")
 	if slices.Contains(o.Transports, transportMetaRoCE) {
+		paths = orDefault(int64(o.PathsPerPlane), itoa, "the library default")
 		loss = strconv.FormatFloat(o.Loss, 'g', -1, 64)
 	}
 	return append(s,
 		setting{"--transport", host(transport)},
 		setting{"--a2a-inflight", host(inflight)},
+		setting{"--paths", host(paths)},
 		setting{"--loss", host(loss)})
 }
 

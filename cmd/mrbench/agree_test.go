@@ -61,7 +61,7 @@ func TestAgreeSettings(t *testing.T) {
 			with("-T", "10s", "-v", "--json", "a.json", "--csv", "a.csv", "--plot", "a.png", "--seed", "3", "-np", "2"),
 			with("-T", "1m", "--seed", "4", "-np", "8", "-t", "1", "-p", "1", "-R", "2")}, ""},
 		{"unused by the sweep", [][]string{
-			{"-b", "1K", "-e", "1K", "--op", "allgather", "-o", "max", "-r", "1", "-f", "2", "--a2a-inflight", "4", "--transport", "tcp", "--loss", "0.1"},
+			{"-b", "1K", "-e", "1K", "--op", "allgather", "-o", "max", "-r", "1", "-f", "2", "--a2a-inflight", "4", "--transport", "tcp", "--loss", "0.1", "--paths", "4"},
 			{"-b", "1K", "-e", "1K", "--op", "allgather", "-o", "min", "-i", "8", "--transport", "tcp"}}, ""},
 		{"reduction", [][]string{with("-o", "sum"), with("-o", "max")},
 			"the ranks disagree on -o: rank 0 has sum, rank 1 has max"},
@@ -88,6 +88,11 @@ func TestAgreeSettings(t *testing.T) {
 		// --channels 1 and the default agree, --group-size 2 and none
 		// do not): mrbench's own comparison passes them.
 		{"channels, chunk and group size", [][]string{with("--chunk", "512K", "--channels", "1", "--group-size", "2"), with()}, ""},
+		{"paths", [][]string{with("--transport", "both", "--paths", "4"), with("--transport", "both")},
+			"the ranks disagree on --paths: rank 0 has 4, rank 1 has 0 (the library default)"},
+		{"paths and loss", [][]string{with("--transport", "metaroce", "--paths", "2", "--loss", "0.01"), with("--transport", "metaroce", "--paths", "3")},
+			"the ranks disagree on --paths: rank 0 has 2, rank 1 has 3; they also disagree on --loss"},
+		{"paths unused by rccl", [][]string{with("--backend", "rccl", "--paths", "2"), with("--backend", "rccl")}, ""},
 		{"all-to-all window", [][]string{with("--op", "alltoall", "--a2a-inflight", "1"), with("--op", "alltoall")},
 			"the ranks disagree on --a2a-inflight: rank 0 has 1, rank 1 has 0 (by message size)"},
 		{"three ranks", [][]string{with("-o", "sum"), with("-o", "max"), with("-o", "min")},
@@ -155,6 +160,7 @@ func TestLaunchedRanksDisagree(t *testing.T) {
 	}{
 		{"reduction", with("-o", "sum"), with("-o", "max"), "mrbench: the ranks disagree on -o: rank 0 has sum, rank 1 has max\n", exitUsage},
 		{"iterations", with("-n", "2"), with(), "mrbench: the ranks disagree on -n: rank 0 has 2, rank 1 has 1\n", exitUsage},
+		{"paths", with("--transport", "metaroce", "--paths", "2"), with("--transport", "metaroce"), "mrbench: the ranks disagree on --paths: rank 0 has 2, rank 1 has 0 (the library default)\n", exitUsage},
 		// Compared by the library after its defaults, named as the flag.
 		{"channels", with("--transport", "metaroce", "--channels", "2"), with("--transport", "metaroce"), "mrbench: the ranks disagree on --channels (collectives: the ranks disagree on channels (Config.Channels)", exitUsage},
 		{"channels the default's", with("--transport", "metaroce", "--channels", "1"), with("--transport", "metaroce"), "", exitOK},
