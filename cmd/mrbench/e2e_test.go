@@ -106,16 +106,19 @@ func TestEndToEndVerboseAndLoss(t *testing.T) {
 
 // TestEndToEndPaths: the header's datapath line gives the paths per plane
 // that the MetaRoCE table ran with: --paths 3 where given, and the
-// library's default on loopback, one, where not.
+// library's default on loopback, one, where not; the report records
+// --paths where given, and leaves it out where not.
 func TestEndToEndPaths(t *testing.T) {
 	for _, tc := range []struct {
-		args []string
-		want string
+		args     []string
+		want     string
+		reported any // params.paths_per_plane in the report; nil: absent
 	}{
-		{[]string{"--paths", "3"}, "# datapath: 1 plane(s), 3 path(s) per plane, 3 path(s) open to each peer, "},
-		{nil, "# datapath: 1 plane(s), 1 path(s) per plane, 1 path(s) open to each peer, "},
+		{[]string{"--paths", "3"}, "# datapath: 1 plane(s), 3 path(s) per plane, 3 path(s) open to each peer, ", float64(3)},
+		{nil, "# datapath: 1 plane(s), 1 path(s) per plane, 1 path(s) open to each peer, ", nil},
 	} {
-		args := append([]string{"-np", "2", "--transport", "metaroce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1"}, tc.args...)
+		jsonPath := filepath.Join(t.TempDir(), "r.json")
+		args := append([]string{"-np", "2", "--transport", "metaroce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--json", jsonPath}, tc.args...)
 		code, out, errs := runMrbench(t, args...)
 		require.Equal(t, exitOK, code, "%v: stderr: %s\nstdout: %s", tc.args, errs, out)
 		assert.Contains(t, out, "\n"+tc.want, "%v", tc.args)
@@ -123,6 +126,8 @@ func TestEndToEndPaths(t *testing.T) {
 		require.NoError(t, err, out)
 		require.Len(t, tables, 1)
 		assert.Equal(t, "OK", tables[0].Status, "%v", tables[0])
+		doc := validateReportFile(t, jsonPath)
+		assert.Equal(t, tc.reported, doc["params"].(map[string]any)["paths_per_plane"], "%v", tc.args)
 	}
 }
 

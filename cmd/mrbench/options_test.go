@@ -333,6 +333,34 @@ func TestReportLossAsApplied(t *testing.T) {
 	}
 }
 
+// TestReportPathsAsApplied: the report's paths_per_plane is --paths where
+// a MetaRoCE table runs, and absent where none does (kernel TCP alone, the
+// rccl backend) or where --paths left the count to the library.
+func TestReportPathsAsApplied(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int // 0: absent from the report
+	}{
+		{[]string{"--paths", "4", "--transport", "metaroce"}, 4},
+		{[]string{"--paths", "4", "--transport", "both"}, 4},
+		{[]string{"--paths", "4", "--transport", "tcp"}, 0},
+		{[]string{"--paths", "4", "--backend", "rccl"}, 0},
+		{[]string{"--paths", "0"}, 0},
+		{nil, 0},
+	} {
+		o, err := parseOptions(tc.args, io.Discard)
+		require.NoError(t, err, "%v", tc.args)
+		assert.Equal(t, tc.want, o.params().Paths, "%v", tc.args)
+		js, err := json.Marshal(o.params())
+		require.NoError(t, err)
+		if tc.want == 0 {
+			assert.NotContains(t, string(js), "paths_per_plane", "%v", tc.args)
+		} else {
+			assert.Contains(t, string(js), fmt.Sprintf(`"paths_per_plane":%d,`, tc.want), "%v", tc.args)
+		}
+	}
+}
+
 // TestEmptyPeerSummarySaysWhy: -v over a transport that keeps counters
 // but has no peers (one rank) says so, instead of that it keeps none.
 func TestEmptyPeerSummarySaysWhy(t *testing.T) {

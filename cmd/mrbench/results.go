@@ -106,11 +106,13 @@ func (t *Table) fail(err error) {
 	t.Status = "failed"
 }
 
-// Params are the sweep's settings as given (sizes in bytes), except Loss
-// and Seed, which are what the run applied: Loss is the probability with
-// which MetaRoCE's driver dropped each datagram, 0 where no MetaRoCE table
-// ran (--transport tcp, --backend rccl) whatever --loss said, and Seed is
-// set only with Loss above 0.
+// Params are the sweep's settings as given (sizes in bytes), except Loss,
+// Seed and Paths, which are what the run applied: Loss is the probability
+// with which MetaRoCE's driver dropped each datagram, 0 where no MetaRoCE
+// table ran (--transport tcp, --backend rccl) whatever --loss said, and
+// Seed is set only with Loss above 0; Paths is --paths, the MetaRoCE paths
+// per plane of each connection, 0 (absent) where it was 0 (the library
+// default) or no MetaRoCE table ran.
 type Params struct {
 	MinBytes   int64   `json:"min_bytes"`
 	MaxBytes   int64   `json:"max_bytes"`
@@ -125,6 +127,7 @@ type Params struct {
 	Channels   int     `json:"channels"`
 	ChunkBytes int64   `json:"chunk_bytes,omitempty"`
 	A2AFlight  int     `json:"a2a_inflight,omitempty"`
+	Paths      int     `json:"paths_per_plane,omitempty"`
 	GroupSize  int     `json:"group_size,omitempty"`
 	Loss       float64 `json:"loss"`
 	Seed       uint64  `json:"seed,omitempty"`

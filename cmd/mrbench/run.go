@@ -414,10 +414,15 @@ func baseEnv() Env {
 // MetaRoCE's datagrams only, so a run without a MetaRoCE table
 // (--transport tcp, --backend rccl) records 0, as its header says ("loss:
 // none"), and no seed; the report's command keeps the flag as typed.
+// Paths is likewise --paths where a MetaRoCE table ran, and 0
+// (absent) where none did.
 func (o *options) params() Params {
 	p := Params{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepFactor: o.StepFactor, StepBytes: o.StepBytes,
 		Iters: o.Iters, Warmup: o.Warmup, Check: o.Check, Average: o.Average, Blocking: o.Blocking,
 		Root: o.Root, Channels: o.Channels, ChunkBytes: o.ChunkBytes, A2AFlight: o.AllToAllInFlight, GroupSize: o.GroupSize, TimeoutS: o.Timeout.Seconds()}
+	if o.runsMetaRoCE() {
+		p.Paths = o.PathsPerPlane
+	}
 	if o.dropsMetaRoCE() {
 		p.Loss = o.Loss
 		p.Seed = o.Seed // what the drops of MetaRoCE's driver follow
