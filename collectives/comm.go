@@ -88,11 +88,24 @@ var ErrConcurrentUse = errors.New("another collective is in progress on this com
 // they must agree (transport, channels, chunk size, group size) fail right
 // after the rendezvous, each with an error that names the setting, the
 // ranks and their values; a rank that exits or fails before it has
-// connected to its peers fails the others at once (setupWatch).
+// connected to its peers fails the others at once (setupWatch). Without
+// Config.UDP.Addrs, a rank of a job that may span hosts (its launcher does
+// not say all ranks are on this host) announces the address this host
+// reaches the rendezvous host from, and a job on one host 127.0.0.1 (see
+// hostaddr.go).
 func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
+	// Before the defaults, which depend on the addresses (one path per
+	// plane on loopback): see hostaddr.go.
+	routed := planeAddrs(cfg, b, routeFrom)
+	if routed != nil {
+		cfg.UDP.Addrs = routed
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if routed != nil {
+		cfg.Logf("rank %d/%d: endpoint on %v, the address this host reaches the rendezvous at %s from (Config.UDP.Addrs sets others)", b.Rank, b.NRanks, routed[0], b.Root)
 	}
 	// The layout first (exchange checks it again): a rendezvous address
 	// that no rank reaches fails here, before a socket is opened, rather

@@ -68,7 +68,10 @@ type Config struct {
 	// which rank 0 also puts in the abort it sends the other ranks, so
 	// every rank of a job should give the same one.
 	TimeoutSetting string
-	// UDP configures the MetaRoCE datapath. Its Core.PathsPerPlane, when
+	// UDP configures the MetaRoCE datapath. Empty Addrs are filled in by
+	// New: the address this host reaches the rendezvous host from, for a
+	// rank of a job that may span hosts, else 127.0.0.1; the TCP baseline
+	// listens on Addrs[0] too. Its Core.PathsPerPlane, when
 	// 0, is LoopbackPathsPerPlane for a rank on loopback addresses only
 	// whose driver blackholes no port (see there).
 	UDP udp.Config
