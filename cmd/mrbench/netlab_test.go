@@ -1,7 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/metaroce/metaroce/netlab"
 	"github.com/stretchr/testify/assert"
@@ -56,4 +65,49 @@ func TestNetlabUsage(t *testing.T) {
 		assert.Equal(t, exitUsage, code, "%v", tc.args)
 		assert.Contains(t, errs, tc.want, "%v", tc.args)
 	}
+}
+
+// TestLaunchedAcrossLabHosts: two ranks launched by hand (METAROCE_RANK,
+// METAROCE_NRANKS, METAROCE_ROOT), each a process in its own lab host,
+// find each other over the fabric: each binds the address its host
+// reaches the rendezvous from, not loopback, where the peer would have
+// dialled its own host. Skips where netlab cannot build a fabric.
+func TestLaunchedAcrossLabHosts(t *testing.T) {
+	if err := netlab.Available(); err != nil {
+		t.Skip(err)
+	}
+	lab, err := netlab.New(netlab.Config{Planes: 1, Links: 2})
+	require.NoError(t, err)
+	defer lab.Close()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	root := netip.AddrPortFrom(lab.Host(1).Addr(0), 29517).String()
+	args := []string{"-b", "64K", "-e", "64K", "-n", "2", "-w", "1", "-T", "30s"}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var outs, errs [2]bytes.Buffer
+	var codes [2]int
+	var wg sync.WaitGroup
+	for r := range 2 {
+		c := lab.Command(r+1, self)
+		cmd := exec.CommandContext(ctx, c.Path, c.Args[1:]...)
+		cmd.Env = append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args, "\n"),
+			fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2", "METAROCE_ROOT="+root)
+		cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
+		require.NoError(t, cmd.Start())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = cmd.Wait()
+			codes[r] = cmd.ProcessState.ExitCode()
+		}()
+	}
+	wg.Wait()
+	for r := range 2 {
+		require.Equal(t, 0, codes[r], "rank %d stderr: %s", r, errs[r].String())
+	}
+	out := outs[0].String()
+	assert.Contains(t, out, "# transport: metaroce: 1 plane(s) ["+lab.Host(1).Addr(0).String()+":")
+	assert.Regexp(t, `# datapath: 1 plane\(s\), 4 path\(s\) per plane`, out)
+	assert.Contains(t, out, "# Out of bounds values : 0 OK")
 }
