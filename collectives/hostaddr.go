@@ -25,6 +25,18 @@ import (
 // loopback device's 64 KiB datagrams move it faster than a network
 // interface's MTU would.
 
+// A rank whose own rendezvous host is loopback or unspecified, in a job
+// its launcher says spans hosts (LocalSize below NRanks), is rank 0 given
+// its own host by a name that resolves to loopback there (Debian maps the
+// host name to 127.0.1.1) or by a wildcard: the route to the rendezvous
+// says nothing then, and the rank takes the source address of its default
+// route, found the same way through defaultRouteProbe.
+
+// defaultRouteProbe is an address no host has (TEST-NET-3, RFC 5737),
+// routed by the default route where nothing more specific covers it; only
+// the route is looked up, nothing is sent.
+var defaultRouteProbe = netip.MustParseAddr("203.0.113.1")
+
 // routeLookupTimeout bounds the name lookup of a rendezvous host given by
 // name; the rendezvous itself looks it up again and reports a failure.
 const routeLookupTimeout = 2 * time.Second
@@ -32,21 +44,31 @@ const routeLookupTimeout = 2 * time.Second
 // planeAddrs returns the address cfg.UDP.Addrs defaults to for the rank b
 // describes, or nil to leave the datapath's default (127.0.0.1): nil
 // where the caller gave addresses, for one rank, for a job whose ranks are
-// all on this host, and where the rendezvous host is a loopback or
-// unspecified address, or one that does not resolve or route (the
-// rendezvous then fails with its own error). route finds the local
-// address for a remote one (routeFrom outside tests).
+// all on this host, where the rendezvous host is a loopback or
+// unspecified address and the launcher did not say the job spans hosts,
+// and where the host does not resolve or route (the rendezvous then fails
+// with its own error). route finds the local address for a remote one
+// (routeFrom outside tests).
 func planeAddrs(cfg Config, b Bootstrap, route func(netip.Addr) (netip.Addr, bool)) []netip.Addr {
 	if len(cfg.UDP.Addrs) > 0 || b.NRanks <= 1 || b.LocalSize == b.NRanks {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(b.Root)
-	if err != nil || host == "" {
+	if err != nil {
 		return nil
 	}
-	remote, ok := resolveHost(host)
-	if !ok || remote.IsLoopback() || remote.IsUnspecified() {
+	remote, ok := netip.IPv4Unspecified(), host == ""
+	if !ok {
+		remote, ok = resolveHost(host)
+	}
+	if !ok {
 		return nil
+	}
+	if remote.IsLoopback() || remote.IsUnspecified() {
+		if b.LocalSize == 0 || b.LocalSize >= b.NRanks {
+			return nil // a job on this host, as far as anyone said
+		}
+		remote = defaultRouteProbe
 	}
 	local, ok := route(remote)
 	if !ok || local.IsLoopback() || local.IsUnspecified() {

@@ -16,15 +16,19 @@ import (
 )
 
 // TestPlaneAddrs: a rank of a job that may span hosts, given no
-// addresses, takes the one its host routes to the rendezvous host from;
-// given addresses, alone, on one host by its launcher's word, or with a
-// rendezvous on loopback, a wildcard, or a host that does not resolve or
-// route, it keeps the datapath's default.
+// addresses, takes the one its host routes to the rendezvous host from,
+// and where that host is its own loopback or wildcard in a job its
+// launcher says spans hosts, the one its default route leaves from; given
+// addresses, alone, on one host by its launcher's word, with a rendezvous
+// on loopback or a wildcard and no word of other hosts, or with a host
+// that does not resolve or route, it keeps the datapath's default.
 func TestPlaneAddrs(t *testing.T) {
-	lan := netip.MustParseAddr("10.1.2.3")
+	lan, dflt := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.1.2.4")
 	v6 := netip.MustParseAddr("2001:db8::2")
 	route := func(remote netip.Addr) (netip.Addr, bool) {
 		switch {
+		case remote == defaultRouteProbe:
+			return dflt, true
 		case remote == netip.MustParseAddr("198.51.100.9"):
 			return netip.Addr{}, false // no route
 		case remote == netip.MustParseAddr("198.51.100.10"):
@@ -55,6 +59,10 @@ func TestPlaneAddrs(t *testing.T) {
 		{"localhost", Config{}, "localhost:29500", 4, 0, nil},
 		{"wildcard", Config{}, "0.0.0.0:29500", 4, 0, nil},
 		{"no host", Config{}, ":29500", 4, 0, nil},
+		{"own name on loopback, across hosts", Config{}, "127.0.1.1:29500", 4, 2, []netip.Addr{dflt}},
+		{"wildcard, across hosts", Config{}, "0.0.0.0:29500", 4, 2, []netip.Addr{dflt}},
+		{"no host, across hosts", Config{}, ":29500", 4, 2, []netip.Addr{dflt}},
+		{"IPv6 wildcard, across hosts", Config{}, "[::]:29500", 4, 1, []netip.Addr{dflt}},
 		{"no port", Config{}, "198.51.100.7", 4, 0, nil},
 		{"unresolvable", Config{}, "no-such-host.invalid:29500", 4, 0, nil},
 		{"no route", Config{}, "198.51.100.9:29500", 4, 0, nil},
