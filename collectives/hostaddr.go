@@ -17,9 +17,9 @@ import (
 // takes, for a launched job that may span hosts, the address this host
 // reaches rank 0's rendezvous from: the source address the kernel's
 // routing picks for the rendezvous host, found by connecting a UDP socket
-// to it, which sends nothing. That is the address NCCL's socket transport
-// would pick for the same job (NCCL_SOCKET_IFNAME unset and the master
-// address routed), and it lies on the network the ranks share. A job
+// to it, which sends nothing, much as NCCL's bootstrap, given
+// NCCL_COMM_ID and no NCCL_SOCKET_IFNAME, looks for the interface that
+// reaches that address: it lies on the network the ranks share. A job
 // whose launcher says every rank is on this host (Bootstrap.LocalSize ==
 // NRanks) keeps loopback: its traffic never leaves the host, and the
 // loopback device's 64 KiB datagrams move it faster than a network
