@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/collectives"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -106,19 +107,23 @@ func TestEndToEndVerboseAndLoss(t *testing.T) {
 
 // TestEndToEndPaths: the header's datapath line gives the paths per plane
 // that the MetaRoCE table ran with: --paths 3 where given, and the
-// library's default on loopback, one, where not; the report records
-// --paths where given, and leaves it out where not.
+// library's default on loopback, one, where not. The report records the
+// count in use in the table's paths_per_plane, given or not, and --paths
+// as given in params.paths_per_plane, absent where not given; a TCP table
+// has no paths_per_plane.
 func TestEndToEndPaths(t *testing.T) {
 	for _, tc := range []struct {
 		args     []string
 		want     string
-		reported any // params.paths_per_plane in the report; nil: absent
+		table    any // tables[0].paths_per_plane; nil: absent
+		reported any // params.paths_per_plane; nil: absent
 	}{
-		{[]string{"--paths", "3"}, "# datapath: 1 plane(s), 3 path(s) per plane, 3 path(s) open to each peer, ", float64(3)},
-		{nil, "# datapath: 1 plane(s), 1 path(s) per plane, 1 path(s) open to each peer, ", nil},
+		{[]string{"--transport", "metaroce", "--paths", "3"}, "# datapath: 1 plane(s), 3 path(s) per plane, 3 path(s) open to each peer, ", float64(3), float64(3)},
+		{[]string{"--transport", "metaroce"}, "# datapath: 1 plane(s), 1 path(s) per plane, 1 path(s) open to each peer, ", float64(collectives.LoopbackPathsPerPlane), nil},
+		{[]string{"--transport", "tcp"}, "# datapath: kernel TCP over ", nil, nil},
 	} {
 		jsonPath := filepath.Join(t.TempDir(), "r.json")
-		args := append([]string{"-np", "2", "--transport", "metaroce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--json", jsonPath}, tc.args...)
+		args := append([]string{"-np", "2", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--json", jsonPath}, tc.args...)
 		code, out, errs := runMrbench(t, args...)
 		require.Equal(t, exitOK, code, "%v: stderr: %s\nstdout: %s", tc.args, errs, out)
 		assert.Contains(t, out, "\n"+tc.want, "%v", tc.args)
@@ -128,6 +133,7 @@ func TestEndToEndPaths(t *testing.T) {
 		assert.Equal(t, "OK", tables[0].Status, "%v", tables[0])
 		doc := validateReportFile(t, jsonPath)
 		assert.Equal(t, tc.reported, doc["params"].(map[string]any)["paths_per_plane"], "%v", tc.args)
+		assert.Equal(t, tc.table, doc["tables"].([]any)[0].(map[string]any)["paths_per_plane"], "%v", tc.args)
 	}
 }
 

@@ -333,10 +333,11 @@ func TestReportLossAsApplied(t *testing.T) {
 	}
 }
 
-// TestReportPathsAsApplied: the report's paths_per_plane is --paths where
-// a MetaRoCE table runs, and absent where none does (kernel TCP alone, the
-// rccl backend) or where --paths left the count to the library.
-func TestReportPathsAsApplied(t *testing.T) {
+// TestReportPathsAsGiven: the report's params.paths_per_plane is --paths
+// as given where a MetaRoCE table runs, and absent where none does (kernel
+// TCP alone, the rccl backend) or where --paths left the count to the
+// library (the tables record the count in use: TestEndToEndPaths).
+func TestReportPathsAsGiven(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want int // 0: absent from the report

@@ -65,19 +65,26 @@ type PeerSummary struct {
 // Table is one sweep over one transport (or the RCCL backend). AvgBusBW is
 // the mean of every row's out-of-place and in-place bus bandwidth, as
 // nccl-tests' "Avg bus bandwidth" line. OutOfBounds counts bytes written
-// past the receive buffer (checked runs only).
+// past the receive buffer (checked runs only). PathsPerPlane is the
+// MetaRoCE paths per plane in use, as rank 0's endpoint resolved it (the
+// header's "# datapath:" line gives the same): --paths where given, else
+// the library's default for rank 0's addresses (LoopbackPathsPerPlane of
+// package collectives on loopback, defaultPathsPerPlane elsewhere), which
+// Params.Paths, the flag as given, leaves out; 0 (absent) for a TCP or
+// RCCL table, which has no paths.
 type Table struct {
-	Transport   string        `json:"transport"`
-	Backend     string        `json:"backend"`
-	Collective  string        `json:"collective"`
-	Ranks       int           `json:"ranks"`
-	Rows        []Row         `json:"rows"`
-	AvgBusBW    float64       `json:"avg_busbw_gbps"`
-	OutOfBounds int64         `json:"out_of_bounds"`
-	Wrong       int64         `json:"wrong"`
-	Status      string        `json:"status"`          // "ok", or "failed" with Error or wrong values
-	Error       string        `json:"error,omitempty"` // why the table stopped early
-	Peers       []PeerSummary `json:"peers,omitempty"`
+	Transport     string        `json:"transport"`
+	Backend       string        `json:"backend"`
+	Collective    string        `json:"collective"`
+	Ranks         int           `json:"ranks"`
+	PathsPerPlane int           `json:"paths_per_plane,omitempty"`
+	Rows          []Row         `json:"rows"`
+	AvgBusBW      float64       `json:"avg_busbw_gbps"`
+	OutOfBounds   int64         `json:"out_of_bounds"`
+	Wrong         int64         `json:"wrong"`
+	Status        string        `json:"status"`          // "ok", or "failed" with Error or wrong values
+	Error         string        `json:"error,omitempty"` // why the table stopped early
+	Peers         []PeerSummary `json:"peers,omitempty"`
 }
 
 // finish computes the summary fields from the rows.
@@ -106,13 +113,14 @@ func (t *Table) fail(err error) {
 	t.Status = "failed"
 }
 
-// Params are the sweep's settings as given (sizes in bytes), except Loss,
-// Seed and Paths, which are what the run applied: Loss is the probability
-// with which MetaRoCE's driver dropped each datagram, 0 where no MetaRoCE
-// table ran (--transport tcp, --backend rccl) whatever --loss said, and
-// Seed is set only with Loss above 0; Paths is --paths, the MetaRoCE paths
-// per plane of each connection, 0 (absent) where it was 0 (the library
-// default) or no MetaRoCE table ran.
+// Params are the sweep's settings as given (sizes in bytes), except Loss
+// and Seed, which are what the run applied: Loss is the probability with
+// which MetaRoCE's driver dropped each datagram, 0 where no MetaRoCE table
+// ran (--transport tcp, --backend rccl) whatever --loss said, and Seed is
+// set only with Loss above 0. Paths is --paths as given, the MetaRoCE paths
+// per plane of each connection, 0 (absent) where it was 0 (left to the
+// library) or no MetaRoCE table ran; the count a table ran with, given or
+// not, is its Table.PathsPerPlane.
 type Params struct {
 	MinBytes   int64   `json:"min_bytes"`
 	MaxBytes   int64   `json:"max_bytes"`

@@ -40,6 +40,9 @@ type rankEnv struct {
 	// datapath, when set, is the header's "# datapath:" line (planes, paths,
 	// datagram size, interface MTUs); rank 0 calls it once per table.
 	datapath func() string
+	// pathsPerPlane is the MetaRoCE paths per plane that the rank's
+	// endpoint resolved (Table.PathsPerPlane); 0 for other transports.
+	pathsPerPlane int
 }
 
 // launcher starts the ranks of one table (in-process ranks concurrently, or
@@ -308,6 +311,7 @@ func runTable(ctx context.Context, o *options, l launcher, transport string, env
 		if root {
 			isRoot = true
 			t.Ranks = r.comm.Size()
+			t.PathsPerPlane = r.pathsPerPlane
 			env.Ranks = t.Ranks
 			env.Hosts = countHosts(infos)
 			datapath := ""
@@ -414,8 +418,9 @@ func baseEnv() Env {
 // MetaRoCE's datagrams only, so a run without a MetaRoCE table
 // (--transport tcp, --backend rccl) records 0, as its header says ("loss:
 // none"), and no seed; the report's command keeps the flag as typed.
-// Paths is likewise --paths where a MetaRoCE table ran, and 0
-// (absent) where none did.
+// Paths is --paths as given where a MetaRoCE table ran, and 0 (absent)
+// where none did or --paths was left to the library; each table records
+// the count it ran with (Table.PathsPerPlane).
 func (o *options) params() Params {
 	p := Params{MinBytes: o.MinBytes, MaxBytes: o.MaxBytes, StepFactor: o.StepFactor, StepBytes: o.StepBytes,
 		Iters: o.Iters, Warmup: o.Warmup, Check: o.Check, Average: o.Average, Blocking: o.Blocking,

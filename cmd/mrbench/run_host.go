@@ -205,7 +205,8 @@ func hostEnv(c *collectives.Comm, transport string, cfg collectives.Config, inNS
 		return d.String()
 	}
 	return rankEnv{comm: hostComm{c}, describe: c.Describe(), datapath: datapath,
-		stats: func() []PeerSummary { return peerSummaries(c) }}
+		pathsPerPlane: c.LinkInfo().PathsPerPlane, // 0 for TCP
+		stats:         func() []PeerSummary { return peerSummaries(c) }}
 }
 
 // hostComm adapts collectives.Comm to the sweep.

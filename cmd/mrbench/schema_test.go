@@ -109,7 +109,7 @@ func TestSchemaCoversReport(t *testing.T) {
 	rep := Report{Schema: SchemaID, Command: []string{"mrbench"}, Start: "2025-01-01T00:00:00Z", Collective: "allreduce",
 		Params: Params{MinBytes: 8, MaxBytes: 8, StepFactor: 2, Iters: 1, Paths: 4},
 		Env:    Env{Hosts: 1, Ranks: 2, Launcher: "local"},
-		Tables: []Table{{Transport: "metaroce", Backend: "host", Collective: "allreduce", Ranks: 2, Status: "ok",
+		Tables: []Table{{Transport: "metaroce", Backend: "host", Collective: "allreduce", Ranks: 2, PathsPerPlane: 4, Status: "ok",
 			Rows:  []Row{{Bytes: 8, Count: 2, Type: "float", RedOp: "sum", Root: -1, InPlace: Measure{Wrong: -1}}},
 			Peers: []PeerSummary{{Rank: 0, Peer: 1, Paths: []PathSummary{{Active: true}}}}}}}
 	b, err := json.Marshal(rep)
