@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
 	"github.com/metaroce/metaroce/internal/bytesize"
@@ -54,18 +55,29 @@ const minChunkBytes = 4 << 10
 // MetaRoCE driver opens per plane (udp.Config.PortsPerPlane, which mrbench
 // leaves at its default): each path of a plane sends from a port of its
 // own, and the driver refuses more paths than ports. defaultPathsPerPlane
-// is the datapath's own default, which the help names for addresses
-// other than loopback ones.
+// is the datapath's own default (udp.Config.Core), which the collectives
+// library leaves in place for a rank with an address other than a
+// loopback one (--netlab's ranks, launched ranks on a fabric) and which
+// the help names for those; package udp exports no name for it, and a test
+// checks it against what a udp endpoint resolves.
 const (
 	maxPathsPerPlane     = udp.DefaultPortsPerPlane
 	defaultPathsPerPlane = 4
 )
 
+// pathsHelp is the help of --paths. The counts it names are the
+// constants that the libraries resolve 0 with, so the text follows them.
+var pathsHelp = fmt.Sprintf("MetaRoCE paths per plane of each connection, 0 to %d "+
+	"(0: the library default: %d where all of a rank's plane addresses are loopback ones, as for -np's in-process ranks, "+
+	"else %d, as under --netlab)",
+	maxPathsPerPlane, collectives.LoopbackPathsPerPlane, defaultPathsPerPlane)
+
 // options is the parsed command line. Sizes are bytes; Loss is a probability
 // in [0, 1); PathsPerPlane (--paths) is the MetaRoCE paths per plane of each
-// connection, 0 to maxPathsPerPlane, where 0 is the library's default (one
-// on loopback addresses, collectives.LoopbackPathsPerPlane; the datapath's
-// defaultPathsPerPlane elsewhere); Timeout bounds each collective.
+// connection, 0 to maxPathsPerPlane, where 0 is the library's default
+// (collectives.LoopbackPathsPerPlane for a rank on loopback addresses only,
+// the datapath's defaultPathsPerPlane for any other); Timeout bounds each
+// collective.
 type options struct {
 	MinBytes, MaxBytes, StepBytes int64
 	StepFactor                    float64
@@ -176,7 +188,7 @@ func parseOptions(args []string, stdout io.Writer) (*options, error) {
 	intVar(&o.Channels, 0, "collective channels per peer connection (0: the library default)", "channels")
 	sizeVar(&o.ChunkBytes, "largest message a collective pipelines, bytes (K/M/G suffixes; 0: the library default, 512K over MetaRoCE, 128K over TCP)", "chunk")
 	intVar(&o.AllToAllInFlight, 0, "all-to-all messages in flight per direction and rank (0: by message size, at least 4; 1: rounds in lockstep)", "a2a-inflight")
-	intVar(&o.PathsPerPlane, 0, fmt.Sprintf("MetaRoCE paths per plane of each connection, 0 to %d (0: the library default, one per plane on loopback, %d elsewhere)", maxPathsPerPlane, defaultPathsPerPlane), "paths")
+	intVar(&o.PathsPerPlane, 0, pathsHelp, "paths")
 	intVar(&o.GroupSize, 0, "consecutive ranks per leaf switch or host, for the hierarchical all-reduce (0: unknown; must divide the ranks)", "group-size")
 	strVar(&transport, transportBoth, "transport: metaroce, tcp or both (MetaRoCE then TCP)", "transport")
 	fs.Float64Var(&o.Loss, "loss", 0, "MetaRoCE driver-level packet drop probability in [0,1)")

@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/metaroce/metaroce/collectives"
 	"github.com/metaroce/metaroce/collectives/reduce"
 	"github.com/metaroce/metaroce/collectives/sched"
+	"github.com/metaroce/metaroce/transport/udp"
 )
 
 func TestSweepSizes(t *testing.T) {
@@ -279,6 +281,26 @@ func TestPathsFlag(t *testing.T) {
 		assert.Equal(t, tc.want, l.config(transportMetaRoCE).UDP.Core.PathsPerPlane, "%v", tc.args)
 		assert.Zero(t, l.config(transportTCP).UDP.Core.PathsPerPlane, "%v: the TCP table has no paths", tc.args)
 	}
+}
+
+// TestPathsHelpNamesTheDefaults: the help of --paths gives what 0
+// resolves to from the constants behind it, the loopback count of package
+// collectives and the datapath's count for other addresses, and names
+// where mrbench meets the latter (--netlab); defaultPathsPerPlane is the
+// count a MetaRoCE endpoint resolves 0 to, which the collectives library
+// leaves in place off loopback (the endpoint here listens on loopback, but
+// the driver's own default does not depend on the address).
+func TestPathsHelpNamesTheDefaults(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseOptions([]string{"-h"}, &out)
+	require.ErrorIs(t, err, errHelp)
+	assert.Contains(t, out.String(), fmt.Sprintf("(0: the library default: %d where all of a rank's plane addresses are loopback ones, as for -np's in-process ranks, else %d, as under --netlab)",
+		collectives.LoopbackPathsPerPlane, defaultPathsPerPlane))
+
+	ep, err := udp.Listen(udp.Config{Seed: 1})
+	require.NoError(t, err)
+	defer ep.Close()
+	assert.Equal(t, defaultPathsPerPlane, ep.Config().Core.PathsPerPlane, "the datapath's default paths per plane")
 }
 
 // TestSeedZeroDrawsAndTells: --seed 0 draws a non-zero seed once, and both
