@@ -320,11 +320,13 @@ func peerLeftHint(peer int, err error) string {
 // stuckErr explains why a call's context ended while transfers were
 // outstanding: the communicator's Timeout, the caller's own deadline or a
 // cancellation, and which peers this rank still waits for. Where the time
-// ran out it also names this rank's schedule sch: ranks that pass
-// different per-call schedules fail with ErrMismatch when a message of
-// one meets the other's, but plans that never share a message stream (a
-// ring against halving and doubling on 4 ranks) only wait, and the user
-// needs each rank's schedule to tell that from a dead peer.
+// ran out it also names this rank's call, its count, type, root (where
+// the collective has one) and schedule sch: ranks that pass different
+// calls fail with ErrMismatch when a message of one meets the other's,
+// but plans that never share a message stream (a ring against halving and
+// doubling on 4 ranks) only wait, and the user needs each rank's call to
+// tell that from a dead peer. The ranks compared may not all say theirs:
+// one whose peer gave up first fails with that peer's closed connection.
 func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, sch callSchedule, inflight map[int]pending) error {
 	peers := map[int]bool{}
 	for i := range inflight {
@@ -335,18 +337,43 @@ func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, sch callSchedule, in
 		list = append(list, r)
 	}
 	sortInts(list)
+	transfers := "transfers"
+	if len(inflight) == 1 {
+		transfers = "transfer"
+	}
 	// A deadline that passed may be a peer's fault; a cancellation is the
 	// caller's own doing, and the ranks it waited on are only named.
-	why := "did not finish by the caller's deadline"
-	hint := fmt.Sprintf("; a peer may have died, stopped calling the collective, or made a different call (another collective, count or type, or another schedule: this rank ran %v, and each rank's error names its own)", sch)
+	why, cancelled := "did not finish by the caller's deadline", false
 	switch {
 	case errors.Is(context.Cause(ctx), errCallTimeout):
 		why = fmt.Sprintf("did not finish within the communicator's timeout of %v", c.cfg.Timeout)
 	case errors.Is(ctx.Err(), context.Canceled):
-		why, hint = "was cancelled by the caller", ""
+		why, cancelled = "was cancelled by the caller", true
 	}
-	return c.markBroken(fmt.Errorf("collectives: %v on rank %d %s: still waiting on ranks %v (%d transfers outstanding)%s: %w",
-		p.Collective, p.Rank, why, list, len(inflight), hint, ctxErr(ctx)))
+	hint := ""
+	if !cancelled {
+		// What a peer that made another call may differ in, and this
+		// rank's value of each: the arguments callTag covers that can
+		// change which messages the plan sends, and the schedule. The
+		// reduction is left out: it changes no message, and a peer that
+		// reduces otherwise fails on the tag of the first message.
+		elements := "elements"
+		if p.Count == 1 {
+			elements = "element"
+		}
+		differ, call := "another collective, count, type or schedule", fmt.Sprintf("%d %v %s", p.Count, p.DType, elements)
+		switch p.Collective {
+		case sched.Broadcast:
+			differ = "another collective, count, type, root or schedule"
+			call += fmt.Sprintf(", root %d", p.Root)
+		case sched.P2P:
+			differ = "another collective, count, type, pair of ranks or schedule"
+			call += fmt.Sprintf(", from rank %d to rank %d", p.Root, p.Peer)
+		}
+		hint = fmt.Sprintf("; a peer may have died, stopped calling the collective, or made a different call (%s; this rank's call: %s, %v)", differ, call, sch)
+	}
+	return c.markBroken(fmt.Errorf("collectives: %v on rank %d %s: still waiting on ranks %v (%d %s outstanding)%s: %w",
+		p.Collective, p.Rank, why, list, len(inflight), transfers, hint, ctxErr(ctx)))
 }
 
 // ctxErr is the error of a done ctx: ctx.Err() and, where the context was

@@ -600,9 +600,11 @@ func TestLaunchReturnsTheFailedRanksError(t *testing.T) {
 // each other, and so do the others; each side's messages for the other
 // side go to streams whose receives the other side never posts, so no
 // message reveals the disagreement and every rank runs out of time. Each
-// error then names the rank's own schedule beside the dead-peer hint, so
-// that the user can compare the ranks' errors. Before, it only said a peer
-// may have died or stopped calling.
+// error then names the rank's own call, its count and type as well as its
+// schedule, beside the dead-peer hint, so that the user can compare the
+// ranks' errors. Before, it only said a peer may have died or stopped
+// calling, and later named the schedule but not the count and type it
+// asked about.
 func TestDisagreeingSchedulesThatNeverMeet(t *testing.T) {
 	dt := reduce.Float32
 	const n, count = 4, 1 << 14
@@ -619,7 +621,31 @@ func TestDisagreeingSchedulesThatNeverMeet(t *testing.T) {
 	})
 	for r, err := range errs {
 		require.ErrorIs(t, err, context.DeadlineExceeded, "rank %d", r)
-		require.ErrorContains(t, err, "made a different call", "rank %d", r)
-		require.ErrorContains(t, err, "this rank ran algorithm "+algs[r].String(), "rank %d", r)
+		require.ErrorContains(t, err, "transfers outstanding); a peer may have died, stopped calling the collective, or made a different call "+
+			"(another collective, count, type or schedule; this rank's call: 16384 float elements, algorithm "+algs[r].String()+", ", "rank %d", r)
 	}
+}
+
+// TestStuckOnOneTransfer: a broadcast whose root never calls leaves its
+// other rank waiting on one receive, which its error counts in the
+// singular ("1 transfer", not "1 transfers"), and the call it names
+// includes the root, which ranks must agree on too.
+func TestStuckOnOneTransfer(t *testing.T) {
+	dt := reduce.Float32
+	done := make(chan struct{})
+	var err error
+	_ = LaunchLocal(context.Background(), 2, Config{Timeout: time.Minute, Channels: 1}, func(c *Comm) error {
+		if c.Rank() == 1 {
+			<-done // the root stays in the job without calling
+			return nil
+		}
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		err = c.Run(ctx, sched.Config{Collective: sched.Broadcast, Count: 1, DType: dt, Root: 1, InPlace: true}, nil, make([]byte, dt.Size()))
+		return err
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "still waiting on ranks [1] (1 transfer outstanding); ")
+	require.ErrorContains(t, err, "(another collective, count, type, root or schedule; this rank's call: 1 float element, root 1, algorithm ")
 }
