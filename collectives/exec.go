@@ -372,8 +372,12 @@ func (c *Comm) stuckErr(ctx context.Context, p *sched.Plan, sch callSchedule, in
 		}
 		hint = fmt.Sprintf("; a peer may have died, stopped calling the collective, or made a different call (%s; this rank's call: %s, %v)", differ, call, sch)
 	}
-	return c.markBroken(fmt.Errorf("collectives: %v on rank %d %s: still waiting on ranks %v (%d %s outstanding)%s: %w",
-		p.Collective, p.Rank, why, list, len(inflight), transfers, hint, ctxErr(ctx)))
+	waited := fmt.Sprintf("ranks %v", list)
+	if len(list) == 1 {
+		waited = fmt.Sprintf("rank %d", list[0])
+	}
+	return c.markBroken(fmt.Errorf("collectives: %v on rank %d %s: still waiting on %s (%d %s outstanding)%s: %w",
+		p.Collective, p.Rank, why, waited, len(inflight), transfers, hint, ctxErr(ctx)))
 }
 
 // ctxErr is the error of a done ctx: ctx.Err() and, where the context was

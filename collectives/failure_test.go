@@ -646,6 +646,6 @@ func TestStuckOnOneTransfer(t *testing.T) {
 		return err
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.ErrorContains(t, err, "still waiting on ranks [1] (1 transfer outstanding); ")
+	require.ErrorContains(t, err, "still waiting on rank 1 (1 transfer outstanding); ")
 	require.ErrorContains(t, err, "(another collective, count, type, root or schedule; this rank's call: 1 float element, root 1, algorithm ")
 }
