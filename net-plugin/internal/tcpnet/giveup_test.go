@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,4 +240,55 @@ func TestCloseWhileQueueingLeavesNothing(t *testing.T) {
 		_ = sc.Close()
 		d.Abort()
 	}
+}
+
+// TestDropsLoggedOutsideLock: the lines for the half-assembled connections
+// a listener drops reach Config.Logf after the listener's lock is
+// released, so that NCCL's logger, however slow, holds up no other
+// socket's hello or confirmation. Each line checks the lock as it is
+// logged: no other goroutine takes it meanwhile, as the only socket in
+// flight is the one whose hello runs the drops and which waits for its
+// answer, written after them.
+func TestDropsLoggedOutsideLock(t *testing.T) {
+	var ln atomic.Pointer[listener]
+	var mu sync.Mutex
+	var lines, underLock int
+	const timeout = 5 * time.Second
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: timeout, Logf: func(string, ...any) {
+		held := !ln.Load().mu.TryLock()
+		if !held {
+			ln.Load().mu.Unlock()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		lines++
+		if held {
+			underLock++
+		}
+	}})
+	noErr(t, err)
+	bl, err := b.Listen(0)
+	noErr(t, err)
+	t.Cleanup(func() { _ = bl.Close() })
+	l := bl.(*listener)
+	ln.Store(l)
+	var clock sync.Mutex
+	now := time.Now()
+	l.mu.Lock()
+	l.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
+	l.mu.Unlock()
+	var h listenHandle
+	_, err = parseListenHandle(&h, l.Handle())
+	noErr(t, err)
+	for id := range uint64(3) {
+		halfConn(t, h.Addr, h.Nonce, id+1)
+	}
+	clock.Lock()
+	now = now.Add(2*timeout + time.Millisecond)
+	clock.Unlock()
+	halfConn(t, h.Addr, h.Nonce, 4) // drops the three others
+	mu.Lock()
+	defer mu.Unlock()
+	eq(t, 3, lines)
+	eq(t, 0, underLock)
 }

@@ -224,16 +224,23 @@ func (l *listener) drainReady() {
 // returns helloAccepted, with the connection's sockets when c was the
 // last one missing, or the refusal to send. A complete connection moves
 // from l.pending to l.confirming, where it keeps its slot until
-// awaitConfirm settles it.
+// awaitConfirm settles it. The lines dropAbandonedLocked collects are
+// logged once l.mu is released.
 func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdict byte) {
+	var lines []string
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer func() {
+		l.mu.Unlock()
+		for _, line := range lines {
+			l.cfg.logf("%s", line)
+		}
+	}()
 	socks, ok := l.pending[h.ConnID]
 	if !ok {
 		if _, dup := l.confirming[h.ConnID]; l.closed || dup {
 			return nil, helloRefused
 		}
-		l.dropAbandonedLocked()
+		l.dropAbandonedLocked(&lines)
 		if len(l.pending)+len(l.confirming) >= maxPendingConns {
 			return nil, helloRefused
 		}
@@ -260,7 +267,12 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 // dropAbandonedLocked closes and forgets the half-assembled connections
 // that can never complete: one of whose sockets its dialer has given up,
 // one of whose sockets carries bytes, or one that is older than
-// twice cfg.Timeout.
+// twice cfg.Timeout. It appends a line for cfg.Logf to *lines for each
+// drop worth telling (not for a dialer that gave up, which is ordinary),
+// for the caller to log once it has released l.mu: cfg.Logf is NCCL's
+// logger in the plugin, and a pass may drop up to maxPendingConns
+// connections, so logging under l.mu would hold up every other socket's
+// hello and every confirmation for as long as those lines take.
 //
 // A dialer that fails or is aborted closes the sockets it holds, and a
 // dead dialer's kernel does, or (host gone) the socket's keepalive and
@@ -281,13 +293,13 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 // maxPendingConns of them would make the listener refuse every later
 // connection. It runs when a socket opens a new connection, so it needs no
 // goroutine or timer of its own. The caller holds l.mu.
-func (l *listener) dropAbandonedLocked() {
+func (l *listener) dropAbandonedLocked(lines *[]string) {
 	now := l.now()
 	for id, socks := range l.pending {
 		drop := false
 		if age := now.Sub(l.since[id]); age > 2*l.cfg.Timeout {
 			drop = true
-			l.cfg.logf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: %d of its %d sockets arrived, the first %v ago, and the connect timeout is %v (a stalled peer, or not a MetaRoCE tcp dialer)", peerOf(*socks), l.ln.Addr(), filed(*socks), len(*socks), age.Round(time.Millisecond), l.cfg.Timeout)
+			*lines = append(*lines, fmt.Sprintf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: %d of its %d sockets arrived, the first %v ago, and the connect timeout is %v (a stalled peer, or not a MetaRoCE tcp dialer)", peerOf(*socks), l.ln.Addr(), filed(*socks), len(*socks), age.Round(time.Millisecond), l.cfg.Timeout))
 		}
 		for _, s := range *socks {
 			if drop {
@@ -301,7 +313,7 @@ func (l *listener) dropAbandonedLocked() {
 				drop = true
 			case peekData:
 				drop = true
-				l.cfg.logf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: it sent data before all %d of its sockets had joined (not a MetaRoCE tcp dialer of this version, or a faulty one)", s.RemoteAddr(), l.ln.Addr(), len(*socks))
+				*lines = append(*lines, fmt.Sprintf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: it sent data before all %d of its sockets had joined (not a MetaRoCE tcp dialer of this version, or a faulty one)", s.RemoteAddr(), l.ln.Addr(), len(*socks)))
 			}
 		}
 		if !drop {
