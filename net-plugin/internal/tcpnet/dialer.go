@@ -27,6 +27,9 @@ type dialer struct {
 	h      listenHandle
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// timeout is the connect timeout (Config.Timeout), for the errors
+	// that name it.
+	timeout time.Duration
 
 	// verdictRead, when set (by tests), runs in a socket's goroutine just
 	// after its handshake read the listener's answer, before the handshake
@@ -43,7 +46,7 @@ type dialer struct {
 
 func newDialer(cfg Config, h listenHandle, verdictRead func(idx int)) *dialer {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
-	d := &dialer{h: h, cancel: cancel, verdictRead: verdictRead, socks: make([]*net.TCPConn, h.Socks)}
+	d := &dialer{h: h, cancel: cancel, timeout: cfg.Timeout, verdictRead: verdictRead, socks: make([]*net.TCPConn, h.Socks)}
 	id := randomNonZero()
 	for i := range h.Socks {
 		d.wg.Add(1)
@@ -142,7 +145,7 @@ func (d *dialer) handshake(ctx context.Context, tc *net.TCPConn, hb []byte, idx 
 	case helloStale:
 		return fmt.Errorf("tcpnet: peer %v rejected socket %d of %d: no listener there has this handle's nonce, so the listen handle is stale (its listener closed and the port was reused) or from another job: %w", d.h.Addr, idx+1, d.h.Socks, backend.ErrRemote)
 	case helloRefused:
-		return fmt.Errorf("tcpnet: peer %v refused socket %d of %d: its listener is closing, or has %d connections half set up by dialers still connecting (more concurrent connects to it than that?): %w", d.h.Addr, idx+1, d.h.Socks, maxPendingConns, backend.ErrRemote)
+		return fmt.Errorf("tcpnet: peer %v refused socket %d of %d: its listener is closing, has %d connections half set up by dialers still connecting (more concurrent connects to it than that?), or dropped this connection because its sockets took more than twice the listener's connect timeout to arrive (is METAROCE_TIMEOUT_MS, %v here, the same on every rank?): %w", d.h.Addr, idx+1, d.h.Socks, maxPendingConns, d.timeout, backend.ErrRemote)
 	}
 	return fmt.Errorf("tcpnet: peer %v answered the hello of socket %d of %d with %#02x: not a MetaRoCE tcp listener of this version: %w", d.h.Addr, idx+1, d.h.Socks, verdict[0], backend.ErrRemote)
 }

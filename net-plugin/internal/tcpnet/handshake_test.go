@@ -129,6 +129,7 @@ func TestSocketCountsOnlyOnceAccepted(t *testing.T) {
 		{"accepted", helloAccepted, ""},
 		{"stale", helloStale, "stale"},
 		{"refused", helloRefused, "closing"},
+		{"refused, naming the timeout", helloRefused, "is METAROCE_TIMEOUT_MS, 5s here, the same on every rank?"},
 		{"garbage", 0x7f, "not a MetaRoCE tcp listener"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -572,4 +573,94 @@ func TestSilentHalfConnsExpire(t *testing.T) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	eq(t, maxPendingConns, len(g.lines))
+}
+
+// helloVerdict opens a socket to the listener at addr, writes hl on it and
+// returns the listener's answer.
+func helloVerdict(t *testing.T, addr netip.AddrPort, hl hello) byte {
+	t.Helper()
+	c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(addr))
+	noErr(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	hb, err := hl.Append(nil)
+	noErr(t, err)
+	_, err = c.Write(hb)
+	noErr(t, err)
+	var v [1]byte
+	_, err = io.ReadFull(c, v[:])
+	noErr(t, err)
+	return v[0]
+}
+
+// TestLateSocketOfDroppedConnIsRefused: the last socket of a connection
+// that the listener dropped, half set up for longer than twice its
+// connect timeout, while the dialer (whose own timeout is longer) kept
+// going, is refused and logged, so that the connect fails naming the
+// likely cause. Before, the socket opened a fresh connection under the
+// same id and was accepted, and the dialer, its confirmation written
+// without error on the socket the listener had closed, took a connection
+// that the listener never hands out. The listener forgets the dropped
+// connection twice the connect timeout later.
+func TestLateSocketOfDroppedConnIsRefused(t *testing.T) {
+	g := &logged{}
+	const timeout = time.Second
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: timeout, Logf: g.logf})
+	noErr(t, err)
+	bl, err := b.Listen(0)
+	noErr(t, err)
+	t.Cleanup(func() { _ = bl.Close() })
+	l := bl.(*listener)
+	var clock sync.Mutex
+	now := time.Now()
+	l.mu.Lock()
+	l.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
+	l.mu.Unlock()
+	advance := func(d time.Duration) {
+		clock.Lock()
+		defer clock.Unlock()
+		now = now.Add(d)
+	}
+	var h listenHandle
+	_, err = parseListenHandle(&h, l.Handle())
+	noErr(t, err)
+	halfConn(t, h.Addr, h.Nonce, 1)
+	advance(2*timeout + time.Millisecond)
+	halfConn(t, h.Addr, h.Nonce, 2) // a new connection: connection 1 is dropped
+	eq(t, helloRefused, helloVerdict(t, h.Addr, hello{Index: 1, Socks: 2, Nonce: h.Nonce, ConnID: 1}))
+	l.mu.Lock()
+	_, reopened := l.pending[1]
+	l.mu.Unlock()
+	if reopened {
+		t.Fatal("the late socket of a dropped connection opened it afresh")
+	}
+	g.requireLine(t, "refused socket 2 of 2", "127.0.0.1:", "METAROCE_TIMEOUT_MS")
+	advance(2*timeout + time.Millisecond)
+	halfConn(t, h.Addr, h.Nonce, 3) // a new connection: the memory of connection 1 expires
+	l.mu.Lock()
+	_, remembered := l.dropped[1]
+	l.mu.Unlock()
+	if remembered {
+		t.Fatalf("connection 1 still remembered as dropped %v after its drop", 2*timeout+time.Millisecond)
+	}
+}
+
+// TestDroppedConnsRememberedBounded: a listener remembers at most
+// maxDroppedConns dropped connections, forgetting the oldest first, so
+// that peers whose connections it drops cannot grow its memory without
+// bound within twice the connect timeout.
+func TestDroppedConnsRememberedBounded(t *testing.T) {
+	_, bl, _ := listening(t)
+	l := bl.(*listener)
+	at := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id := range uint64(maxDroppedConns + 1) {
+		l.rememberDroppedLocked(id+1, at.Add(time.Duration(id)*time.Millisecond))
+	}
+	eq(t, maxDroppedConns, len(l.dropped))
+	_, oldest := l.dropped[1]
+	_, latest := l.dropped[maxDroppedConns+1]
+	if oldest || !latest {
+		t.Fatalf("remembered the oldest drop: %v, the latest: %v; want only the latest", oldest, latest)
+	}
 }

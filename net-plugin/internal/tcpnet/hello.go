@@ -24,8 +24,10 @@ const (
 	// took the port) or comes from another job.
 	helloStale byte = 0x02
 	// helloRefused: the listener is closing, already holds
-	// maxPendingConns connections half set up by dialers still there, or
-	// has this socket's slot filled.
+	// maxPendingConns connections half set up by dialers still there,
+	// has this socket's slot filled, or dropped this socket's connection
+	// as half set up for longer than twice the listener's connect
+	// timeout (its dialer's timeout is longer).
 	helloRefused byte = 0x03
 )
 

@@ -22,6 +22,13 @@ import (
 // long: see dropAbandonedLocked.
 const maxPendingConns = 64
 
+// maxDroppedConns bounds how many connection ids of recently dropped
+// half-assembled connections a listener remembers (listener.dropped):
+// four passes of dropAbandonedLocked at maxPendingConns each, far more
+// than dialers left alive after their connection was dropped, while the
+// memory stays a few kilobytes whatever a peer sends.
+const maxDroppedConns = 4 * maxPendingConns
+
 // listener accepts TCP sockets in a goroutine, groups them by connection id
 // and hands complete connections, once their dialer confirmed them, to
 // Accept through a buffered channel.
@@ -42,7 +49,13 @@ type listener struct {
 	// confirming holds the complete connections whose dialer's
 	// connConfirmed has not been read yet (awaitConfirm), by connID.
 	confirming map[uint64][]*net.TCPConn
-	closed     bool
+	// dropped holds, by connID, when dropAbandonedLocked dropped each
+	// half-assembled connection it dropped within the last twice
+	// cfg.Timeout, at most maxDroppedConns of them: a later socket of
+	// such a connection is refused (file) instead of opening a fresh one
+	// under the same id (see rememberDroppedLocked).
+	dropped map[uint64]time.Time
+	closed  bool
 
 	// Test hooks, nil except in tests; set before the first connection
 	// and read under mu. answering runs in greet after a socket is filed
@@ -71,7 +84,7 @@ func newListener(cfg Config, at netip.AddrPort, nonce uint64) (*listener, error)
 		_ = ln.Close()
 		return nil, err
 	}
-	l := &listener{cfg: cfg, ln: ln, handle: hb, nonce: nonce, ready: make(chan *recvConn, 16), done: make(chan struct{}), pending: map[uint64]*[]*net.TCPConn{}, since: map[uint64]time.Time{}, confirming: map[uint64][]*net.TCPConn{}, now: time.Now}
+	l := &listener{cfg: cfg, ln: ln, handle: hb, nonce: nonce, ready: make(chan *recvConn, 16), done: make(chan struct{}), pending: map[uint64]*[]*net.TCPConn{}, since: map[uint64]time.Time{}, confirming: map[uint64][]*net.TCPConn{}, dropped: map[uint64]time.Time{}, now: time.Now}
 	go l.acceptLoop()
 	return l, nil
 }
@@ -240,14 +253,19 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 		if _, dup := l.confirming[h.ConnID]; l.closed || dup {
 			return nil, helloRefused
 		}
-		l.dropAbandonedLocked(&lines)
+		now := l.now()
+		if at, gone := l.dropped[h.ConnID]; gone && now.Sub(at) <= 2*l.cfg.Timeout {
+			lines = append(lines, fmt.Sprintf("NET/MetaRoCE : tcpnet: refused socket %d of %d from peer %v on listener %v: its connection was dropped %v ago, half set up for longer than twice the connect timeout (%v); is METAROCE_TIMEOUT_MS the same on every rank? (a dialer whose timeout is longer may open its sockets that late)", h.Index+1, h.Socks, c.RemoteAddr(), l.ln.Addr(), now.Sub(at).Round(time.Millisecond), l.cfg.Timeout))
+			return nil, helloRefused
+		}
+		l.dropAbandonedLocked(now, &lines)
 		if len(l.pending)+len(l.confirming) >= maxPendingConns {
 			return nil, helloRefused
 		}
 		s := make([]*net.TCPConn, h.Socks)
 		socks = &s
 		l.pending[h.ConnID] = socks
-		l.since[h.ConnID] = l.now()
+		l.since[h.ConnID] = now
 	}
 	if (*socks)[h.Index] != nil {
 		return nil, helloRefused
@@ -284,22 +302,32 @@ func (l *listener) file(c *net.TCPConn, h hello) (complete []*net.TCPConn, verdi
 // the stream from the peek for good, the connection holding its slot even
 // after its peer closed. A dialer whose sockets all stay open and silent
 // is alive or stalled: a live one opens every socket of a connection
-// within its connect timeout (cfg.Timeout, the same in every rank of a
-// job) or gives them all up, so a connection still missing sockets twice
-// that long after its first arrived belongs to a peer that will not finish
-// it.
+// within its connect timeout or gives them all up, so, where that timeout
+// is cfg.Timeout as it should be (METAROCE_TIMEOUT_MS, the same on every
+// rank), a connection still missing sockets twice that long after its
+// first arrived belongs to a peer that will not finish it. A dialer whose
+// timeout is longer may still be alive and open its last socket later:
+// the dropped connection's id is remembered (rememberDroppedLocked) and
+// that socket refused, so that the connect fails naming the likely cause,
+// instead of the socket opening a fresh connection under the same id,
+// accepted, and the dialer confirming a connection whose other sockets
+// the listener closed.
 //
 // Without this, such connections would stay until Close, and
 // maxPendingConns of them would make the listener refuse every later
-// connection. It runs when a socket opens a new connection, so it needs no
-// goroutine or timer of its own. The caller holds l.mu.
-func (l *listener) dropAbandonedLocked(lines *[]string) {
-	now := l.now()
+// connection. It runs, at now, when a socket opens a new connection, so
+// it needs no goroutine or timer of its own. The caller holds l.mu.
+func (l *listener) dropAbandonedLocked(now time.Time, lines *[]string) {
+	for id, at := range l.dropped {
+		if now.Sub(at) > 2*l.cfg.Timeout {
+			delete(l.dropped, id)
+		}
+	}
 	for id, socks := range l.pending {
 		drop := false
 		if age := now.Sub(l.since[id]); age > 2*l.cfg.Timeout {
 			drop = true
-			*lines = append(*lines, fmt.Sprintf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: %d of its %d sockets arrived, the first %v ago, and the connect timeout is %v (a stalled peer, or not a MetaRoCE tcp dialer)", peerOf(*socks), l.ln.Addr(), filed(*socks), len(*socks), age.Round(time.Millisecond), l.cfg.Timeout))
+			*lines = append(*lines, fmt.Sprintf("NET/MetaRoCE : tcpnet: dropped a connection from peer %v half set up on listener %v: %d of its %d sockets arrived, the first %v ago, and the connect timeout is %v (a stalled peer, a peer whose METAROCE_TIMEOUT_MS is longer than this side's, or not a MetaRoCE tcp dialer)", peerOf(*socks), l.ln.Addr(), filed(*socks), len(*socks), age.Round(time.Millisecond), l.cfg.Timeout))
 		}
 		for _, s := range *socks {
 			if drop {
@@ -326,7 +354,29 @@ func (l *listener) dropAbandonedLocked(lines *[]string) {
 		}
 		delete(l.pending, id)
 		delete(l.since, id)
+		l.rememberDroppedLocked(id, now)
 	}
+}
+
+// rememberDroppedLocked records that the half-assembled connection id was
+// dropped at now, for file to refuse its later sockets for twice
+// cfg.Timeout: that covers a dialer whose connect timeout is up to four
+// times the listener's, as the first of its sockets arrived more than
+// twice cfg.Timeout before the drop. With maxDroppedConns remembered, the
+// oldest is forgotten, so that the memory stays bounded whatever peers
+// do. The caller holds l.mu.
+func (l *listener) rememberDroppedLocked(id uint64, now time.Time) {
+	if len(l.dropped) >= maxDroppedConns {
+		var oldest uint64
+		var first time.Time
+		for d, at := range l.dropped {
+			if first.IsZero() || at.Before(first) {
+				oldest, first = d, at
+			}
+		}
+		delete(l.dropped, oldest)
+	}
+	l.dropped[id] = now
 }
 
 // peerOf is the remote address of a half-assembled connection's first
