@@ -197,15 +197,34 @@ func (d *dialer) finish(idx int, c *net.TCPConn, err error) {
 // accepted: from then on the connection is the dialer's, and the listener
 // hands it out. The socket has carried nothing since the listener's
 // answer, so the byte goes to an empty send buffer and the write does not
-// wait. A write that fails (the listener closed or dropped the
-// connection meanwhile) fails the connect like any socket error, closing
-// the sockets. The caller holds d.mu.
+// wait. The caller holds d.mu.
+//
+// A listener that closed or dropped the connection meanwhile (it closed,
+// or dropped the connection as half set up too long) closed its side of
+// the sockets, which sends a FIN: a write still succeeds on such a socket,
+// the peer answering it with a reset only afterwards. So each socket is
+// first peeked without waiting, and one at the end of its stream, or
+// failed, fails the connect like any socket error, closing the sockets,
+// as does a write that fails. That is still racy: a close whose FIN has
+// not arrived yet goes unseen, the connect completes, and the comm's
+// first send fails instead, naming the peer.
 func (d *dialer) confirmLocked() {
-	_, err := d.socks[0].Write([]byte{connConfirmed})
-	if err == nil {
-		return
+	for i, s := range d.socks {
+		if peek(s) == peekEnded {
+			d.failConfirmLocked(i, "it reached the end of its stream")
+			return
+		}
 	}
-	d.err = fmt.Errorf("tcpnet: peer %v accepted all %d sockets but closed the first before this side could confirm the connection (%v): is the peer's listener closing? %w", d.h.Addr, d.h.Socks, err, backend.ErrRemote)
+	if _, err := d.socks[0].Write([]byte{connConfirmed}); err != nil {
+		d.failConfirmLocked(0, err.Error())
+	}
+}
+
+// failConfirmLocked fails the connect, closing its sockets, because the
+// listener closed socket idx (how tells how the dialer found out) before
+// the connection was confirmed. The caller holds d.mu.
+func (d *dialer) failConfirmLocked(idx int, how string) {
+	d.err = fmt.Errorf("tcpnet: peer %v accepted all %d sockets but closed socket %d of them before this side could confirm the connection (%s): is the peer's listener closing, or did it drop the connection as half set up too long (is METAROCE_TIMEOUT_MS, %v here, the same on every rank)? %w", d.h.Addr, d.h.Socks, idx+1, how, d.timeout, backend.ErrRemote)
 	d.cancel()
 	for i, s := range d.socks {
 		_ = s.Close()

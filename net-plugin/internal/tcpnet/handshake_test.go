@@ -365,6 +365,40 @@ func TestFailedConnectReleasesAcceptedSockets(t *testing.T) {
 	requireClosedByDialer(t, first, "accepted socket of a failed connect")
 }
 
+// TestConnectToClosedSocketsFails: a connect whose listener closed one of
+// its accepted sockets before the last was accepted (the listener closing,
+// or dropping the connection as half set up too long) fails, naming the
+// peer, and closes its sockets, instead of completing: the close sent
+// only a FIN, and the confirmation's write succeeded on either socket, so
+// the dialer took a connection that the listener never hands out.
+func TestConnectToClosedSocketsFails(t *testing.T) {
+	d, conns := dialFake(t, 2, time.Hour)
+	first, last := (<-conns).(*net.TCPConn), (<-conns).(*net.TCPConn)
+	defer first.Close()
+	defer last.Close()
+	_, err := first.Write([]byte{helloAccepted})
+	noErr(t, err)
+	dl := d.(*dialer)
+	backendtest.PollUntil(t, "first socket accepted", func() bool {
+		dl.mu.Lock()
+		defer dl.mu.Unlock()
+		return dl.n == 1
+	})
+	noErr(t, first.CloseWrite()) // what the listener's close sends
+	backendtest.PollUntil(t, "the dialer's side reading the end", func() bool { return finTaken(t, first) })
+	_, err = last.Write([]byte{helloAccepted})
+	noErr(t, err)
+	sc, err := stepUntilDone(t, d)
+	if sc != nil {
+		_ = sc.Close()
+		t.Fatal("connect completed on a socket its listener had closed")
+	}
+	if !errors.Is(err, backend.ErrRemote) || !strings.Contains(err.Error(), "127.0.0.1:") || !strings.Contains(err.Error(), "before this side could confirm") {
+		t.Fatalf("error %v: want ErrRemote naming the peer and the unconfirmed connection", err)
+	}
+	requireClosedByDialer(t, last, "last socket of a connect whose listener closed another")
+}
+
 // TestFailedConnectStopsOtherSockets: when the listener refuses one
 // socket of a connect while another still waits for its answer, the
 // connect fails and the waiting socket's handshake ends at once (the

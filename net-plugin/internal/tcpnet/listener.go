@@ -362,7 +362,9 @@ func (l *listener) dropAbandonedLocked(now time.Time, lines *[]string) {
 // dropped at now, for file to refuse its later sockets for twice
 // cfg.Timeout: that covers a dialer whose connect timeout is up to four
 // times the listener's, as the first of its sockets arrived more than
-// twice cfg.Timeout before the drop. With maxDroppedConns remembered, the
+// twice cfg.Timeout before the drop. (Past that, the dialer finds the
+// sockets the listener closed at the end of their stream before it
+// confirms: see dialer.confirmLocked.) With maxDroppedConns remembered, the
 // oldest is forgotten, so that the memory stays bounded whatever peers
 // do. The caller holds l.mu.
 func (l *listener) rememberDroppedLocked(id uint64, now time.Time) {
