@@ -252,9 +252,14 @@ func (d *dialer) Step() (backend.SendConn, error) {
 
 // Abort cancels the attempt and closes sockets not yet handed out. It
 // marks the dialer aborting before it cancels, so that a socket whose
-// answer its goroutine reads meanwhile is closed, not taken, and an
-// aborted connect never confirms a connection for the listener to hand
-// out.
+// answer its goroutine reads meanwhile is closed, not taken: an Abort
+// that begins before the last socket's finish leaves the connection
+// unconfirmed, and the listener drops it instead of handing it out. An
+// Abort that comes after that finish, which confirmed the connection, and
+// before Step took it closes sockets that the listener hands out: the
+// comm NCCL accepts there fails its first receive, naming the peer. That
+// is acceptable, as NCCL abandoned the connect, and nothing tells the
+// listener otherwise once the confirmation is on its way.
 func (d *dialer) Abort() {
 	d.mu.Lock()
 	d.aborting = true

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaroce/metaroce/net-plugin/internal/backend"
 	"github.com/metaroce/metaroce/net-plugin/internal/backend/backendtest"
 )
 
@@ -291,4 +292,33 @@ func TestDropsLoggedOutsideLock(t *testing.T) {
 	defer mu.Unlock()
 	eq(t, 3, lines)
 	eq(t, 0, underLock)
+}
+
+// TestAbortAfterConfirmFailsFirstReceive: a connect aborted after its
+// last socket confirmed the connection, and before Step took it, leaves
+// the listener a connection it hands out, as the confirmation had
+// reached it; that comm's first receive fails, naming the peer, instead
+// of waiting for a sender that is gone. NCCL abandoned the connect, so
+// nothing else is owed.
+func TestAbortAfterConfirmFailsFirstReceive(t *testing.T) {
+	b, l, _, settled := watchedListener(t, 5*time.Second)
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	requireSettled(t, settled, true, "confirmed connect")
+	d.Abort()
+	rc, err := l.Accept()
+	noErr(t, err)
+	if rc == nil {
+		t.Fatal("a confirmed connection was not handed out")
+	}
+	defer rc.Close()
+	r, err := rc.Irecv([][]byte{make([]byte, 4)}, []int32{1})
+	noErr(t, err)
+	backendtest.PollUntil(t, "receive from an aborted sender", func() bool {
+		_, err = r.Test(nil)
+		return err != nil
+	})
+	if !errors.Is(err, backend.ErrRemote) || !strings.Contains(err.Error(), "127.0.0.1:") {
+		t.Fatalf("first receive from an aborted sender: %v; want ErrRemote naming the peer", err)
+	}
 }
