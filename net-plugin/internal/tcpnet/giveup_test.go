@@ -322,3 +322,80 @@ func TestAbortAfterConfirmFailsFirstReceive(t *testing.T) {
 		t.Fatalf("first receive from an aborted sender: %v; want ErrRemote naming the peer", err)
 	}
 }
+
+// acceptedSockets opens every socket of connection id to the listener of
+// h as a dialer does, and returns them once the listener accepted each;
+// the caller confirms the connection, or not.
+func acceptedSockets(t *testing.T, h listenHandle, id uint64) []*net.TCPConn {
+	t.Helper()
+	var socks []*net.TCPConn
+	for i := range h.Socks {
+		c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(h.Addr))
+		noErr(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		hb, err := (&hello{Index: i, Socks: h.Socks, Nonce: h.Nonce, ConnID: id}).Append(nil)
+		noErr(t, err)
+		_, err = c.Write(hb)
+		noErr(t, err)
+		var v [1]byte
+		_, err = io.ReadFull(c, v[:])
+		noErr(t, err)
+		eq(t, helloAccepted, v[0])
+		socks = append(socks, c)
+	}
+	return socks
+}
+
+// TestConfirmDeadlineCleared: the read deadline that bounds the wait for a
+// connection's confirmation (twice the connect timeout) is cleared once
+// the confirmation is read, so that a message sent well after it, on the
+// socket that waited, still arrives. The sleep only lets that deadline
+// pass; nothing waits on it.
+func TestConfirmDeadlineCleared(t *testing.T) {
+	_, l, _, settled := watchedListener(t, 100*time.Millisecond)
+	b, err := New(Config{IfNames: "=lo", Socks: 2, Timeout: 5 * time.Second})
+	noErr(t, err)
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	defer d.Abort()
+	sc, err := stepUntilDone(t, d)
+	noErr(t, err)
+	defer sc.Close()
+	requireSettled(t, settled, true, "confirmed connect")
+	rc, err := l.Accept()
+	noErr(t, err)
+	defer rc.Close()
+	time.Sleep(500 * time.Millisecond) // past the 200 ms the confirmation could take
+	buf := make([]byte, 5)
+	r, err := rc.Irecv([][]byte{buf}, []int32{7})
+	noErr(t, err)
+	s, err := sc.Isend([]byte("hello"), 7) // message 0 goes on socket 0, whose deadline it was
+	noErr(t, err)
+	backendtest.Wait(t, s, nil)
+	backendtest.Wait(t, r, nil)
+	eq(t, "hello", string(buf))
+}
+
+// TestConfirmTakesOneByte: the listener reads exactly the confirmation's
+// byte, so that a first message that follows it in the same segment
+// arrives whole.
+func TestConfirmTakesOneByte(t *testing.T) {
+	_, l, _, settled := watchedListener(t, 5*time.Second)
+	var h listenHandle
+	_, err := parseListenHandle(&h, l.Handle())
+	noErr(t, err)
+	socks := acceptedSockets(t, h, 5)
+	segment, err := (&frameHeader{Tag: 3, Size: 5}).Append([]byte{connConfirmed})
+	noErr(t, err)
+	_, err = socks[0].Write(append(segment, "hello"...))
+	noErr(t, err)
+	requireSettled(t, settled, true, "confirmed with the first message")
+	rc, err := l.Accept()
+	noErr(t, err)
+	defer rc.Close()
+	buf := make([]byte, 5)
+	r, err := rc.Irecv([][]byte{buf}, []int32{3})
+	noErr(t, err)
+	backendtest.Wait(t, r, nil)
+	eq(t, "hello", string(buf))
+}
