@@ -23,6 +23,13 @@ type Bootstrap struct {
 	// LocalSize is the number of the job's ranks on this host, as the
 	// launcher reports it (0: not reported).
 	LocalSize int
+	// SpansHosts is whether the launcher says the job runs on more than
+	// one host: fewer ranks on this host than in the job, or a Slurm step
+	// on several nodes. Such a job's ranks announce an address of their
+	// host that the others reach (hostaddr.go), and a rank 0 whose
+	// rendezvous host is loopback on its own host listens on every
+	// interface.
+	SpansHosts bool
 	// Root is host:port of rank 0's rendezvous listener, with a port of
 	// 1 to 65535 (an IPv6 host in brackets); unused, and may be empty,
 	// with one rank. New refuses any other before it opens a socket.
@@ -73,6 +80,10 @@ type Bootstrap struct {
 	// over, with every rank's endpoint description (by rank), before this
 	// rank connects to its peers (tests).
 	connecting func(eps [][]byte)
+	// allocLocal is set where the launcher's local size exceeded the
+	// job's and was cut to NRanks (a count of the allocation, not of the
+	// job): it says nothing then of whether the job shares one host.
+	allocLocal bool
 	// turnedAway, when set, is called by a rank other than 0 each time
 	// another job's rank 0 turned it away, before it waits to try again
 	// (tests).
@@ -475,6 +486,23 @@ func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 	return
 }
 
+// rootListenAddr is where rank 0 listens: b.Root, or every interface at
+// its port where the job spans hosts and b.Root's host is loopback here.
+// That is rank 0 given its own host by name where the name resolves to
+// loopback on that host (Debian maps the host name to 127.0.1.1) while the
+// other hosts resolve it to the host's address: listening on the loopback
+// address would leave them no rendezvous to reach.
+func rootListenAddr(ctx context.Context, b Bootstrap) string {
+	host, port, err := net.SplitHostPort(b.Root)
+	if err != nil || !b.SpansHosts {
+		return b.Root
+	}
+	if a, ok := resolveHost(ctx, host); ok && a.IsLoopback() {
+		return net.JoinHostPort("", port)
+	}
+	return b.Root
+}
+
 // listenRoot opens rank 0's rendezvous listener on root.
 func listenRoot(ctx context.Context, root string) (net.Listener, error) {
 	var lc net.ListenConfig
@@ -494,7 +522,7 @@ func listenRoot(ctx context.Context, root string) (net.Listener, error) {
 func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ []net.Conn, err error) {
 	ln := b.listener
 	if ln == nil {
-		ln, err = listenRoot(ctx, b.Root)
+		ln, err = listenRoot(ctx, rootListenAddr(ctx, b))
 	}
 	if err != nil {
 		return nil, nil, err

@@ -315,7 +315,7 @@ func TestBootstrapFromEnv(t *testing.T) {
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "3"}, ok: true,
 			want: Bootstrap{Rank: 3, NRanks: 4, LocalRank: 3, Root: "127.0.0.1:29517", Source: "openmpi"}},
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4", "METAROCE_ROOT": "n0:7000"}, ok: true,
-			want: Bootstrap{Rank: 3, NRanks: 8, LocalRank: 3, LocalSize: 4, Root: "n0:7000", Source: "openmpi"}},
+			want: Bootstrap{Rank: 3, NRanks: 8, LocalRank: 3, LocalSize: 4, SpansHosts: true, Root: "n0:7000", Source: "openmpi"}},
 		// A job over several hosts needs a rendezvous address every host
 		// reaches: 127.0.0.1 would leave each host waiting on its own.
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, ok: true, err: "span several hosts"},
@@ -336,12 +336,12 @@ func TestBootstrapFromEnv(t *testing.T) {
 		// count asked for: srun -n 4 over 4 nodes of an allocation with
 		// --ntasks-per-node=4 places one task on each, not 4.
 		{env: map[string]string{"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "4", "SLURM_STEP_TASKS_PER_NODE": "1(x4)", "SLURM_NODEID": "2", "SLURM_STEP_NUM_NODES": "4", "METAROCE_ROOT": "n0:7000"}, ok: true,
-			want: Bootstrap{Rank: 2, NRanks: 4, LocalSize: 1, Root: "n0:7000", Source: "slurm"}},
+			want: Bootstrap{Rank: 2, NRanks: 4, LocalSize: 1, SpansHosts: true, Root: "n0:7000", Source: "slurm"}},
 		// A list is read at this node's index, repeats expanded.
 		{env: map[string]string{"SLURM_PROCID": "9", "SLURM_NTASKS": "10", "SLURM_NTASKS_PER_NODE": "4(x2),2", "SLURM_STEP_TASKS_PER_NODE": "4(x2),2", "SLURM_NODEID": "2", "METAROCE_ROOT": "n0:7000"}, ok: true,
-			want: Bootstrap{Rank: 9, NRanks: 10, LocalSize: 2, Root: "n0:7000", Source: "slurm"}},
+			want: Bootstrap{Rank: 9, NRanks: 10, LocalSize: 2, SpansHosts: true, Root: "n0:7000", Source: "slurm"}},
 		{env: map[string]string{"SLURM_PROCID": "5", "SLURM_NTASKS": "10", "SLURM_STEP_TASKS_PER_NODE": "4(x2),2", "SLURM_NODEID": "1", "METAROCE_ROOT": "n0:7000"}, ok: true,
-			want: Bootstrap{Rank: 5, NRanks: 10, LocalSize: 4, Root: "n0:7000", Source: "slurm"}},
+			want: Bootstrap{Rank: 5, NRanks: 10, LocalSize: 4, SpansHosts: true, Root: "n0:7000", Source: "slurm"}},
 		// A layout that does not parse, or no entry for this node,
 		// falls back to the count asked for.
 		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_NTASKS_PER_NODE": "4", "SLURM_STEP_TASKS_PER_NODE": "4(y2)", "SLURM_NODEID": "0"}, ok: true,
@@ -351,7 +351,7 @@ func TestBootstrapFromEnv(t *testing.T) {
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "65535"}, ok: true, err: "not a port in 1..65534"},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "0"}, ok: true, err: "not a port"},
 		{env: map[string]string{"RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"}, ok: true,
-			want: Bootstrap{Rank: 1, NRanks: 4, LocalSize: 2, Root: "h:2", Source: "torchrun"}},
+			want: Bootstrap{Rank: 1, NRanks: 4, LocalSize: 2, SpansHosts: true, Root: "h:2", Source: "torchrun"}},
 		{env: map[string]string{"METAROCE_RANK": "0", "METAROCE_NRANKS": "2", "METAROCE_LOCAL_SIZE": "0"}, ok: true, err: "METAROCE_LOCAL_SIZE=\"0\" is not a rank count"},
 		{env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "METAROCE_ROOT": "node1:7000"}, ok: true,
 			want: Bootstrap{Rank: 0, NRanks: 2, Root: "node1:7000", Source: "slurm"}},
@@ -394,9 +394,9 @@ func TestBootstrapFromEnv(t *testing.T) {
 		// (an allocation's count copied into LOCAL_WORLD_SIZE, or
 		// Slurm's own) is read as the job's.
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "5", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
-			want: Bootstrap{Rank: 0, NRanks: 2, LocalSize: 2, Root: "h:6", Source: "torchrun"}},
+			want: Bootstrap{Rank: 0, NRanks: 2, LocalSize: 2, allocLocal: true, Root: "h:6", Source: "torchrun"}},
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "4", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
-			want: Bootstrap{Rank: 0, NRanks: 1, LocalSize: 1, Root: "h:6", Source: "torchrun"}},
+			want: Bootstrap{Rank: 0, NRanks: 1, LocalSize: 1, allocLocal: true, Root: "h:6", Source: "torchrun"}},
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "7", "LOCAL_WORLD_SIZE": "4", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
 			err: `LOCAL_RANK=7 is outside 0..1, the ranks on this host (LOCAL_WORLD_SIZE="4", WORLD_SIZE=2)`},
 		{env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "h", "MASTER_PORT": "5"}, ok: true,
@@ -413,7 +413,7 @@ func TestBootstrapFromEnv(t *testing.T) {
 		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, ok: true,
 			err: `OMPI_COMM_WORLD_LOCAL_RANK=2 is outside 0..1`},
 		{env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "4"}, ok: true,
-			want: Bootstrap{Rank: 1, NRanks: 2, LocalRank: 1, LocalSize: 2, Root: "127.0.0.1:29517", Source: "slurm"}},
+			want: Bootstrap{Rank: 1, NRanks: 2, LocalRank: 1, LocalSize: 2, allocLocal: true, Root: "127.0.0.1:29517", Source: "slurm"}},
 	}
 	for i, tc := range cases {
 		b, ok, err := bootstrapFrom(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })

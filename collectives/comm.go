@@ -94,24 +94,30 @@ var ErrConcurrentUse = errors.New("another collective is in progress on this com
 // reaches the rendezvous host from, and a job on one host 127.0.0.1 (see
 // hostaddr.go).
 func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
-	// Before the defaults, which depend on the addresses (one path per
-	// plane on loopback): see hostaddr.go.
-	routed := planeAddrs(cfg, b, routeFrom)
-	if routed != nil {
-		cfg.UDP.Addrs = routed
-	}
+	given := cfg
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
-	}
-	if routed != nil {
-		cfg.Logf("rank %d/%d: endpoint on %v, the address this host reaches the rendezvous at %s from (Config.UDP.Addrs sets others)", b.Rank, b.NRanks, routed[0], b.Root)
 	}
 	// The layout first (exchange checks it again): a rendezvous address
 	// that no rank reaches fails here, before a socket is opened, rather
 	// than when the rendezvous times out.
 	if err := b.check(); err != nil {
 		return nil, err
+	}
+	// The endpoint's address, where the caller gave none (hostaddr.go);
+	// the defaults then again, as they depend on it (one path per plane
+	// on loopback).
+	routed, why, err := planeAddrs(ctx, given, b, routeFrom)
+	if err != nil {
+		return nil, err
+	}
+	if routed != nil {
+		given.UDP.Addrs = routed
+		if cfg, err = given.withDefaults(); err != nil {
+			return nil, err
+		}
+		cfg.Logf("rank %d/%d: endpoint on %v, %s (Config.UDP.Addrs sets others)", b.Rank, b.NRanks, routed[0], why)
 	}
 	if cfg.GroupSize > 0 && b.NRanks%cfg.GroupSize != 0 {
 		return nil, fmt.Errorf("collectives: group size %d does not divide the %d ranks", cfg.GroupSize, b.NRanks)

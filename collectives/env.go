@@ -154,6 +154,7 @@ func bootstrapFrom(lookup func(string) (string, bool)) (Bootstrap, bool, error) 
 		}
 		if b.LocalSize > b.NRanks {
 			b.LocalSize = b.NRanks // a count of the allocation, not the job (checkLocal)
+			b.allocLocal = true
 		}
 		if s.name == "slurm" {
 			// Checked once here; spansHosts reads the count after.
@@ -161,6 +162,7 @@ func bootstrapFrom(lookup func(string) (string, bool)) (Bootstrap, bool, error) 
 				return b, true, err
 			}
 		}
+		b.SpansHosts = spansHosts(s.name, b, get)
 		b.Job = jobFrom(s.name, get)
 		if b.Root, b.Vars.Root, err = rootFrom(s.name, b, get); err != nil {
 			return b, true, err

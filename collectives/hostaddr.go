@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -19,71 +20,95 @@ import (
 // routing picks for the rendezvous host, found by connecting a UDP socket
 // to it, which sends nothing, much as NCCL's bootstrap, given
 // NCCL_COMM_ID and no NCCL_SOCKET_IFNAME, looks for the interface that
-// reaches that address: it lies on the network the ranks share. A job
-// whose launcher says every rank is on this host (Bootstrap.LocalSize ==
-// NRanks) keeps loopback: its traffic never leaves the host, and the
-// loopback device's 64 KiB datagrams move it faster than a network
-// interface's MTU would.
-
-// A rank whose own rendezvous host is loopback or unspecified, in a job
-// its launcher says spans hosts (LocalSize below NRanks), is rank 0 given
+// reaches that address: it lies on the network the ranks share.
+//
+// A job whose launcher says every rank is on this host (Bootstrap.
+// LocalSize == NRanks) keeps loopback: its traffic never leaves the host,
+// and the loopback device's 64 KiB datagrams move it faster than a
+// network interface's MTU would. So does a job whose launcher says
+// nothing of its hosts and whose rendezvous is on loopback. One that says
+// nothing and names a rendezvous on a network address gets that network's
+// address, even where all its ranks happen to share a host (set
+// METAROCE_LOCAL_SIZE, or a 127.0.0.1 rendezvous, to keep loopback).
+//
+// Rank 0 of a job that spans hosts (Bootstrap.SpansHosts) may be given
 // its own host by a name that resolves to loopback there (Debian maps the
-// host name to 127.0.1.1) or by a wildcard: the route to the rendezvous
-// says nothing then, and the rank takes the source address of its default
-// route, found the same way through defaultRouteProbe.
+// host name to 127.0.1.1), or a wildcard: the route to that says nothing,
+// and it takes the source address of its default route instead, found the
+// same way through defaultRouteProbe (its rendezvous then listens on every
+// interface: rootListenAddr). A rank of such a job that finds no address
+// fails New, naming the setting, rather than announce 127.0.0.1.
 
-// defaultRouteProbe is an address no host has (TEST-NET-3, RFC 5737),
-// routed by the default route where nothing more specific covers it; only
-// the route is looked up, nothing is sent.
-var defaultRouteProbe = netip.MustParseAddr("203.0.113.1")
+// defaultRouteProbe and defaultRouteProbe6 are addresses no host has
+// (TEST-NET-3, RFC 5737; the documentation prefix, RFC 3849), routed by
+// the default route where nothing more specific covers them; only the
+// route is looked up, nothing is sent.
+var (
+	defaultRouteProbe  = netip.MustParseAddr("203.0.113.1")
+	defaultRouteProbe6 = netip.MustParseAddr("2001:db8::1")
+)
 
 // routeLookupTimeout bounds the name lookup of a rendezvous host given by
-// name; the rendezvous itself looks it up again and reports a failure.
+// name, within the setup's own deadline; the rendezvous looks it up again
+// and reports a failure.
 const routeLookupTimeout = 2 * time.Second
 
 // planeAddrs returns the address cfg.UDP.Addrs defaults to for the rank b
-// describes, or nil to leave the datapath's default (127.0.0.1): nil
-// where the caller gave addresses, for one rank, for a job whose ranks are
-// all on this host, where the rendezvous host is a loopback or
-// unspecified address and the launcher did not say the job spans hosts,
-// and where the host does not resolve or route (the rendezvous then fails
-// with its own error). route finds the local address for a remote one
-// (routeFrom outside tests).
-func planeAddrs(cfg Config, b Bootstrap, route func(netip.Addr) (netip.Addr, bool)) []netip.Addr {
-	if len(cfg.UDP.Addrs) > 0 || b.NRanks <= 1 || b.LocalSize == b.NRanks {
-		return nil
+// describes (see above), or nil to leave the datapath's default
+// (127.0.0.1), and why, in words for a log line. It fails only for a rank
+// of a job that spans hosts that finds no address. route finds the local
+// address for a remote one (routeFrom outside tests).
+func planeAddrs(ctx context.Context, cfg Config, b Bootstrap, route func(netip.Addr) (netip.Addr, bool)) ([]netip.Addr, string, error) {
+	if len(cfg.UDP.Addrs) > 0 || b.NRanks <= 1 {
+		return nil, "", nil
+	}
+	if b.LocalSize == b.NRanks && !b.SpansHosts && !b.allocLocal {
+		return nil, "", nil // every rank on this host, by the launcher's word
 	}
 	host, _, err := net.SplitHostPort(b.Root)
 	if err != nil {
-		return nil
+		return nil, "", nil // refused by Bootstrap.check, with its reason
 	}
 	remote, ok := netip.IPv4Unspecified(), host == ""
 	if !ok {
-		remote, ok = resolveHost(host)
+		remote, ok = resolveHost(ctx, host)
 	}
-	if !ok {
-		return nil
-	}
-	if remote.IsLoopback() || remote.IsUnspecified() {
-		if b.LocalSize == 0 || b.LocalSize >= b.NRanks {
-			return nil // a job on this host, as far as anyone said
+	var local netip.Addr
+	why := fmt.Sprintf("the address this host reaches the rendezvous at %s from", b.Root)
+	switch {
+	case !ok:
+	case remote.IsLoopback() || remote.IsUnspecified():
+		if !b.SpansHosts {
+			return nil, "", nil // a job on this host, as far as anyone said
 		}
-		remote = defaultRouteProbe
+		why = fmt.Sprintf("the address of this host's default route (the rendezvous at %s is this host's loopback or every interface)", b.Root)
+		if local, ok = route(defaultRouteProbe); !ok || !usable(local) {
+			local, ok = route(defaultRouteProbe6)
+		}
+	default:
+		local, ok = route(remote)
 	}
-	local, ok := route(remote)
-	if !ok || local.IsLoopback() || local.IsUnspecified() {
-		return nil
+	if ok && usable(local) {
+		return []netip.Addr{local}, why, nil
 	}
-	return []netip.Addr{local}
+	if !b.SpansHosts {
+		return nil, "", nil // the rendezvous fails with its own error, or it is one host
+	}
+	return nil, "", fmt.Errorf("collectives: rank %d of a job across hosts found no address of this host to announce to its peers: the rendezvous at %s does not resolve or has no route from here, and this host has no default route (a Go program sets Config.UDP.Addrs; otherwise give a rendezvous address, METAROCE_ROOT or MASTER_ADDR, that every host reaches)", b.Rank, b.Root)
 }
 
+// usable reports whether a is an address the peers of another host can
+// be told: not loopback and not unspecified.
+func usable(a netip.Addr) bool { return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() }
+
 // resolveHost returns host as an address, looking it up if it is a name
-// (an IPv4 address first where it has both), unmapped.
-func resolveHost(host string) (netip.Addr, bool) {
+// (an IPv4 address first where it has both), unmapped. A zoned address
+// (a link-local one) is not taken.
+func resolveHost(ctx context.Context, host string) (netip.Addr, bool) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return a.Unmap(), a.Zone() == ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), routeLookupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, routeLookupTimeout)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {

@@ -16,60 +16,84 @@ import (
 )
 
 // TestPlaneAddrs: a rank of a job that may span hosts, given no
-// addresses, takes the one its host routes to the rendezvous host from,
-// and where that host is its own loopback or wildcard in a job its
-// launcher says spans hosts, the one its default route leaves from; given
-// addresses, alone, on one host by its launcher's word, with a rendezvous
-// on loopback or a wildcard and no word of other hosts, or with a host
-// that does not resolve or route, it keeps the datapath's default.
+// addresses, takes the one its host routes to the rendezvous host from;
+// rank 0 of a job its launcher says spans hosts, whose rendezvous host is
+// its own loopback or a wildcard, the one its default route leaves from
+// (IPv4, else IPv6); given addresses, alone, on one host by its
+// launcher's word, or with a rendezvous on loopback or a wildcard and no
+// word of other hosts, it keeps the datapath's default; a rank of a job
+// across hosts that finds no address fails, naming the setting.
 func TestPlaneAddrs(t *testing.T) {
-	lan, dflt := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.1.2.4")
+	lan, dflt, dflt6 := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.1.2.4"), netip.MustParseAddr("2001:db8::4")
 	v6 := netip.MustParseAddr("2001:db8::2")
-	route := func(remote netip.Addr) (netip.Addr, bool) {
-		switch {
-		case remote == defaultRouteProbe:
-			return dflt, true
-		case remote == netip.MustParseAddr("198.51.100.9"):
-			return netip.Addr{}, false // no route
-		case remote == netip.MustParseAddr("198.51.100.10"):
-			return netip.MustParseAddr("127.0.0.1"), true
-		case remote.Is6():
-			return v6, true
-		}
-		return lan, true
-	}
 	given := Config{}
 	given.UDP.Addrs = []netip.Addr{netip.MustParseAddr("10.9.9.9")}
+	const (
+		routed     = iota // every route there
+		noDefault4        // no IPv4 default route
+		noDefault         // no default route at all
+	)
 	for _, tc := range []struct {
 		name      string
 		cfg       Config
 		root      string
 		n, locals int
+		spans     bool
+		alloc     bool // the local size was the allocation's, cut to n
+		routes    int
 		want      []netip.Addr
+		wantErr   string
 	}{
-		{"across hosts", Config{}, "198.51.100.7:29500", 4, 0, []netip.Addr{lan}},
-		{"two of four here", Config{}, "198.51.100.7:29500", 4, 2, []netip.Addr{lan}},
-		{"mapped rendezvous", Config{}, "[::ffff:198.51.100.7]:29500", 4, 0, []netip.Addr{lan}},
-		{"IPv6 rendezvous", Config{}, "[2001:db8::1]:29500", 4, 0, []netip.Addr{v6}},
-		{"addresses given", given, "198.51.100.7:29500", 4, 0, nil},
-		{"one rank", Config{}, "198.51.100.7:29500", 1, 0, nil},
-		{"all ranks here", Config{}, "198.51.100.7:29500", 4, 4, nil},
-		{"loopback rendezvous", Config{}, "127.0.0.1:29500", 4, 0, nil},
-		{"IPv6 loopback rendezvous", Config{}, "[::1]:29500", 4, 0, nil},
-		{"localhost", Config{}, "localhost:29500", 4, 0, nil},
-		{"wildcard", Config{}, "0.0.0.0:29500", 4, 0, nil},
-		{"no host", Config{}, ":29500", 4, 0, nil},
-		{"own name on loopback, across hosts", Config{}, "127.0.1.1:29500", 4, 2, []netip.Addr{dflt}},
-		{"wildcard, across hosts", Config{}, "0.0.0.0:29500", 4, 2, []netip.Addr{dflt}},
-		{"no host, across hosts", Config{}, ":29500", 4, 2, []netip.Addr{dflt}},
-		{"IPv6 wildcard, across hosts", Config{}, "[::]:29500", 4, 1, []netip.Addr{dflt}},
-		{"no port", Config{}, "198.51.100.7", 4, 0, nil},
-		{"unresolvable", Config{}, "no-such-host.invalid:29500", 4, 0, nil},
-		{"no route", Config{}, "198.51.100.9:29500", 4, 0, nil},
-		{"routed over loopback", Config{}, "198.51.100.10:29500", 4, 0, nil},
+		{"unknown hosts", Config{}, "198.51.100.7:29500", 4, 0, false, false, routed, []netip.Addr{lan}, ""},
+		{"across hosts", Config{}, "198.51.100.7:29500", 4, 2, true, false, routed, []netip.Addr{lan}, ""},
+		{"allocation's local size", Config{}, "198.51.100.7:29500", 4, 4, false, true, routed, []netip.Addr{lan}, ""},
+		{"Slurm step on two nodes", Config{}, "198.51.100.7:29500", 4, 4, true, false, routed, []netip.Addr{lan}, ""},
+		{"mapped rendezvous", Config{}, "[::ffff:198.51.100.7]:29500", 4, 0, false, false, routed, []netip.Addr{lan}, ""},
+		{"IPv6 rendezvous", Config{}, "[2001:db8::7]:29500", 4, 0, false, false, routed, []netip.Addr{v6}, ""},
+		{"addresses given", given, "198.51.100.7:29500", 4, 0, true, false, routed, nil, ""},
+		{"one rank", Config{}, "198.51.100.7:29500", 1, 0, false, false, routed, nil, ""},
+		{"all ranks here", Config{}, "198.51.100.7:29500", 4, 4, false, false, routed, nil, ""},
+		{"loopback rendezvous", Config{}, "127.0.0.1:29500", 4, 0, false, false, routed, nil, ""},
+		{"IPv6 loopback rendezvous", Config{}, "[::1]:29500", 4, 0, false, false, routed, nil, ""},
+		{"localhost", Config{}, "localhost:29500", 4, 0, false, false, routed, nil, ""},
+		{"wildcard", Config{}, "0.0.0.0:29500", 4, 0, false, false, routed, nil, ""},
+		{"no host", Config{}, ":29500", 4, 0, false, false, routed, nil, ""},
+		{"own name on loopback, across hosts", Config{}, "127.0.1.1:29500", 4, 2, true, false, routed, []netip.Addr{dflt}, ""},
+		{"wildcard, across hosts", Config{}, "0.0.0.0:29500", 4, 2, true, false, routed, []netip.Addr{dflt}, ""},
+		{"no host, across hosts", Config{}, ":29500", 4, 2, true, false, routed, []netip.Addr{dflt}, ""},
+		{"IPv6 default route only", Config{}, "[::]:29500", 4, 1, true, false, noDefault4, []netip.Addr{dflt6}, ""},
+		{"no default route, across hosts", Config{}, "0.0.0.0:29500", 4, 2, true, false, noDefault, nil, "found no address of this host"},
+		{"no route", Config{}, "198.51.100.9:29500", 4, 0, false, false, routed, nil, ""},
+		{"no route, across hosts", Config{}, "198.51.100.9:29500", 4, 2, true, false, routed, nil, "Config.UDP.Addrs"},
+		{"routed over loopback", Config{}, "198.51.100.10:29500", 4, 0, false, false, routed, nil, ""},
+		{"unresolvable", Config{}, "no-such-host.invalid:29500", 4, 0, false, false, routed, nil, ""},
+		{"unresolvable, across hosts", Config{}, "no-such-host.invalid:29500", 4, 2, true, false, routed, nil, "does not resolve"},
+		{"no port", Config{}, "198.51.100.7", 4, 2, true, false, routed, nil, ""},
 	} {
-		b := Bootstrap{Rank: 1, NRanks: tc.n, LocalSize: tc.locals, Root: tc.root}
-		assert.Equal(t, tc.want, planeAddrs(tc.cfg, b, route), tc.name)
+		route := func(remote netip.Addr) (netip.Addr, bool) {
+			switch {
+			case remote == defaultRouteProbe:
+				return dflt, tc.routes == routed
+			case remote == defaultRouteProbe6:
+				return dflt6, tc.routes != noDefault
+			case remote == netip.MustParseAddr("198.51.100.9"):
+				return netip.Addr{}, false // no route
+			case remote == netip.MustParseAddr("198.51.100.10"):
+				return netip.MustParseAddr("127.0.0.1"), true
+			case remote.Is6():
+				return v6, true
+			}
+			return lan, true
+		}
+		b := Bootstrap{Rank: 0, NRanks: tc.n, LocalSize: tc.locals, SpansHosts: tc.spans, allocLocal: tc.alloc, Root: tc.root}
+		got, why, err := planeAddrs(context.Background(), tc.cfg, b, route)
+		if tc.wantErr != "" {
+			assert.ErrorContains(t, err, tc.wantErr, tc.name)
+			continue
+		}
+		assert.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, got, tc.name)
+		assert.Equal(t, got != nil, why != "", "%s: a chosen address comes with its reason", tc.name)
 	}
 }
 
@@ -138,5 +162,29 @@ func TestNewAnnouncesRoutedAddress(t *testing.T) {
 			})
 			require.NoError(t, err)
 		})
+	}
+}
+
+// TestRootListenAddr: rank 0 of a job that spans hosts listens on every
+// interface at its port where its rendezvous host is loopback on its own
+// host (its host name mapped to 127.0.1.1, as Debian does), which the
+// other hosts could not reach; anywhere else it listens where it was told.
+func TestRootListenAddr(t *testing.T) {
+	for _, tc := range []struct {
+		root  string
+		spans bool
+		want  string
+	}{
+		{"localhost:7000", true, ":7000"},
+		{"127.0.1.1:7000", true, ":7000"},
+		{"[::1]:7000", true, ":7000"},
+		{"localhost:7000", false, "localhost:7000"},
+		{"127.0.0.1:7000", false, "127.0.0.1:7000"},
+		{"198.51.100.7:7000", true, "198.51.100.7:7000"},
+		{":7000", true, ":7000"},
+		{"bad", true, "bad"},
+	} {
+		b := Bootstrap{Rank: 0, NRanks: 4, Root: tc.root, SpansHosts: tc.spans}
+		assert.Equal(t, tc.want, rootListenAddr(context.Background(), b), "%s spans %v", tc.root, tc.spans)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -79,9 +80,51 @@ func TestLaunchedAcrossLabHosts(t *testing.T) {
 	lab, err := netlab.New(netlab.Config{Planes: 1, Links: 2})
 	require.NoError(t, err)
 	defer lab.Close()
+	root := netip.AddrPortFrom(lab.Host(1).Addr(0), 29517).String()
+	out := runLabRanks(t, lab, "METAROCE_ROOT="+root)
+	assert.Contains(t, out, "# transport: metaroce: 1 plane(s) ["+lab.Host(1).Addr(0).String()+":")
+	assert.Regexp(t, `# datapath: 1 plane\(s\), 4 path\(s\) per plane`, out)
+	assert.Contains(t, out, "# Out of bounds values : 0 OK")
+}
+
+// TestLaunchedAcrossLabHostsByName: as TestLaunchedAcrossLabHosts, with
+// the rendezvous named by rank 0's host name, which rank 0's host maps to
+// 127.0.1.1 (as Debian's /etc/hosts does) and the other host to rank 0's
+// address, and a launcher that says the job spans hosts (one local rank
+// of two). Rank 0 listens on every interface and binds the address of its
+// default route; before, it listened on 127.0.1.1 and rank 1 was refused
+// until the deadline.
+func TestLaunchedAcrossLabHostsByName(t *testing.T) {
+	if err := netlab.Available(); err != nil {
+		t.Skip(err)
+	}
+	lab, err := netlab.New(netlab.Config{Planes: 1, Links: 2})
+	require.NoError(t, err)
+	defer lab.Close()
+	const name = "mrrank0"
+	// ip netns exec mounts /etc/netns/NS/hosts over /etc/hosts.
+	for h, addr := range map[int]string{1: "127.0.1.1", 2: lab.Host(1).Addr(0).String()} {
+		dir := filepath.Join("/etc/netns", lab.Host(h).Namespace())
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "hosts"), []byte("127.0.0.1 localhost\n"+addr+" "+name+"\n"), 0o644))
+	}
+	route := lab.Command(1, "ip", "route", "add", "default", "dev", lab.Host(1).Interface(0))
+	out, err := route.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	got := runLabRanks(t, lab, "METAROCE_ROOT="+name+":29517", "METAROCE_LOCAL_SIZE=1")
+	assert.Contains(t, got, "# transport: metaroce: 1 plane(s) ["+lab.Host(1).Addr(0).String()+":")
+	assert.Contains(t, got, "# Out of bounds values : 0 OK")
+}
+
+// runLabRanks runs this test binary as mrbench in lab hosts 1 and 2, as
+// ranks 0 and 1 of a job launched by hand with env besides METAROCE_RANK
+// and METAROCE_NRANKS, requires both to succeed within a minute, and
+// returns rank 0's output.
+func runLabRanks(t *testing.T, lab *netlab.Lab, env ...string) string {
+	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
-	root := netip.AddrPortFrom(lab.Host(1).Addr(0), 29517).String()
 	args := []string{"-b", "64K", "-e", "64K", "-n", "2", "-w", "1", "-T", "30s"}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -91,8 +134,8 @@ func TestLaunchedAcrossLabHosts(t *testing.T) {
 	for r := range 2 {
 		c := lab.Command(r+1, self)
 		cmd := exec.CommandContext(ctx, c.Path, c.Args[1:]...)
-		cmd.Env = append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args, "\n"),
-			fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2", "METAROCE_ROOT="+root)
+		cmd.Env = append(append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args, "\n"),
+			fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2"), env...)
 		cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
 		require.NoError(t, cmd.Start())
 		wg.Add(1)
@@ -106,8 +149,5 @@ func TestLaunchedAcrossLabHosts(t *testing.T) {
 	for r := range 2 {
 		require.Equal(t, 0, codes[r], "rank %d stderr: %s", r, errs[r].String())
 	}
-	out := outs[0].String()
-	assert.Contains(t, out, "# transport: metaroce: 1 plane(s) ["+lab.Host(1).Addr(0).String()+":")
-	assert.Regexp(t, `# datapath: 1 plane\(s\), 4 path\(s\) per plane`, out)
-	assert.Contains(t, out, "# Out of bounds values : 0 OK")
+	return outs[0].String()
 }
