@@ -193,13 +193,24 @@ func TestLaunchedRanksDisagree(t *testing.T) {
 func runTwoRanks(t *testing.T, self string, args0, args1 []string) (outs, errs [2]bytes.Buffer, codes [2]int) {
 	t.Helper()
 	root := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	command := func(ctx context.Context, _ int) *exec.Cmd { return exec.CommandContext(ctx, self) }
+	return runRanks(t, command, [2][]string{args0, args1}, "METAROCE_ROOT="+root)
+}
+
+// runRanks runs command(ctx, r), this test binary as mrbench or a wrapper
+// that runs it, as ranks 0 and 1 of a job launched by hand (METAROCE_RANK,
+// METAROCE_NRANKS and env), rank r with args[r], and returns each rank's
+// stdout, stderr and exit status (-1: killed at the test's deadline of a
+// minute, which ends ctx).
+func runRanks(t *testing.T, command func(ctx context.Context, r int) *exec.Cmd, args [2][]string, env ...string) (outs, errs [2]bytes.Buffer, codes [2]int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	for r, args := range [][]string{args0, args1} {
-		cmd := exec.CommandContext(ctx, self)
-		cmd.Env = append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args, "\n"),
-			fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2", "METAROCE_ROOT="+root)
+	for r := range 2 {
+		cmd := command(ctx, r)
+		cmd.Env = append(append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args[r], "\n"),
+			fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2"), env...)
 		cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
 		require.NoError(t, cmd.Start())
 		wg.Add(1)

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/metaroce/metaroce/netlab"
 	"github.com/stretchr/testify/assert"
@@ -126,26 +121,11 @@ func runLabRanks(t *testing.T, lab *netlab.Lab, env ...string) string {
 	self, err := os.Executable()
 	require.NoError(t, err)
 	args := []string{"-b", "64K", "-e", "64K", "-n", "2", "-w", "1", "-T", "30s"}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var outs, errs [2]bytes.Buffer
-	var codes [2]int
-	var wg sync.WaitGroup
-	for r := range 2 {
+	command := func(ctx context.Context, r int) *exec.Cmd {
 		c := lab.Command(r+1, self)
-		cmd := exec.CommandContext(ctx, c.Path, c.Args[1:]...)
-		cmd.Env = append(append(os.Environ(), envRunAsMain+"=1", envRunArgs+"="+strings.Join(args, "\n"),
-			fmt.Sprintf("METAROCE_RANK=%d", r), "METAROCE_NRANKS=2"), env...)
-		cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
-		require.NoError(t, cmd.Start())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = cmd.Wait()
-			codes[r] = cmd.ProcessState.ExitCode()
-		}()
+		return exec.CommandContext(ctx, c.Path, c.Args[1:]...)
 	}
-	wg.Wait()
+	outs, errs, codes := runRanks(t, command, [2][]string{args, args}, env...)
 	for r := range 2 {
 		require.Equal(t, 0, codes[r], "rank %d stderr: %s", r, errs[r].String())
 	}

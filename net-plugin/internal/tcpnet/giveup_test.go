@@ -177,21 +177,7 @@ func TestUnconfirmedConnectionIsDropped(t *testing.T) {
 			var h listenHandle
 			_, err := parseListenHandle(&h, l.Handle())
 			noErr(t, err)
-			var socks []*net.TCPConn
-			for i := range 2 {
-				c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(h.Addr))
-				noErr(t, err)
-				t.Cleanup(func() { _ = c.Close() })
-				hb, err := (&hello{Index: i, Socks: 2, Nonce: h.Nonce, ConnID: 7}).Append(nil)
-				noErr(t, err)
-				_, err = c.Write(hb)
-				noErr(t, err)
-				var v [1]byte
-				_, err = io.ReadFull(c, v[:])
-				noErr(t, err)
-				eq(t, helloAccepted, v[0])
-				socks = append(socks, c)
-			}
+			socks := acceptedSockets(t, h, 7)
 			_, err = socks[0].Write(tc.confirm)
 			noErr(t, err)
 			requireSettled(t, settled, tc.want, tc.name)
@@ -273,20 +259,14 @@ func TestDropsLoggedOutsideLock(t *testing.T) {
 	t.Cleanup(func() { _ = bl.Close() })
 	l := bl.(*listener)
 	ln.Store(l)
-	var clock sync.Mutex
-	now := time.Now()
-	l.mu.Lock()
-	l.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
-	l.mu.Unlock()
+	advance := fakeClock(l)
 	var h listenHandle
 	_, err = parseListenHandle(&h, l.Handle())
 	noErr(t, err)
 	for id := range uint64(3) {
 		halfConn(t, h.Addr, h.Nonce, id+1)
 	}
-	clock.Lock()
-	now = now.Add(2*timeout + time.Millisecond)
-	clock.Unlock()
+	advance(2*timeout + time.Millisecond)
 	halfConn(t, h.Addr, h.Nonce, 4) // drops the three others
 	mu.Lock()
 	defer mu.Unlock()
@@ -330,17 +310,8 @@ func acceptedSockets(t *testing.T, h listenHandle, id uint64) []*net.TCPConn {
 	t.Helper()
 	var socks []*net.TCPConn
 	for i := range h.Socks {
-		c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(h.Addr))
-		noErr(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		hb, err := (&hello{Index: i, Socks: h.Socks, Nonce: h.Nonce, ConnID: id}).Append(nil)
-		noErr(t, err)
-		_, err = c.Write(hb)
-		noErr(t, err)
-		var v [1]byte
-		_, err = io.ReadFull(c, v[:])
-		noErr(t, err)
-		eq(t, helloAccepted, v[0])
+		c, v := helloSocket(t, h.Addr, hello{Index: i, Socks: h.Socks, Nonce: h.Nonce, ConnID: id})
+		eq(t, helloAccepted, v)
 		socks = append(socks, c)
 	}
 	return socks

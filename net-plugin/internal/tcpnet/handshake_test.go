@@ -274,18 +274,65 @@ func TestAcceptInHandCompletesConnect(t *testing.T) {
 // as a dialer does, and returns it once the listener accepted it.
 func halfConn(t *testing.T, addr netip.AddrPort, nonce, id uint64) *net.TCPConn {
 	t.Helper()
+	c, v := helloSocket(t, addr, hello{Index: 0, Socks: 2, Nonce: nonce, ConnID: id})
+	eq(t, helloAccepted, v)
+	return c
+}
+
+// helloSocket opens a socket to the listener at addr, closed at the end of
+// the test, writes hl on it and returns it with the listener's answer.
+func helloSocket(t *testing.T, addr netip.AddrPort, hl hello) (*net.TCPConn, byte) {
+	t.Helper()
 	c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(addr))
 	noErr(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	hb, err := (&hello{Index: 0, Socks: 2, Nonce: nonce, ConnID: id}).Append(nil)
+	hb, err := hl.Append(nil)
 	noErr(t, err)
 	_, err = c.Write(hb)
 	noErr(t, err)
 	var v [1]byte
 	_, err = io.ReadFull(c, v[:])
 	noErr(t, err)
-	eq(t, helloAccepted, v[0])
-	return c
+	return c, v[0]
+}
+
+// fakeClock makes l read its clock from the returned function's sum of
+// advances, starting now.
+func fakeClock(l *listener) (advance func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Now()
+	l.mu.Lock()
+	l.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	l.mu.Unlock()
+	return func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+}
+
+// requireServed dials the listener l of backend b and requires the connect
+// to complete and the listener to hand the connection out, which it then
+// closes, leaving the listener no connection half set up. what names the
+// listener's state for the failure message.
+func requireServed(t *testing.T, b *Backend, l backend.Listener, what string) {
+	t.Helper()
+	d, err := b.Dial(0, l.Handle())
+	noErr(t, err)
+	defer d.Abort()
+	sc, err := stepUntilDone(t, d)
+	if err != nil {
+		t.Fatalf("connect after %s: %v", what, err)
+	}
+	defer sc.Close()
+	var rc backend.RecvConn
+	backendtest.PollUntil(t, "accept", func() bool {
+		rc, err = l.Accept()
+		noErr(t, err)
+		return rc != nil
+	})
+	noErr(t, rc.Close())
+	ln := l.(*listener)
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	eq(t, 0, len(ln.pending))
+	eq(t, 0, len(ln.since))
 }
 
 // finTaken reports whether the other end's kernel has acknowledged the FIN
@@ -322,25 +369,21 @@ func TestAbandonedHalfConnsExpire(t *testing.T) {
 		}
 		return len(given) == 0
 	})
-	d, err := b.Dial(0, l.Handle())
+	requireServed(t, b, l, fmt.Sprintf("%d abandoned half connections", maxPendingConns))
+}
+
+// acceptFirstSocket answers c, the first socket of d's connect, with
+// helloAccepted, as a listener does, and waits until d has counted it.
+func acceptFirstSocket(t *testing.T, d backend.Dialer, c net.Conn) {
+	t.Helper()
+	_, err := c.Write([]byte{helloAccepted})
 	noErr(t, err)
-	defer d.Abort()
-	sc, err := stepUntilDone(t, d)
-	if err != nil {
-		t.Fatalf("connect after %d abandoned half connections: %v", maxPendingConns, err)
-	}
-	defer sc.Close()
-	var rc backend.RecvConn
-	backendtest.PollUntil(t, "accept", func() bool {
-		rc, err = l.Accept()
-		noErr(t, err)
-		return rc != nil
+	dl := d.(*dialer)
+	backendtest.PollUntil(t, "first socket accepted", func() bool {
+		dl.mu.Lock()
+		defer dl.mu.Unlock()
+		return dl.n == 1
 	})
-	noErr(t, rc.Close())
-	ln := l.(*listener)
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	eq(t, 0, len(ln.pending))
 }
 
 // TestFailedConnectReleasesAcceptedSockets: when one socket of a connect
@@ -352,15 +395,8 @@ func TestFailedConnectReleasesAcceptedSockets(t *testing.T) {
 	first, second := <-conns, <-conns
 	defer first.Close()
 	defer second.Close()
-	_, err := first.Write([]byte{helloAccepted})
-	noErr(t, err)
-	dl := d.(*dialer)
-	backendtest.PollUntil(t, "first socket accepted", func() bool {
-		dl.mu.Lock()
-		defer dl.mu.Unlock()
-		return dl.n == 1
-	})
-	_, err = second.Write([]byte{helloStale})
+	acceptFirstSocket(t, d, first)
+	_, err := second.Write([]byte{helloStale})
 	noErr(t, err)
 	requireClosedByDialer(t, first, "accepted socket of a failed connect")
 }
@@ -376,17 +412,10 @@ func TestConnectToClosedSocketsFails(t *testing.T) {
 	first, last := (<-conns).(*net.TCPConn), (<-conns).(*net.TCPConn)
 	defer first.Close()
 	defer last.Close()
-	_, err := first.Write([]byte{helloAccepted})
-	noErr(t, err)
-	dl := d.(*dialer)
-	backendtest.PollUntil(t, "first socket accepted", func() bool {
-		dl.mu.Lock()
-		defer dl.mu.Unlock()
-		return dl.n == 1
-	})
+	acceptFirstSocket(t, d, first)
 	noErr(t, first.CloseWrite()) // what the listener's close sends
 	backendtest.PollUntil(t, "the dialer's side reading the end", func() bool { return finTaken(t, first) })
-	_, err = last.Write([]byte{helloAccepted})
+	_, err := last.Write([]byte{helloAccepted})
 	noErr(t, err)
 	sc, err := stepUntilDone(t, d)
 	if sc != nil {
@@ -526,25 +555,7 @@ func TestTalkingHalfConnsExpire(t *testing.T) {
 		}
 		return len(talkers) == 0
 	})
-	d, err := b.Dial(0, l.Handle())
-	noErr(t, err)
-	defer d.Abort()
-	sc, err := stepUntilDone(t, d)
-	if err != nil {
-		t.Fatalf("connect after %d half connections that sent data: %v", maxPendingConns, err)
-	}
-	defer sc.Close()
-	var rc backend.RecvConn
-	backendtest.PollUntil(t, "accept", func() bool {
-		rc, err = l.Accept()
-		noErr(t, err)
-		return rc != nil
-	})
-	noErr(t, rc.Close())
-	ln := l.(*listener)
-	ln.mu.Lock()
-	eq(t, 0, len(ln.pending))
-	ln.mu.Unlock()
+	requireServed(t, b, l, fmt.Sprintf("%d half connections that sent data", maxPendingConns))
 	mu.Lock()
 	defer mu.Unlock()
 	eq(t, maxPendingConns, len(logged))
@@ -569,11 +580,7 @@ func TestSilentHalfConnsExpire(t *testing.T) {
 	noErr(t, err)
 	t.Cleanup(func() { l.Close() })
 	ln := l.(*listener)
-	var clock sync.Mutex
-	now := time.Now()
-	ln.mu.Lock()
-	ln.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
-	ln.mu.Unlock()
+	advance := fakeClock(ln)
 	var h listenHandle
 	_, err = parseListenHandle(&h, l.Handle())
 	noErr(t, err)
@@ -588,21 +595,8 @@ func TestSilentHalfConnsExpire(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("connect with %d silent half connections pending: %v; want a refusal", maxPendingConns, err)
 	}
-	clock.Lock()
-	now = now.Add(2*timeout + time.Millisecond)
-	clock.Unlock()
-	d, err = b.Dial(0, l.Handle())
-	noErr(t, err)
-	defer d.Abort()
-	sc, err := stepUntilDone(t, d)
-	if err != nil {
-		t.Fatalf("connect after %d half connections outlived twice the connect timeout: %v", maxPendingConns, err)
-	}
-	defer sc.Close()
-	ln.mu.Lock()
-	eq(t, 0, len(ln.pending))
-	eq(t, 0, len(ln.since))
-	ln.mu.Unlock()
+	advance(2*timeout + time.Millisecond)
+	requireServed(t, b, l, fmt.Sprintf("%d half connections outlived twice the connect timeout", maxPendingConns))
 	g.requireLine(t, "127.0.0.1:", "1 of its 2 sockets arrived", "the connect timeout is 5s")
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -613,17 +607,8 @@ func TestSilentHalfConnsExpire(t *testing.T) {
 // returns the listener's answer.
 func helloVerdict(t *testing.T, addr netip.AddrPort, hl hello) byte {
 	t.Helper()
-	c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(addr))
-	noErr(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	hb, err := hl.Append(nil)
-	noErr(t, err)
-	_, err = c.Write(hb)
-	noErr(t, err)
-	var v [1]byte
-	_, err = io.ReadFull(c, v[:])
-	noErr(t, err)
-	return v[0]
+	_, v := helloSocket(t, addr, hl)
+	return v
 }
 
 // TestLateSocketOfDroppedConnIsRefused: the last socket of a connection
@@ -644,16 +629,7 @@ func TestLateSocketOfDroppedConnIsRefused(t *testing.T) {
 	noErr(t, err)
 	t.Cleanup(func() { _ = bl.Close() })
 	l := bl.(*listener)
-	var clock sync.Mutex
-	now := time.Now()
-	l.mu.Lock()
-	l.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
-	l.mu.Unlock()
-	advance := func(d time.Duration) {
-		clock.Lock()
-		defer clock.Unlock()
-		now = now.Add(d)
-	}
+	advance := fakeClock(l)
 	var h listenHandle
 	_, err = parseListenHandle(&h, l.Handle())
 	noErr(t, err)
