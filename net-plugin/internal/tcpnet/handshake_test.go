@@ -340,6 +340,12 @@ func requireServed(t *testing.T, b *Backend, l backend.Listener, what string) {
 // the stream.
 func finTaken(t *testing.T, c *net.TCPConn) bool {
 	t.Helper()
+	return tcpInfo(t, c).State == unix.BPF_TCP_FIN_WAIT2
+}
+
+// tcpInfo reads c's TCP_INFO.
+func tcpInfo(t *testing.T, c *net.TCPConn) *unix.TCPInfo {
+	t.Helper()
 	raw, err := c.SyscallConn()
 	noErr(t, err)
 	var info *unix.TCPInfo
@@ -347,7 +353,7 @@ func finTaken(t *testing.T, c *net.TCPConn) bool {
 		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
 	}))
 	noErr(t, err)
-	return info.State == unix.BPF_TCP_FIN_WAIT2
+	return info
 }
 
 // TestAbandonedHalfConnsExpire: maxPendingConns connections of which one
@@ -507,13 +513,7 @@ func TestClosedListenerHandleIsRemote(t *testing.T) {
 // byte written on c, so that the bytes wait in its receive queue.
 func dataTaken(t *testing.T, c *net.TCPConn) bool {
 	t.Helper()
-	raw, err := c.SyscallConn()
-	noErr(t, err)
-	var info *unix.TCPInfo
-	noErr(t, raw.Control(func(fd uintptr) {
-		info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	}))
-	noErr(t, err)
+	info := tcpInfo(t, c)
 	return info.Unacked == 0 && info.Notsent_bytes == 0
 }
 
