@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -24,11 +25,13 @@ type Bootstrap struct {
 	// launcher reports it (0: not reported).
 	LocalSize int
 	// SpansHosts is whether the launcher says the job runs on more than
-	// one host: fewer ranks on this host than in the job, or a Slurm step
-	// on several nodes. Such a job's ranks announce an address of their
-	// host that the others reach (hostaddr.go), and a rank 0 whose
-	// rendezvous host is loopback on its own host listens on every
-	// interface.
+	// one host: BootstrapFromEnv sets it for fewer ranks on this host than
+	// in the job, or a Slurm step on several nodes; a LocalSize below
+	// NRanks implies it. New then gives each rank an address of its host
+	// that the others reach, or fails where it finds none (hostaddr.go);
+	// rank 0, given its own host by a name that resolves to loopback
+	// there, listens on every interface; and a rendezvous address that
+	// names no host the others reach is refused.
 	SpansHosts bool
 	// Root is host:port of rank 0's rendezvous listener, with a port of
 	// 1 to 65535 (an IPv6 host in brackets); unused, and may be empty,
@@ -268,18 +271,37 @@ func (b Bootstrap) check() error {
 	if b.NRanks == 1 {
 		return nil
 	}
-	name := b.Vars.Root
-	if name == "" {
-		name = "Bootstrap.Root"
-	}
+	name := b.rootSetting()
 	if err := rootAddrError(b.Root); err != nil {
 		return fmt.Errorf("collectives: bootstrap (%s): %s=%q: %w", b.Source, name, b.Root, err)
 	}
 	host, _, _ := net.SplitHostPort(b.Root)
-	if why := hereOnly(b.Rank, host); why != "" && b.LocalSize > 0 && b.LocalSize < b.NRanks {
-		return fmt.Errorf("collectives: bootstrap (%s): %s=%q names no host the others reach (%s), but only %d of the %d ranks run on this host; give an address of rank 0's host that every host reaches", b.Source, name, b.Root, why, b.LocalSize, b.NRanks)
+	if why := hereOnly(b.Rank, host); why != "" && b.spans() {
+		return fmt.Errorf("collectives: bootstrap (%s): %s=%q names no host the others reach (%s), but %s; give an address of rank 0's host that every host reaches", b.Source, name, b.Root, why, b.spansWhy())
 	}
 	return nil
+}
+
+// rootSetting names the setting b.Root came from, for messages.
+func (b Bootstrap) rootSetting() string {
+	if b.Vars.Root != "" {
+		return b.Vars.Root
+	}
+	return "Bootstrap.Root"
+}
+
+// spans reports whether the job is known to span hosts: SpansHosts, or a
+// local size below the rank count.
+func (b Bootstrap) spans() bool {
+	return b.SpansHosts || b.LocalSize > 0 && b.LocalSize < b.NRanks
+}
+
+// spansWhy says how b is known to span hosts, for messages.
+func (b Bootstrap) spansWhy() string {
+	if b.LocalSize > 0 && b.LocalSize < b.NRanks {
+		return fmt.Sprintf("only %d of the %d ranks run on this host", b.LocalSize, b.NRanks)
+	}
+	return "the launcher says the job spans hosts"
 }
 
 const (
@@ -487,20 +509,48 @@ func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 }
 
 // rootListenAddr is where rank 0 listens: b.Root, or every interface at
-// its port where the job spans hosts and b.Root's host is loopback here.
-// That is rank 0 given its own host by name where the name resolves to
-// loopback on that host (Debian maps the host name to 127.0.1.1) while the
-// other hosts resolve it to the host's address: listening on the loopback
-// address would leave them no rendezvous to reach.
-func rootListenAddr(ctx context.Context, b Bootstrap) string {
+// its port where the job spans hosts and b.Root's host is a name that
+// resolves to loopback here. That is rank 0 given its own host by name
+// where the name resolves to loopback on that host (Debian maps the host
+// name to 127.0.1.1) while the other hosts resolve it to the host's
+// address: listening on the loopback address would leave them no
+// rendezvous to reach. It also returns that loopback address, which
+// acceptRoot lets through beside the host's other addresses, so that
+// ranks of another job on this host dialling another loopback address at
+// the same port are turned away. A loopback address given as such, or
+// "localhost", is taken at its word.
+func rootListenAddr(ctx context.Context, b Bootstrap) (addr string, home netip.Addr) {
 	host, port, err := net.SplitHostPort(b.Root)
-	if err != nil || !b.SpansHosts {
-		return b.Root
+	if err != nil || !b.spans() || strings.EqualFold(host, "localhost") {
+		return b.Root, netip.Addr{}
 	}
-	if a, ok := resolveHost(ctx, host); ok && a.IsLoopback() {
-		return net.JoinHostPort("", port)
+	if _, err := netip.ParseAddr(host); err == nil {
+		return b.Root, netip.Addr{}
 	}
-	return b.Root
+	if a, ok := resolveRoot(ctx, host); ok && a.IsLoopback() {
+		return net.JoinHostPort("", port), a
+	}
+	return b.Root, netip.Addr{}
+}
+
+// resolveRoot looks up rank 0's rendezvous host for rootListenAddr
+// (resolveHost; a table of names in tests).
+var resolveRoot = resolveHost
+
+// wrongLoopback reports whether c, accepted on every interface for a
+// rendezvous whose name resolves to the loopback address home, came in on
+// another loopback address: a rank of another job on this host, whose
+// rendezvous is that address at the same port.
+func wrongLoopback(c net.Conn, home netip.Addr) bool {
+	if !home.IsValid() {
+		return false
+	}
+	ta, ok := c.LocalAddr().(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	a := ta.AddrPort().Addr().Unmap()
+	return a.IsLoopback() && a != home
 }
 
 // listenRoot opens rank 0's rendezvous listener on root.
@@ -521,8 +571,14 @@ func listenRoot(ctx context.Context, root string) (net.Listener, error) {
 // returns the connection of every other rank, by rank (nil at 0).
 func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ []net.Conn, err error) {
 	ln := b.listener
+	var home netip.Addr
 	if ln == nil {
-		ln, err = listenRoot(ctx, rootListenAddr(ctx, b))
+		var at string
+		at, home = rootListenAddr(ctx, b)
+		ln, err = listenRoot(ctx, at)
+		if err != nil && home.IsValid() {
+			err = fmt.Errorf("%w (every interface: %s=%q names this host, which resolves to %v here)", err, b.rootSetting(), b.Root, home)
+		}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -565,6 +621,10 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 				case <-quit:
 				}
 				return
+			}
+			if wrongLoopback(c, home) {
+				c.Close() // another job's rank on this host (rootListenAddr)
+				continue
 			}
 			go func() {
 				c.SetDeadline(time.Now().Add(helloWait))

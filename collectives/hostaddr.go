@@ -31,13 +31,18 @@ import (
 // address, even where all its ranks happen to share a host (set
 // METAROCE_LOCAL_SIZE, or a 127.0.0.1 rendezvous, to keep loopback).
 //
-// Rank 0 of a job that spans hosts (Bootstrap.SpansHosts) may be given
-// its own host by a name that resolves to loopback there (Debian maps the
-// host name to 127.0.1.1), or a wildcard: the route to that says nothing,
-// and it takes the source address of its default route instead, found the
-// same way through defaultRouteProbe (its rendezvous then listens on every
-// interface: rootListenAddr). A rank of such a job that finds no address
-// fails New, naming the setting, rather than announce 127.0.0.1.
+// Rank 0 of a job known to span hosts (Bootstrap.SpansHosts, or a local
+// size below the rank count) may be given its own host by a name that
+// resolves to loopback there (Debian maps the host name to 127.0.1.1), or
+// a wildcard: the route to that says nothing, and it takes the source
+// address of its default route instead, found the same way through
+// defaultRouteProbe (IPv4, else IPv6); its rendezvous then listens on
+// every interface where the name resolved to loopback (rootListenAddr).
+// Without a default route it fails New, naming the setting, rather than
+// announce 127.0.0.1. A rank of such a job whose rendezvous host does not
+// resolve or route yet (a name that a cluster's DNS learns once rank 0 is
+// up) takes its default route's address too, and else leaves the
+// rendezvous, which retries, to report.
 
 // defaultRouteProbe and defaultRouteProbe6 are addresses no host has
 // (TEST-NET-3, RFC 5737; the documentation prefix, RFC 3849), routed by
@@ -55,51 +60,70 @@ const routeLookupTimeout = 2 * time.Second
 
 // planeAddrs returns the address cfg.UDP.Addrs defaults to for the rank b
 // describes (see above), or nil to leave the datapath's default
-// (127.0.0.1), and why, in words for a log line. It fails only for a rank
-// of a job that spans hosts that finds no address. route finds the local
-// address for a remote one (routeFrom outside tests).
+// (127.0.0.1), and why, in words for a log line. A rank of a job known to
+// span hosts whose rendezvous host does not resolve or route yet (a name a
+// cluster's DNS learns once rank 0 is up) takes its default route's
+// address, or leaves the default for the rendezvous, which retries, to
+// report; it fails only where the rendezvous is its own host's and no
+// default route gives an address. route finds the local address for a
+// remote one (routeFrom outside tests).
 func planeAddrs(ctx context.Context, cfg Config, b Bootstrap, route func(netip.Addr) (netip.Addr, bool)) ([]netip.Addr, string, error) {
 	if len(cfg.UDP.Addrs) > 0 || b.NRanks <= 1 {
 		return nil, "", nil
 	}
-	if b.LocalSize == b.NRanks && !b.SpansHosts && !b.allocLocal {
+	spans := b.spans()
+	if b.LocalSize == b.NRanks && !spans && !b.allocLocal {
 		return nil, "", nil // every rank on this host, by the launcher's word
 	}
 	host, _, err := net.SplitHostPort(b.Root)
 	if err != nil {
 		return nil, "", nil // refused by Bootstrap.check, with its reason
 	}
-	remote, ok := netip.IPv4Unspecified(), host == ""
-	if !ok {
-		remote, ok = resolveHost(ctx, host)
+	remote, resolved := netip.IPv4Unspecified(), host == ""
+	if !resolved {
+		remote, resolved = resolveHost(ctx, host)
 	}
-	var local netip.Addr
-	why := fmt.Sprintf("the address this host reaches the rendezvous at %s from", b.Root)
+	if err := ctx.Err(); err != nil {
+		return nil, "", fmt.Errorf("collectives: rank %d: looking up the rendezvous host %q: %w", b.Rank, host, err)
+	}
+	here := resolved && (remote.IsLoopback() || remote.IsUnspecified())
+	if here && !spans {
+		return nil, "", nil // a job on this host, as far as anyone said
+	}
+	if resolved && !here {
+		if local, ok := route(remote); ok && usable(local) {
+			return []netip.Addr{local}, fmt.Sprintf("the address this host reaches the rendezvous at %s from", b.Root), nil
+		}
+	}
+	if !spans {
+		return nil, "", nil // the rendezvous reports a host it cannot reach
+	}
+	var why string
 	switch {
-	case !ok:
-	case remote.IsLoopback() || remote.IsUnspecified():
-		if !b.SpansHosts {
-			return nil, "", nil // a job on this host, as far as anyone said
-		}
-		why = fmt.Sprintf("the address of this host's default route (the rendezvous at %s is this host's loopback or every interface)", b.Root)
-		if local, ok = route(defaultRouteProbe); !ok || !usable(local) {
-			local, ok = route(defaultRouteProbe6)
-		}
+	case here:
+		why = "is this host's loopback or every interface"
+	case resolved:
+		why = "has no route from here yet"
 	default:
-		local, ok = route(remote)
+		why = "does not resolve yet"
 	}
-	if ok && usable(local) {
-		return []netip.Addr{local}, why, nil
+	for _, probe := range []netip.Addr{defaultRouteProbe, defaultRouteProbe6} {
+		if local, ok := route(probe); ok && usable(local) {
+			return []netip.Addr{local}, fmt.Sprintf("the address of this host's default route (the rendezvous at %s %s)", b.Root, why), nil
+		}
 	}
-	if !b.SpansHosts {
-		return nil, "", nil // the rendezvous fails with its own error, or it is one host
+	if !here {
+		return nil, "", nil // the rendezvous retries the host, and says so if it never answers
 	}
-	return nil, "", fmt.Errorf("collectives: rank %d of a job across hosts found no address of this host to announce to its peers: the rendezvous at %s does not resolve or has no route from here, and this host has no default route (a Go program sets Config.UDP.Addrs; otherwise give a rendezvous address, METAROCE_ROOT or MASTER_ADDR, that every host reaches)", b.Rank, b.Root)
+	return nil, "", fmt.Errorf("collectives: rank %d: %s=%q names this host's own loopback or every interface, and %s, but this host has no default route whose address its peers could be given: name rank 0's host by an address every host reaches (a Go program may set Config.UDP.Addrs)", b.Rank, b.rootSetting(), b.Root, b.spansWhy())
 }
 
 // usable reports whether a is an address the peers of another host can
-// be told: not loopback and not unspecified.
-func usable(a netip.Addr) bool { return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() }
+// be told: not loopback, unspecified or link-local (whose zone a peer
+// would need).
+func usable(a netip.Addr) bool {
+	return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() && !a.IsLinkLocalUnicast()
+}
 
 // resolveHost returns host as an address, looking it up if it is a name
 // (an IPv4 address first where it has both), unmapped. A zoned address

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ func TestPlaneAddrs(t *testing.T) {
 		routed     = iota // every route there
 		noDefault4        // no IPv4 default route
 		noDefault         // no default route at all
+		linkLocal         // the default routes leave from link-local addresses
 	)
 	for _, tc := range []struct {
 		name      string
@@ -62,16 +64,22 @@ func TestPlaneAddrs(t *testing.T) {
 		{"wildcard, across hosts", Config{}, "0.0.0.0:29500", 4, 2, true, false, routed, []netip.Addr{dflt}, ""},
 		{"no host, across hosts", Config{}, ":29500", 4, 2, true, false, routed, []netip.Addr{dflt}, ""},
 		{"IPv6 default route only", Config{}, "[::]:29500", 4, 1, true, false, noDefault4, []netip.Addr{dflt6}, ""},
-		{"no default route, across hosts", Config{}, "0.0.0.0:29500", 4, 2, true, false, noDefault, nil, "found no address of this host"},
+		{"no default route, across hosts", Config{}, "0.0.0.0:29500", 4, 2, true, false, noDefault, nil, `Bootstrap.Root="0.0.0.0:29500" names this host's own`},
+		{"local size says across hosts", Config{}, "0.0.0.0:29500", 4, 2, false, false, routed, []netip.Addr{dflt}, ""},
 		{"no route", Config{}, "198.51.100.9:29500", 4, 0, false, false, routed, nil, ""},
-		{"no route, across hosts", Config{}, "198.51.100.9:29500", 4, 2, true, false, routed, nil, "Config.UDP.Addrs"},
+		{"no route, across hosts", Config{}, "198.51.100.9:29500", 4, 2, true, false, routed, []netip.Addr{dflt}, ""},
+		{"no route nor default route, across hosts", Config{}, "198.51.100.9:29500", 4, 2, true, false, noDefault, nil, ""},
 		{"routed over loopback", Config{}, "198.51.100.10:29500", 4, 0, false, false, routed, nil, ""},
 		{"unresolvable", Config{}, "no-such-host.invalid:29500", 4, 0, false, false, routed, nil, ""},
-		{"unresolvable, across hosts", Config{}, "no-such-host.invalid:29500", 4, 2, true, false, routed, nil, "does not resolve"},
+		{"unresolvable, across hosts", Config{}, "no-such-host.invalid:29500", 4, 2, true, false, routed, []netip.Addr{dflt}, ""},
+		{"unresolvable, no default route", Config{}, "no-such-host.invalid:29500", 4, 2, true, false, noDefault, nil, ""},
+		{"link-local default route only", Config{}, "0.0.0.0:29500", 4, 2, true, false, linkLocal, nil, "no default route"},
 		{"no port", Config{}, "198.51.100.7", 4, 2, true, false, routed, nil, ""},
 	} {
 		route := func(remote netip.Addr) (netip.Addr, bool) {
 			switch {
+			case tc.routes == linkLocal && (remote == defaultRouteProbe || remote == defaultRouteProbe6):
+				return netip.MustParseAddr("fe80::1"), true
 			case remote == defaultRouteProbe:
 				return dflt, tc.routes == routed
 			case remote == defaultRouteProbe6:
@@ -101,8 +109,20 @@ func TestPlaneAddrs(t *testing.T) {
 // test where it has none.
 func hostAddr(t *testing.T) netip.Addr {
 	t.Helper()
+	a, ok := firstHostAddr()
+	if !ok {
+		t.Skip("this host has no non-loopback IPv4 address")
+	}
+	return a
+}
+
+// firstHostAddr returns a non-loopback IPv4 address of an interface that
+// is up, if this host has one.
+func firstHostAddr() (netip.Addr, bool) {
 	ifs, err := net.Interfaces()
-	require.NoError(t, err)
+	if err != nil {
+		return netip.Addr{}, false
+	}
 	for _, ifc := range ifs {
 		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
 			continue
@@ -113,12 +133,11 @@ func hostAddr(t *testing.T) netip.Addr {
 		}
 		for _, a := range addrs {
 			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && p.Addr().IsGlobalUnicast() {
-				return p.Addr()
+				return p.Addr(), true
 			}
 		}
 	}
-	t.Skip("this host has no non-loopback IPv4 address")
-	return netip.Addr{}
+	return netip.Addr{}, false
 }
 
 // TestRouteFromOwnAddress: the route to one of this host's own addresses
@@ -166,25 +185,78 @@ func TestNewAnnouncesRoutedAddress(t *testing.T) {
 }
 
 // TestRootListenAddr: rank 0 of a job that spans hosts listens on every
-// interface at its port where its rendezvous host is loopback on its own
-// host (its host name mapped to 127.0.1.1, as Debian does), which the
-// other hosts could not reach; anywhere else it listens where it was told.
+// interface at its port where its rendezvous host is a name that resolves
+// to loopback on its own host (its host name mapped to 127.0.1.1, as
+// Debian does), which the other hosts could not reach, and tells which
+// loopback address that was; a loopback address given as such, or
+// "localhost", is taken at its word, and so is anything in a job not known
+// to span hosts.
 func TestRootListenAddr(t *testing.T) {
 	for _, tc := range []struct {
 		root  string
 		spans bool
-		want  string
 	}{
-		{"localhost:7000", true, ":7000"},
-		{"127.0.1.1:7000", true, ":7000"},
-		{"[::1]:7000", true, ":7000"},
-		{"localhost:7000", false, "localhost:7000"},
-		{"127.0.0.1:7000", false, "127.0.0.1:7000"},
-		{"198.51.100.7:7000", true, "198.51.100.7:7000"},
-		{":7000", true, ":7000"},
-		{"bad", true, "bad"},
+		{"localhost:7000", true},
+		{"127.0.1.1:7000", true},
+		{"[::1]:7000", true},
+		{"198.51.100.7:7000", true},
+		{":7000", true},
+		{"bad", true},
 	} {
 		b := Bootstrap{Rank: 0, NRanks: 4, Root: tc.root, SpansHosts: tc.spans}
-		assert.Equal(t, tc.want, rootListenAddr(context.Background(), b), "%s spans %v", tc.root, tc.spans)
+		got, home := rootListenAddr(context.Background(), b)
+		assert.Equal(t, tc.root, got, "%s spans %v", tc.root, tc.spans)
+		assert.False(t, home.IsValid(), "%s spans %v", tc.root, tc.spans)
+	}
+	// This host's own name, which its /etc/hosts maps to 127.0.1.1.
+	const name = "rank0host"
+	lo := netip.MustParseAddr("127.0.1.1")
+	defer func(r func(context.Context, string) (netip.Addr, bool)) { resolveRoot = r }(resolveRoot)
+	resolveRoot = func(ctx context.Context, host string) (netip.Addr, bool) {
+		if host == name {
+			return lo, true
+		}
+		return resolveHost(ctx, host)
+	}
+	for _, tc := range []struct {
+		spans  bool
+		locals int
+		want   string
+	}{
+		{true, 0, ":7000"},
+		{false, 2, ":7000"}, // a local size below the rank count says so too
+		{false, 0, name + ":7000"},
+		{false, 4, name + ":7000"},
+	} {
+		b := Bootstrap{Rank: 0, NRanks: 4, LocalSize: tc.locals, Root: name + ":7000", SpansHosts: tc.spans}
+		got, home := rootListenAddr(context.Background(), b)
+		assert.Equal(t, tc.want, got, "spans %v, %d local", tc.spans, tc.locals)
+		assert.Equal(t, got == ":7000", home == lo, "spans %v, %d local: the loopback address the name resolved to", tc.spans, tc.locals)
+	}
+}
+
+// TestWrongLoopbackTurnedAway: a rendezvous that listens on every
+// interface because its name resolved to one loopback address turns away
+// connections that came in on another loopback address (another job's
+// ranks on this host at the same port), and lets the others through.
+func TestWrongLoopbackTurnedAway(t *testing.T) {
+	ln, err := net.Listen("tcp", ":0")
+	require.NoError(t, err)
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	home := netip.MustParseAddr("127.0.1.1")
+	dials := map[string]bool{"127.0.1.1": false, "127.0.0.1": true, "127.0.0.2": true}
+	if own, ok := firstHostAddr(); ok {
+		dials[own.String()] = false
+	}
+	for dial, wrong := range dials {
+		c, err := net.Dial("tcp", net.JoinHostPort(dial, port))
+		require.NoError(t, err, dial)
+		in, err := ln.Accept()
+		require.NoError(t, err)
+		assert.Equal(t, wrong, wrongLoopback(in, home), dial)
+		assert.False(t, wrongLoopback(in, netip.Addr{}), "%s: nothing is turned away where the root was not widened", dial)
+		in.Close()
+		c.Close()
 	}
 }

@@ -98,6 +98,9 @@ func TestLaunchedAcrossLabHostsByName(t *testing.T) {
 	defer lab.Close()
 	const name = "mrrank0"
 	// ip netns exec mounts /etc/netns/NS/hosts over /etc/hosts.
+	if _, err := os.Stat("/etc/netns"); os.IsNotExist(err) {
+		t.Cleanup(func() { _ = os.Remove("/etc/netns") }) // only if left empty
+	}
 	for h, addr := range map[int]string{1: "127.0.1.1", 2: lab.Host(1).Addr(0).String()} {
 		dir := filepath.Join("/etc/netns", lab.Host(h).Namespace())
 		require.NoError(t, os.MkdirAll(dir, 0o755))
