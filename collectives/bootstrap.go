@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -514,35 +515,50 @@ func readFrame(r io.Reader, maxBlobs int) (f frame, err error) {
 // where the name resolves to loopback on that host (Debian maps the host
 // name to 127.0.1.1) while the other hosts resolve it to the host's
 // address: listening on the loopback address would leave them no
-// rendezvous to reach. It also returns that loopback address, which
-// acceptRoot lets through beside the host's other addresses, so that
-// ranks of another job on this host dialling another loopback address at
-// the same port are turned away. A loopback address given as such, or
-// "localhost", is taken at its word.
-func rootListenAddr(ctx context.Context, b Bootstrap) (addr string, home netip.Addr) {
+// rendezvous to reach. It also returns every loopback address the name
+// resolves to (127.0.1.1, and ::1 where the hosts file maps the name to
+// both), which acceptRoot lets through beside the host's other addresses,
+// so that ranks of another job on this host that dial another loopback
+// address at the same port are turned away like any other job's. A
+// loopback address given as such, or "localhost", is taken at its word.
+func rootListenAddr(ctx context.Context, b Bootstrap) (addr string, home []netip.Addr) {
 	host, port, err := net.SplitHostPort(b.Root)
 	if err != nil || !b.spans() || strings.EqualFold(host, "localhost") {
-		return b.Root, netip.Addr{}
+		return b.Root, nil
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
-		return b.Root, netip.Addr{}
+		return b.Root, nil
 	}
-	if a, ok := resolveRoot(ctx, host); ok && a.IsLoopback() {
-		return net.JoinHostPort("", port), a
+	for _, a := range lookupRoot(ctx, host) {
+		if a.IsLoopback() {
+			home = append(home, a)
+		}
 	}
-	return b.Root, netip.Addr{}
+	if len(home) == 0 {
+		return b.Root, nil
+	}
+	return net.JoinHostPort("", port), home
 }
 
-// resolveRoot looks up rank 0's rendezvous host for rootListenAddr
-// (resolveHost; a table of names in tests).
-var resolveRoot = resolveHost
+// lookupRoot returns every address rank 0's rendezvous host name resolves
+// to, unmapped, for rootListenAddr (a table of names in tests).
+var lookupRoot = func(ctx context.Context, host string) []netip.Addr {
+	ctx, cancel := context.WithTimeout(ctx, routeLookupTimeout)
+	defer cancel()
+	addrs, _ := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	for i, a := range addrs {
+		addrs[i] = a.Unmap()
+	}
+	return addrs
+}
 
 // wrongLoopback reports whether c, accepted on every interface for a
-// rendezvous whose name resolves to the loopback address home, came in on
-// another loopback address: a rank of another job on this host, whose
-// rendezvous is that address at the same port.
-func wrongLoopback(c net.Conn, home netip.Addr) bool {
-	if !home.IsValid() {
+// rendezvous whose name resolves to the loopback addresses home, came in
+// on another loopback address: a rank of another job on this host, whose
+// rendezvous is that address at the same port. With home empty (the
+// rendezvous listens where it was told) nothing is.
+func wrongLoopback(c net.Conn, home []netip.Addr) bool {
+	if len(home) == 0 {
 		return false
 	}
 	ta, ok := c.LocalAddr().(*net.TCPAddr)
@@ -550,7 +566,7 @@ func wrongLoopback(c net.Conn, home netip.Addr) bool {
 		return false
 	}
 	a := ta.AddrPort().Addr().Unmap()
-	return a.IsLoopback() && a != home
+	return a.IsLoopback() && !slices.Contains(home, a)
 }
 
 // listenRoot opens rank 0's rendezvous listener on root.
@@ -571,12 +587,12 @@ func listenRoot(ctx context.Context, root string) (net.Listener, error) {
 // returns the connection of every other rank, by rank (nil at 0).
 func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ []net.Conn, err error) {
 	ln := b.listener
-	var home netip.Addr
+	var home []netip.Addr
 	if ln == nil {
 		var at string
 		at, home = rootListenAddr(ctx, b)
 		ln, err = listenRoot(ctx, at)
-		if err != nil && home.IsValid() {
+		if err != nil && len(home) > 0 {
 			err = fmt.Errorf("%w (every interface: %s=%q names this host, which resolves to %v here)", err, b.rootSetting(), b.Root, home)
 		}
 	}
@@ -605,9 +621,10 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 	// the ranks behind it, and the deadline's error must still name the
 	// ranks that never joined.
 	type hello struct {
-		c   net.Conn
-		f   frame
-		err error
+		c     net.Conn
+		f     frame
+		err   error
+		wrong bool // came in on another loopback address (wrongLoopback)
 	}
 	hellos := make(chan hello)
 	quit := make(chan struct{})
@@ -622,15 +639,12 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 				}
 				return
 			}
-			if wrongLoopback(c, home) {
-				c.Close() // another job's rank on this host (rootListenAddr)
-				continue
-			}
+			wrong := wrongLoopback(c, home)
 			go func() {
 				c.SetDeadline(time.Now().Add(helloWait))
 				f, err := readFrame(c, 1)
 				select {
-				case hellos <- hello{c: c, f: f, err: err}:
+				case hellos <- hello{c: c, f: f, err: err, wrong: wrong}:
 				case <-quit:
 					c.Close()
 				}
@@ -673,10 +687,12 @@ func exchangeRoot(ctx context.Context, b Bootstrap, blob []byte) (_ [][]byte, _ 
 		}
 		dl, _ := ctx.Deadline()
 		c.SetDeadline(dl)
-		if !sameJob(tag, f.tag) {
-			// A rank of another job that shares this address: turn it
-			// away (it retries, in case its own rank 0 comes up here
-			// later) and keep waiting for this job's ranks.
+		if !sameJob(tag, f.tag) || h.wrong {
+			// A rank of another job that shares this address, or that
+			// reached this widened listener on a loopback address this
+			// job's name does not resolve to: turn it away (it retries,
+			// in case its own rank 0 comes up there later) and keep
+			// waiting for this job's ranks.
 			_ = writeFrameMagic(c, f.magic, 0, 0, tag) // best effort: it is closed either way
 			c.Close()
 			continue

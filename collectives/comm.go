@@ -105,12 +105,18 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	if err := b.check(); err != nil {
 		return nil, err
 	}
-	// The endpoint's address, where the caller gave none (hostaddr.go);
-	// the defaults then again, as they depend on it (one path per plane
-	// on loopback).
+	if cfg.GroupSize > 0 && b.NRanks%cfg.GroupSize != 0 {
+		return nil, fmt.Errorf("collectives: group size %d does not divide the %d ranks", cfg.GroupSize, b.NRanks)
+	}
+	b.deadline = newSetupDeadline(ctx, cfg.Timeout, cfg.TimeoutSetting)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	// The endpoint's address, where the caller gave none (hostaddr.go),
+	// within the setup's deadline; the defaults then again, as they
+	// depend on it (one path per plane on loopback).
 	routed, why, err := planeAddrs(ctx, given, b, routeFrom)
 	if err != nil {
-		return nil, err
+		return nil, b.deadline.wrap(err, ctx.Err())
 	}
 	if routed != nil {
 		given.UDP.Addrs = routed
@@ -119,12 +125,6 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 		}
 		cfg.Logf("rank %d/%d: endpoint on %v, %s (Config.UDP.Addrs sets others)", b.Rank, b.NRanks, routed[0], why)
 	}
-	if cfg.GroupSize > 0 && b.NRanks%cfg.GroupSize != 0 {
-		return nil, fmt.Errorf("collectives: group size %d does not divide the %d ranks", cfg.GroupSize, b.NRanks)
-	}
-	b.deadline = newSetupDeadline(ctx, cfg.Timeout, cfg.TimeoutSetting)
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
 	if cfg.UDP.Seed != 0 {
 		// A seeded run must still give every rank its own tokens and
 		// connection ids: derive the rank's seed from the job's.

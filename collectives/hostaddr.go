@@ -41,8 +41,8 @@ import (
 // Without a default route it fails New, naming the setting, rather than
 // announce 127.0.0.1. A rank of such a job whose rendezvous host does not
 // resolve or route yet (a name that a cluster's DNS learns once rank 0 is
-// up) takes its default route's address too, and else leaves the
-// rendezvous, which retries, to report.
+// up) takes its default route's address too, and without one tries again
+// until the setup's deadline, then fails: it never announces loopback.
 
 // defaultRouteProbe and defaultRouteProbe6 are addresses no host has
 // (TEST-NET-3, RFC 5737; the documentation prefix, RFC 3849), routed by
@@ -61,12 +61,13 @@ const routeLookupTimeout = 2 * time.Second
 // planeAddrs returns the address cfg.UDP.Addrs defaults to for the rank b
 // describes (see above), or nil to leave the datapath's default
 // (127.0.0.1), and why, in words for a log line. A rank of a job known to
-// span hosts whose rendezvous host does not resolve or route yet (a name a
-// cluster's DNS learns once rank 0 is up) takes its default route's
-// address, or leaves the default for the rendezvous, which retries, to
-// report; it fails only where the rendezvous is its own host's and no
-// default route gives an address. route finds the local address for a
-// remote one (routeFrom outside tests).
+// span hosts never leaves the default: where its rendezvous host does not
+// resolve or route yet (a name a cluster's DNS learns once rank 0 is up)
+// it takes its default route's address, and without one it tries again
+// until ctx, the setup's deadline, ends, then fails; rank 0 whose
+// rendezvous is its own host and that has no default route fails at once.
+// Errors name the setting. route finds the local address for a remote
+// one (routeFrom outside tests).
 func planeAddrs(ctx context.Context, cfg Config, b Bootstrap, route func(netip.Addr) (netip.Addr, bool)) ([]netip.Addr, string, error) {
 	if len(cfg.UDP.Addrs) > 0 || b.NRanks <= 1 {
 		return nil, "", nil
@@ -79,50 +80,74 @@ func planeAddrs(ctx context.Context, cfg Config, b Bootstrap, route func(netip.A
 	if err != nil {
 		return nil, "", nil // refused by Bootstrap.check, with its reason
 	}
+	for {
+		addr, why, state := pickAddr(ctx, b, host, spans, route)
+		switch {
+		case addr.IsValid():
+			return []netip.Addr{addr}, why, nil
+		case state == stateOneHost || !spans:
+			return nil, "", nil // a job on this host, or the rendezvous reports the host
+		case state == stateHere:
+			return nil, "", fmt.Errorf("collectives: rank %d: %s=%q names this host's own loopback or every interface, and %s, but this host has no default route whose address its peers could be given: name rank 0's host by an address every host reaches (a Go program may set Config.UDP.Addrs)", b.Rank, b.rootSetting(), b.Root, b.spansWhy())
+		}
+		select {
+		case <-ctx.Done():
+			return nil, "", fmt.Errorf("collectives: rank %d: %s=%q %s, this host has no default route, and %s, so this rank found no address to give its peers%s (a Go program may set Config.UDP.Addrs): %w", b.Rank, b.rootSetting(), b.Root, why, b.spansWhy(), b.deadline.ended(ctx.Err()), ctx.Err())
+		case <-time.After(addrRetry):
+		}
+	}
+}
+
+// addrRetry is the pause between planeAddrs' attempts.
+const addrRetry = 250 * time.Millisecond
+
+// What pickAddr found of the rendezvous host, where it found no address.
+const (
+	stateOneHost = iota // the host is this one's and nothing says the job spans hosts
+	stateHere           // the host is this one's (loopback, wildcard), and nothing routes
+	stateAway           // the host does not resolve or route yet
+)
+
+// pickAddr makes one attempt of planeAddrs: the address to announce, or
+// the invalid address and the state of the rendezvous host with why in
+// words.
+func pickAddr(ctx context.Context, b Bootstrap, host string, spans bool, route func(netip.Addr) (netip.Addr, bool)) (netip.Addr, string, int) {
 	remote, resolved := netip.IPv4Unspecified(), host == ""
 	if !resolved {
 		remote, resolved = resolveHost(ctx, host)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, "", fmt.Errorf("collectives: rank %d: looking up the rendezvous host %q: %w", b.Rank, host, err)
-	}
 	here := resolved && (remote.IsLoopback() || remote.IsUnspecified())
 	if here && !spans {
-		return nil, "", nil // a job on this host, as far as anyone said
+		return netip.Addr{}, "", stateOneHost
 	}
 	if resolved && !here {
 		if local, ok := route(remote); ok && usable(local) {
-			return []netip.Addr{local}, fmt.Sprintf("the address this host reaches the rendezvous at %s from", b.Root), nil
+			return local, fmt.Sprintf("the address this host reaches the rendezvous at %s from", b.Root), stateAway
 		}
 	}
-	if !spans {
-		return nil, "", nil // the rendezvous reports a host it cannot reach
-	}
-	var why string
+	why, state := "does not resolve", stateAway
 	switch {
 	case here:
-		why = "is this host's loopback or every interface"
+		why, state = "is this host's loopback or every interface", stateHere
 	case resolved:
-		why = "has no route from here yet"
-	default:
-		why = "does not resolve yet"
+		why = "has no route from here"
+	}
+	if !spans {
+		return netip.Addr{}, why, state
 	}
 	for _, probe := range []netip.Addr{defaultRouteProbe, defaultRouteProbe6} {
 		if local, ok := route(probe); ok && usable(local) {
-			return []netip.Addr{local}, fmt.Sprintf("the address of this host's default route (the rendezvous at %s %s)", b.Root, why), nil
+			return local, fmt.Sprintf("the address of this host's default route (the rendezvous at %s %s)", b.Root, why), state
 		}
 	}
-	if !here {
-		return nil, "", nil // the rendezvous retries the host, and says so if it never answers
-	}
-	return nil, "", fmt.Errorf("collectives: rank %d: %s=%q names this host's own loopback or every interface, and %s, but this host has no default route whose address its peers could be given: name rank 0's host by an address every host reaches (a Go program may set Config.UDP.Addrs)", b.Rank, b.rootSetting(), b.Root, b.spansWhy())
+	return netip.Addr{}, why, state
 }
 
 // usable reports whether a is an address the peers of another host can
-// be told: not loopback, unspecified or link-local (whose zone a peer
-// would need).
+// be told: not loopback or unspecified, and not an IPv6 link-local one,
+// whose zone a peer would need.
 func usable(a netip.Addr) bool {
-	return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() && !a.IsLinkLocalUnicast()
+	return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() && !(a.Is6() && a.IsLinkLocalUnicast())
 }
 
 // resolveHost returns host as an address, looking it up if it is a name
