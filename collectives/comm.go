@@ -134,12 +134,7 @@ func New(ctx context.Context, b Bootstrap, cfg Config) (*Comm, error) {
 	if shared != "" {
 		cfg.Logf("rank %d/%d: %s", b.Rank, b.NRanks, shared)
 	}
-	var f linkFactory
-	if cfg.Transport == TransportTCP {
-		f, err = newTCPFactory(cfg)
-	} else {
-		f, err = newMetaroceFactory(cfg)
-	}
+	f, err := newLinkFactory(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -592,4 +587,13 @@ func (c *Comm) SendRecv(ctx context.Context, send, recv []byte, dt reduce.DType)
 func (c *Comm) Barrier(ctx context.Context) error {
 	b := make([]byte, 4)
 	return c.AllReduce(ctx, nil, b, reduce.Int32, reduce.OpSum)
+}
+
+// newLinkFactory opens the local end of cfg.Transport's link: the
+// kernel-TCP baseline's listener or the MetaRoCE endpoint.
+func newLinkFactory(cfg Config) (linkFactory, error) {
+	if cfg.Transport == TransportTCP {
+		return newTCPFactory(cfg)
+	}
+	return newMetaroceFactory(cfg)
 }

@@ -172,12 +172,7 @@ func TestConnectDeadlineNamed(t *testing.T) {
 		cfg, err := Config{Transport: tr, Timeout: 45 * time.Second, Channels: 1}.withDefaults()
 		require.NoError(t, err)
 		open := func() linkFactory {
-			var f linkFactory
-			if tr == TransportTCP {
-				f, err = newTCPFactory(cfg)
-			} else {
-				f, err = newMetaroceFactory(cfg)
-			}
+			f, err := newLinkFactory(cfg)
 			require.NoError(t, err)
 			t.Cleanup(f.abort)
 			return f
