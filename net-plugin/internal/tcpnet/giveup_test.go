@@ -133,12 +133,7 @@ func TestConnectGivenUpBeforeAcceptanceIsDropped(t *testing.T) {
 // handing it out.
 func TestAbortedConnectIsDropped(t *testing.T) {
 	b, l, _, settled := watchedListener(t, 5*time.Second)
-	read := make(chan int, 2)
-	proceed := make(chan struct{})
-	b.verdictRead = func(idx int) {
-		read <- idx
-		<-proceed
-	}
+	read, proceed := holdVerdicts(b, 2)
 	d, err := b.Dial(0, l.Handle())
 	noErr(t, err)
 	<-read

@@ -188,18 +188,9 @@ func TestListenerAnswersEveryHello(t *testing.T) {
 	var last *net.TCPConn // the socket of the latest ask
 	ask := func(hl hello) byte {
 		t.Helper()
-		c, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(h.Addr))
-		noErr(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		hb, err := hl.Append(nil)
-		noErr(t, err)
-		_, err = c.Write(hb)
-		noErr(t, err)
-		var v [1]byte
-		_, err = io.ReadFull(c, v[:])
-		noErr(t, err)
+		c, v := helloSocket(t, h.Addr, hl)
 		last = c
-		return v[0]
+		return v
 	}
 	eq(t, helloStale, ask(hello{Index: 0, Socks: 2, Nonce: h.Nonce + 1, ConnID: 1}))
 	eq(t, helloStale, ask(hello{Index: 0, Socks: 1, Nonce: h.Nonce, ConnID: 1}))
@@ -234,12 +225,7 @@ func TestListenerAnswersEveryHello(t *testing.T) {
 // left no expired socket deadline behind).
 func TestAcceptInHandCompletesConnect(t *testing.T) {
 	b, l, h := listening(t)
-	read := make(chan int, h.Socks)
-	proceed := make(chan struct{})
-	b.verdictRead = func(idx int) {
-		read <- idx
-		<-proceed
-	}
+	read, proceed := holdVerdicts(b, h.Socks)
 	d, err := b.Dial(0, l.Handle())
 	noErr(t, err)
 	defer d.Abort()
@@ -277,6 +263,18 @@ func halfConn(t *testing.T, addr netip.AddrPort, nonce, id uint64) *net.TCPConn 
 	c, v := helloSocket(t, addr, hello{Index: 0, Socks: 2, Nonce: nonce, ConnID: id})
 	eq(t, helloAccepted, v)
 	return c
+}
+
+// holdVerdicts makes each of b's dialer goroutines, once it has read the
+// listener's answer to its socket, send the socket's index on read (which
+// holds socks of them) and wait until proceed is closed.
+func holdVerdicts(b *Backend, socks int) (read chan int, proceed chan struct{}) {
+	read, proceed = make(chan int, socks), make(chan struct{})
+	b.verdictRead = func(idx int) {
+		read <- idx
+		<-proceed
+	}
+	return read, proceed
 }
 
 // helloSocket opens a socket to the listener at addr, closed at the end of
