@@ -35,6 +35,33 @@ func waitReturnedOrBlocked(t *testing.T, returned <-chan bool, call string) {
 	}
 }
 
+// holdExit stops p's endpoint a with its event loop's exit held inside
+// the window where it refuses commands and has not yet failed the
+// requests: on a turn of the loop (its last) it runs first, if not nil,
+// then queues a send whose notify, which the exit runs first, blocks
+// until resume is closed, and marks the endpoint stopping. It returns
+// once the exit holds there, a later Send refused.
+func holdExit(t *testing.T, p *pair, first func()) (resume chan struct{}) {
+	t.Helper()
+	inExit, resume := make(chan struct{}), make(chan struct{})
+	var queueErr error
+	onLoop(t, p.ea, func() {
+		if first != nil {
+			first()
+		}
+		_, queueErr = p.a.SendNotify(2, make([]byte, 100), 0, func() {
+			close(inExit)
+			<-resume
+		})
+		p.ea.stopping, p.ea.stopDeadline = true, 0
+	})
+	require.NoError(t, queueErr)
+	<-inExit
+	_, err := p.a.Send(3, nil, 0)
+	require.ErrorIs(t, err, ErrEndpointClosed, "the exit refuses commands by now")
+	return resume
+}
+
 // TestCallsDuringLoopExitWaitForIt: an AbortFlow or a Conn.Close that
 // meets the event loop's exit after it has started refusing commands
 // returns only once the exit has failed the requests, as both promise
@@ -58,22 +85,8 @@ func TestCallsDuringLoopExitWaitForIt(t *testing.T) {
 			require.NoError(t, err)
 			onLoop(t, e, func() {}) // a turn has posted it
 
-			inExit, resume := make(chan struct{}), make(chan struct{})
-			var queueErr error
-			onLoop(t, e, func() {
-				// Queued behind this turn, the loop's last: the exit
-				// fails it first, before the posted receive, and its
-				// notify holds the exit there.
-				_, queueErr = p.a.SendNotify(2, make([]byte, 100), 0, func() {
-					close(inExit)
-					<-resume
-				})
-				e.stopping, e.stopDeadline = true, 0
-			})
-			require.NoError(t, queueErr)
-			<-inExit
-			_, err = p.a.Send(3, nil, 0)
-			require.ErrorIs(t, err, ErrEndpointClosed, "the exit refuses commands by now")
+			// The held send is failed first, before the posted receive.
+			resume := holdExit(t, p, nil)
 			done, _ := recv.Test()
 			require.False(t, done, "the exit has not failed the posted receive yet")
 
@@ -119,31 +132,22 @@ func TestEndpointStatsDuringLoopExit(t *testing.T) {
 			require.Equal(t, uint64(1), live.Core.Dropped[transport.DropMalformed])
 			require.Equal(t, 1, live.Conns)
 
-			inExit, resume := make(chan struct{}), make(chan struct{})
 			returned := make(chan bool, 1)
 			var st EndpointStats
 			stats := func() { st = e.Stats(); returned <- true }
-			var queueErr error
-			onLoop(t, e, func() {
-				if !refused {
-					// Queued behind this turn, the loop's last,
-					// as the send below is: the exit answers it.
-					queued := e.nCmds.Load()
+			var queued func()
+			if !refused {
+				// Queued behind the holding turn, the loop's last, as
+				// the held send is: the exit answers it.
+				queued = func() {
+					n := e.nCmds.Load()
 					go stats()
-					for e.nCmds.Load() == queued {
+					for e.nCmds.Load() == n {
 						runtime.Gosched()
 					}
 				}
-				_, queueErr = p.a.SendNotify(2, make([]byte, 100), 0, func() {
-					close(inExit)
-					<-resume
-				})
-				e.stopping, e.stopDeadline = true, 0
-			})
-			require.NoError(t, queueErr)
-			<-inExit
-			_, err := p.a.Send(3, nil, 0)
-			require.ErrorIs(t, err, ErrEndpointClosed, "the exit refuses commands by now")
+			}
+			resume := holdExit(t, p, queued)
 			if refused {
 				go stats()
 				waitReturnedOrBlocked(t, returned, "(*Endpoint).Stats")
